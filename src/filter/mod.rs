@@ -1,0 +1,422 @@
+//! The Bloom filter as a pure data structure: block addressing, test-and-set and
+//! occupancy statistics over plain byte slices, plus the sizing math ([`sizing`]).
+//!
+//! It knows nothing about files, memory maps, threads or the command line: the
+//! bit array is a `&[u8]` / `&mut [u8]` handed in by the caller, so the same code
+//! serves an anonymous in-memory filter, a memory-mapped file and, later, a
+//! remote store.
+//!
+//! # Layout (version 1)
+//!
+//! The bit array is a sequence of 512-bit (64-byte) *blocks*, grouped in *pages*
+//! of 64 blocks (4 KiB); the block count is always a multiple of 64. A key touches
+//! `x` blocks (`x` = 1, 2 or 4) and sets `k` bits in each of them:
+//!
+//! * `x = 1`: block = `⌊lo · nblocks / 2^64⌋` (all 64 bits of `lo` count).
+//! * `x > 1`: page = `⌊lo · npages / 2^64⌋`; block `j` of the key is
+//!   `page · 64 + ((hi >> 6j) & 63)`, so all of a key's blocks share a 4 KiB page.
+//! * Bit positions come from a SplitMix64 stream seeded with `hi`: each 64-bit
+//!   output gives seven 9-bit positions (low bits first); block `j` takes
+//!   positions `j·k .. j·k + k` of the stream.
+//! * Bit `p` of a block is bit `p & 7` of byte `p >> 3` of the block.
+
+pub mod sizing;
+
+use crate::hash::Hash128;
+
+/// Bits in one block.
+pub const BLOCK_BITS: u32 = 512;
+/// Bytes in one block.
+pub const BLOCK_BYTES: usize = 64;
+/// Blocks in one page (4 KiB); block counts are multiples of this.
+pub const BLOCKS_PER_PAGE: u64 = 64;
+/// Largest `k` (bits per block) a filter may use.
+pub const MAX_K: u32 = 64;
+/// Largest number of 64-bit words of hash stream a key can consume (x = 4, k = 64).
+const MAX_POSITIONS: usize = 4 * MAX_K as usize;
+
+/// Geometry of one bit array: everything needed to reproduce bit positions
+/// (together with the hash seed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Number of 512-bit blocks; a positive multiple of [`BLOCKS_PER_PAGE`].
+    pub nblocks: u64,
+    /// Bits set per block per key, `1..=MAX_K`.
+    pub k: u32,
+    /// Blocks per key: 1, 2 or 4.
+    pub blocks_per_key: u32,
+}
+
+/// Why a [`Layout`] is not usable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LayoutError(pub String);
+
+impl std::fmt::Display for LayoutError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LayoutError {}
+
+impl Layout {
+    /// Checks the invariants every other function relies on.
+    ///
+    /// # Errors
+    /// Returns a message naming the offending parameter.
+    pub fn validate(&self) -> Result<(), LayoutError> {
+        if self.nblocks == 0 || self.nblocks % BLOCKS_PER_PAGE != 0 {
+            return Err(LayoutError(format!(
+                "block count {} is not a positive multiple of {BLOCKS_PER_PAGE}",
+                self.nblocks
+            )));
+        }
+        if self.nblocks.checked_mul(BLOCK_BYTES as u64).is_none() {
+            return Err(LayoutError(format!("block count {} is too large", self.nblocks)));
+        }
+        if self.k == 0 || self.k > MAX_K {
+            return Err(LayoutError(format!("k = {} is outside 1..={MAX_K}", self.k)));
+        }
+        if !matches!(self.blocks_per_key, 1 | 2 | 4) {
+            return Err(LayoutError(format!(
+                "blocks per key = {} is not 1, 2 or 4",
+                self.blocks_per_key
+            )));
+        }
+        Ok(())
+    }
+
+    /// Size of the bit array in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.nblocks * BLOCK_BYTES as u64
+    }
+
+    /// Size of the bit array in bits.
+    pub fn bits(&self) -> u64 {
+        self.nblocks * BLOCK_BITS as u64
+    }
+
+    /// Computes the blocks and bit masks of one key.
+    #[inline]
+    pub fn probe(&self, h: Hash128) -> Probe {
+        let x = self.blocks_per_key as usize;
+        let mut p = Probe {
+            blocks: [0; 4],
+            masks: [[0; 8]; 4],
+            x,
+        };
+        if x == 1 {
+            p.blocks[0] = mul_hi(h.lo, self.nblocks);
+        } else {
+            let page = mul_hi(h.lo, self.nblocks / BLOCKS_PER_PAGE);
+            for j in 0..x {
+                p.blocks[j] = page * BLOCKS_PER_PAGE + ((h.hi >> (6 * j)) & 63);
+            }
+        }
+        let mut stream = SplitMix64(h.hi);
+        let mut word = 0u64;
+        let mut left = 0u32;
+        for mask in p.masks.iter_mut().take(x) {
+            for _ in 0..self.k {
+                if left == 0 {
+                    word = stream.next_u64();
+                    left = 7;
+                }
+                let pos = (word & 511) as usize;
+                word >>= 9;
+                left -= 1;
+                mask[pos >> 6] |= 1u64 << (pos & 63);
+            }
+        }
+        p
+    }
+}
+
+const _: () = assert!(MAX_POSITIONS <= 256);
+
+/// The blocks and 512-bit masks of one key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Probe {
+    /// Block indices (first `x` are used).
+    pub blocks: [u64; 4],
+    /// Bit masks, one per block, as eight little-endian 64-bit words.
+    pub masks: [[u64; 8]; 4],
+    /// Number of blocks used.
+    pub x: usize,
+}
+
+/// `⌊a · b / 2^64⌋`: maps a 64-bit hash uniformly onto `0..b` without modulo bias
+/// and using every bit of `a`.
+#[inline]
+fn mul_hi(a: u64, b: u64) -> u64 {
+    ((a as u128 * b as u128) >> 64) as u64
+}
+
+/// SplitMix64 (Steele, Lea, Flood 2014), used as a cheap, pinned bit stream.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    #[inline]
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+#[inline]
+fn block(bits: &[u8], b: u64) -> &[u8] {
+    let start = b as usize * BLOCK_BYTES;
+    &bits[start..start + BLOCK_BYTES]
+}
+
+#[inline]
+fn load_word(block: &[u8], w: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&block[w * 8..w * 8 + 8]);
+    u64::from_le_bytes(a)
+}
+
+/// Returns true when every bit of the probe is set in `bits`.
+///
+/// `bits` must be exactly `layout.bytes()` long (checked by the callers that own
+/// the array; a short slice panics on indexing rather than reading out of bounds).
+#[inline]
+pub fn contains(bits: &[u8], probe: &Probe) -> bool {
+    for j in 0..probe.x {
+        let blk = block(bits, probe.blocks[j]);
+        for (w, &m) in probe.masks[j].iter().enumerate() {
+            if m != 0 && load_word(blk, w) & m != m {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Sets every bit of the probe; returns true when they were all set already
+/// (the key was "probably seen"). Blocks are written only when a bit is missing,
+/// so duplicates never dirty a page.
+#[inline]
+pub fn test_and_set(bits: &mut [u8], probe: &Probe) -> bool {
+    let mut seen = true;
+    for j in 0..probe.x {
+        let start = probe.blocks[j] as usize * BLOCK_BYTES;
+        let blk = &mut bits[start..start + BLOCK_BYTES];
+        for (w, &m) in probe.masks[j].iter().enumerate() {
+            if m == 0 {
+                continue;
+            }
+            let old = load_word(blk, w);
+            if old & m != m {
+                seen = false;
+                blk[w * 8..w * 8 + 8].copy_from_slice(&(old | m).to_le_bytes());
+            }
+        }
+    }
+    seen
+}
+
+/// What the bits of a filter say about it, computed from the actual per-block
+/// occupancy (a popcount of every block).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Occupancy {
+    /// Bits set in the whole array.
+    pub bits_set: u64,
+    /// Estimated number of distinct keys inserted (per-block inversion of the
+    /// expected fill, summed, divided by blocks per key).
+    pub estimated_items: f64,
+    /// Probability that a key never inserted is reported present, given the bits
+    /// as they are now.
+    pub current_fpp: f64,
+    /// Number of blocks with every bit set (estimates treat them as holding
+    /// the largest finite count).
+    pub full_blocks: u64,
+}
+
+/// Scans every block of `bits` and computes [`Occupancy`].
+pub fn occupancy(bits: &[u8], layout: &Layout) -> Occupancy {
+    let k = layout.k as i32;
+    let x = layout.blocks_per_key as i32;
+    // q[c] = probability that k random positions of a block with c bits set are all set.
+    let q: Vec<f64> = (0..=BLOCK_BITS)
+        .map(|c| (c as f64 / BLOCK_BITS as f64).powi(k))
+        .collect();
+    // Keys expected to give c set bits: invert E[c] = B(1 - (1-1/B)^(k·L)).
+    let ln_keep = (1.0 - 1.0 / BLOCK_BITS as f64).ln();
+    let inv: Vec<f64> = (0..=BLOCK_BITS)
+        .map(|c| {
+            let c = (c as f64).min(BLOCK_BITS as f64 - 0.5);
+            (1.0 - c / BLOCK_BITS as f64).ln() / (layout.k as f64 * ln_keep)
+        })
+        .collect();
+    let mut bits_set = 0u64;
+    let mut key_blocks = 0f64;
+    let mut fpp_sum = 0f64;
+    let mut full_blocks = 0u64;
+    for page in bits.chunks_exact(BLOCK_BYTES * BLOCKS_PER_PAGE as usize) {
+        let mut page_q = 0f64;
+        for blk in page.chunks_exact(BLOCK_BYTES) {
+            let c = blk.iter().map(|b| b.count_ones()).sum::<u32>() as usize;
+            bits_set += c as u64;
+            key_blocks += inv[c];
+            page_q += q[c];
+            if c == BLOCK_BITS as usize {
+                full_blocks += 1;
+            }
+        }
+        if x == 1 {
+            fpp_sum += page_q;
+        } else {
+            fpp_sum += (page_q / BLOCKS_PER_PAGE as f64).powi(x);
+        }
+    }
+    let units = if x == 1 {
+        layout.nblocks as f64
+    } else {
+        (layout.nblocks / BLOCKS_PER_PAGE) as f64
+    };
+    Occupancy {
+        bits_set,
+        estimated_items: key_blocks / x as f64,
+        current_fpp: fpp_sum / units,
+        full_blocks,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hash::{DEFAULT_SEED, hash};
+
+    fn layout(nblocks: u64, k: u32, x: u32) -> Layout {
+        let l = Layout {
+            nblocks,
+            k,
+            blocks_per_key: x,
+        };
+        l.validate().unwrap();
+        l
+    }
+
+    #[test]
+    fn validate_rejects_bad_layouts() {
+        let ok = layout(64, 7, 1);
+        for bad in [
+            Layout { nblocks: 0, ..ok },
+            Layout { nblocks: 65, ..ok },
+            Layout { nblocks: u64::MAX - 63, ..ok },
+            Layout { k: 0, ..ok },
+            Layout { k: 65, ..ok },
+            Layout { blocks_per_key: 3, ..ok },
+        ] {
+            assert!(bad.validate().is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn probe_stays_in_bounds_and_in_one_page() {
+        for x in [1, 2, 4] {
+            let l = layout(64 * 5, 9, x);
+            for i in 0..10_000u32 {
+                let p = l.probe(hash(&i.to_le_bytes(), 1));
+                assert_eq!(p.x, x as usize);
+                for j in 0..p.x {
+                    assert!(p.blocks[j] < l.nblocks);
+                    assert_eq!(p.blocks[j] / 64, p.blocks[0] / 64);
+                    let bits: u32 = p.masks[j].iter().map(|m| m.count_ones()).sum();
+                    assert!(bits >= 1 && bits <= l.k);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn block_choice_uses_high_hash_bits() {
+        // A filter larger than 2^32 blocks must reach blocks past 2^32: hashes
+        // truncated to 32 bits (a known trap) never would.
+        let l = layout(1 << 40, 7, 1);
+        let far = (0..1000u32)
+            .map(|i| l.probe(hash(&i.to_le_bytes(), 0)).blocks[0])
+            .filter(|&b| b >= 1 << 32)
+            .count();
+        assert!(far > 900, "{far}");
+    }
+
+    /// Golden bit positions: a change here silently breaks every existing file.
+    #[test]
+    fn golden_probe() {
+        let l = layout(64 * 1000, 7, 2);
+        let p = l.probe(hash(b"https://example.com/", DEFAULT_SEED));
+        let positions: Vec<(u64, Vec<u32>)> = (0..p.x)
+            .map(|j| {
+                let mut v = vec![];
+                for (w, m) in p.masks[j].iter().enumerate() {
+                    for b in 0..64 {
+                        if m >> b & 1 == 1 {
+                            v.push(w as u32 * 64 + b);
+                        }
+                    }
+                }
+                (p.blocks[j], v)
+            })
+            .collect();
+        println!("{positions:?}");
+        let want: Vec<(u64, Vec<u32>)> = vec![
+            (2573, vec![116, 204, 217, 258, 313, 322, 456]),
+            (2581, vec![34, 134, 273, 292, 341, 360, 398]),
+        ];
+        assert_eq!(positions, want);
+    }
+
+    #[test]
+    fn test_and_set_then_contains() {
+        for x in [1, 2, 4] {
+            let l = layout(64, 5, x);
+            let mut bits = vec![0u8; l.bytes() as usize];
+            let keys: Vec<_> = (0..300u32).map(|i| hash(&i.to_le_bytes(), 7)).collect();
+            for h in &keys {
+                let p = l.probe(*h);
+                let before = contains(&bits, &p);
+                assert_eq!(test_and_set(&mut bits, &p), before);
+                assert!(contains(&bits, &p));
+                assert!(test_and_set(&mut bits, &p));
+            }
+            for h in &keys {
+                assert!(contains(&bits, &l.probe(*h)), "false negative");
+            }
+        }
+    }
+
+    #[test]
+    fn bit_order_is_little_endian_within_block() {
+        let l = layout(64, 1, 1);
+        let mut bits = vec![0u8; l.bytes() as usize];
+        let p = l.probe(hash(b"x", 0));
+        test_and_set(&mut bits, &p);
+        let (w, m) = p.masks[0]
+            .iter()
+            .enumerate()
+            .find(|(_, m)| **m != 0)
+            .unwrap();
+        let pos = w * 64 + m.trailing_zeros() as usize;
+        let byte = p.blocks[0] as usize * 64 + pos / 8;
+        assert_eq!(bits[byte], 1 << (pos % 8));
+        assert_eq!(bits.iter().map(|b| b.count_ones()).sum::<u32>(), 1);
+    }
+
+    #[test]
+    fn occupancy_of_empty_and_full() {
+        let l = layout(128, 7, 2);
+        let empty = vec![0u8; l.bytes() as usize];
+        let o = occupancy(&empty, &l);
+        assert_eq!((o.bits_set, o.current_fpp, o.estimated_items), (0, 0.0, 0.0));
+        let full = vec![0xffu8; l.bytes() as usize];
+        let o = occupancy(&full, &l);
+        assert_eq!(o.bits_set, l.bits());
+        assert_eq!(o.current_fpp, 1.0);
+        assert_eq!(o.full_blocks, 128);
+    }
+}

@@ -1,0 +1,379 @@
+//! Sizing: from a capacity `n` and a target false-positive probability `p` to a
+//! [`Layout`], using the exact false-positive formula of the layout actually used.
+//!
+//! For a blocked filter (Putze, Sanders, Singler 2007) with `B`-bit blocks, `k` bits
+//! per block and `λ` keys per block on average,
+//!
+//! ```text
+//! FPP = Σ_i Poisson(i; λ) · (1 − (1 − 1/B)^(k·i))^k
+//! ```
+//!
+//! When a key is spread over `x > 1` blocks of one 4 KiB page (64 blocks), block
+//! loads inside a page move together, so the formula is taken per page: with
+//! `λp` keys per page on average and `j` keys in a given page, each block of the
+//! page receives `Binomial(j·x, 1/64)` key-blocks, and
+//!
+//! ```text
+//! FPP = Σ_j Poisson(j; λp) · [ Σ_i Binomial(i; j·x, 1/64) · (1 − (1 − 1/B)^(k·i))^k ]^x
+//! ```
+//!
+//! (the page-level variation costs up to a few percent of space at low `p`; the
+//! independent-blocks formula would under-size the filter).
+//! The classic (unblocked) textbook formulas are here too, for `plan --classic`,
+//! `stats` and the docs.
+
+use super::{BLOCK_BITS, BLOCKS_PER_PAGE, Layout, MAX_K};
+
+/// Smallest target false-positive probability accepted.
+pub const MIN_FPP: f64 = 1e-15;
+/// Largest filter (bit array bytes) a plan may produce: 1 PiB.
+pub const MAX_BYTES: u64 = 1 << 50;
+/// A layout spreading keys over more blocks is only chosen when it saves more than
+/// this fraction of space: each extra block is one more memory access per key.
+pub const SPREAD_SAVING: f64 = 0.08;
+
+/// A sized filter: the layout plus what it was sized for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Plan {
+    /// The geometry to allocate.
+    pub layout: Layout,
+    /// Number of distinct keys the filter is sized for.
+    pub capacity: u64,
+    /// The false-positive probability asked for at capacity.
+    pub target_fpp: f64,
+    /// The false-positive probability the formula gives at capacity (≤ target).
+    pub expected_fpp: f64,
+}
+
+impl Plan {
+    /// Bits of filter per key at capacity.
+    pub fn bits_per_key(&self) -> f64 {
+        self.layout.bits() as f64 / self.capacity.max(1) as f64
+    }
+}
+
+/// Why no plan could be made.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SizingError {
+    /// `p` is not a probability in `[MIN_FPP, 1)`.
+    BadFpp(f64),
+    /// The filter would exceed [`MAX_BYTES`].
+    TooLarge {
+        /// Requested capacity.
+        capacity: u64,
+        /// Bytes it would need.
+        bytes: f64,
+    },
+}
+
+impl std::fmt::Display for SizingError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SizingError::BadFpp(p) => write!(
+                f,
+                "false-positive rate {p} is not between {MIN_FPP:e} and 1 (exclusive): \
+                 pass e.g. -p 1e-6 or -p 0.1%"
+            ),
+            SizingError::TooLarge { capacity, bytes } => write!(
+                f,
+                "a filter for {capacity} items would need {:.3e} bytes, more than the \
+                 {} bytes limit: lower -n or raise -p",
+                bytes, MAX_BYTES
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SizingError {}
+
+/// Textbook optimal bit count of a classic Bloom filter: `m = ⌈-n·ln p / (ln 2)²⌉`.
+pub fn classic_bits(n: u64, p: f64) -> u64 {
+    (-(n as f64) * p.ln() / (std::f64::consts::LN_2 * std::f64::consts::LN_2)).ceil() as u64
+}
+
+/// Textbook optimal hash count: `k = round((m/n)·ln 2)`, at least 1.
+pub fn classic_k(m: u64, n: u64) -> u32 {
+    ((m as f64 / n.max(1) as f64) * std::f64::consts::LN_2)
+        .round()
+        .max(1.0) as u32
+}
+
+/// Textbook false-positive probability of a classic filter after `n` inserts:
+/// `(1 − e^{−kn/m})^k`.
+pub fn classic_fpp(m: u64, n: u64, k: u32) -> f64 {
+    (1.0 - (-(k as f64) * n as f64 / m as f64).exp()).powi(k as i32)
+}
+
+/// Ln of i! for i in 0..len.
+fn ln_factorials(len: usize) -> Vec<f64> {
+    let mut v = Vec::with_capacity(len);
+    let mut acc = 0.0;
+    v.push(0.0);
+    for i in 1..len {
+        acc += (i as f64).ln();
+        v.push(acc);
+    }
+    v
+}
+
+/// Range of `i` holding all but a negligible tail of a distribution with this mean
+/// and standard deviation.
+fn span(mean: f64, sd: f64, width: f64, max: usize) -> (usize, usize) {
+    let lo = (mean - width * sd - width).floor().max(0.0) as usize;
+    let hi = ((mean + width * sd + width).ceil() as usize).min(max);
+    (lo, hi)
+}
+
+/// Poisson(λ) probabilities over `lo..=hi`, via ln-factorials then a recurrence.
+fn poisson(lambda: f64, lo: usize, hi: usize, lf: &[f64]) -> Vec<f64> {
+    let mut out = Vec::with_capacity(hi - lo + 1);
+    let mut p = (-lambda + lo as f64 * lambda.ln() - lf[lo]).exp();
+    for i in lo..=hi {
+        out.push(p);
+        p *= lambda / (i + 1) as f64;
+    }
+    out
+}
+
+/// Probability that `k` random positions of a block holding `i` key-blocks are
+/// all set: `(1 − (1 − 1/B)^(k·i))^k`, for i in 0..len.
+fn q_table(k: u32, len: usize) -> Vec<f64> {
+    let keep_k = (1.0 - 1.0 / BLOCK_BITS as f64).powi(k as i32);
+    let mut unset = 1.0f64;
+    (0..len)
+        .map(|_| {
+            let q = (1.0 - unset).powi(k as i32);
+            unset *= keep_k;
+            q
+        })
+        .collect()
+}
+
+/// Exact false-positive probability of the layout-v1 blocked filter with `n` keys
+/// in `nblocks` blocks (may be fractional while searching), `k` bits per block and
+/// `x` blocks per key. See the module docs for the formula.
+pub fn blocked_fpp(n: f64, nblocks: f64, k: u32, x: u32) -> f64 {
+    if n <= 0.0 {
+        return 0.0;
+    }
+    if x == 1 {
+        let lambda = n / nblocks;
+        let (lo, hi) = span(lambda, lambda.sqrt(), 10.0, usize::MAX);
+        let lf = ln_factorials(hi + 2);
+        let q = q_table(k, hi + 1);
+        return poisson(lambda, lo, hi, &lf)
+            .iter()
+            .zip(lo..)
+            .map(|(w, i)| w * q[i])
+            .sum();
+    }
+    let per_page = BLOCKS_PER_PAGE as f64;
+    let lambda_page = n * per_page / nblocks;
+    // Tails past 7 sd weigh < 1e-11 of the total here (each block's own FPP is
+    // ≥ p^(1/x)); the one-block case above keeps 10 sd because its FPP is p itself.
+    let (jlo, jhi) = span(lambda_page, lambda_page.sqrt(), 7.0, usize::MAX);
+    let nmax = jhi * x as usize;
+    let lf = ln_factorials(nmax + 2);
+    let q = q_table(k, nmax + 1);
+    let s = 1.0 / per_page;
+    let (ln_s, ln_t) = (s.ln(), (1.0 - s).ln());
+    let mut total = 0.0;
+    for (wj, j) in poisson(lambda_page, jlo, jhi, &lf).iter().zip(jlo..) {
+        let trials = j * x as usize;
+        let mean = trials as f64 * s;
+        let (ilo, ihi) = span(mean, (mean * (1.0 - s)).sqrt(), 7.0, trials);
+        let mut pmf =
+            (lf[trials] - lf[ilo] - lf[trials - ilo] + ilo as f64 * ln_s + (trials - ilo) as f64 * ln_t)
+                .exp();
+        let mut inner = 0.0;
+        for i in ilo..=ihi {
+            inner += pmf * q[i];
+            pmf *= (trials - i) as f64 / (i + 1) as f64 * s / (1.0 - s);
+        }
+        total += wj * inner.powi(x as i32);
+    }
+    total
+}
+
+/// Best `k` for the given geometry, and its FPP, searching from `hint`. FPP is
+/// unimodal in `k`: walk downhill from the hint.
+fn best_k(n: f64, nblocks: f64, x: u32, hint: u32) -> (u32, f64) {
+    let f = |k: u32| blocked_fpp(n, nblocks, k, x);
+    let mut k = hint.clamp(1, MAX_K);
+    let mut fk = f(k);
+    for step in [1i64, -1] {
+        loop {
+            let next = k as i64 + step;
+            if next < 1 || next > MAX_K as i64 {
+                break;
+            }
+            let fnext = f(next as u32);
+            if fnext >= fk {
+                break;
+            }
+            (k, fk) = (next as u32, fnext);
+        }
+    }
+    (k, fk)
+}
+
+/// Sizes a filter for `n` keys at `p` with exactly `x` blocks per key.
+///
+/// # Errors
+/// [`SizingError`] when `p` is out of range or the filter would be too large.
+pub fn plan_with_spread(n: u64, p: f64, x: u32) -> Result<Plan, SizingError> {
+    if !(p.is_finite() && (MIN_FPP..1.0).contains(&p)) {
+        return Err(SizingError::BadFpp(p));
+    }
+    let n = n.max(1);
+    let nf = n as f64;
+    // FPP depends on bits per key only (plus rounding): bisect on it, on a large
+    // reference n so that rounding to whole pages does not distort the search.
+    let reference = 1e9;
+    let hint = std::cell::Cell::new(1u32);
+    let fpp_at = |b: f64| {
+        let (k, f) = best_k(reference, reference * b / BLOCK_BITS as f64, x, hint.get());
+        hint.set(k);
+        f
+    };
+    // A blocked filter never beats the classic one: start just under its size.
+    let textbook = -p.ln() / (std::f64::consts::LN_2 * std::f64::consts::LN_2);
+    let mut lo = 0.9 * textbook;
+    let mut hi = 2.0 * textbook + 4.0;
+    while fpp_at(hi) > p {
+        lo = hi;
+        hi *= 2.0;
+        if hi > 4096.0 {
+            return Err(SizingError::BadFpp(p));
+        }
+    }
+    while hi / lo > 1.0 + 1e-4 {
+        let mid = (lo * hi).sqrt();
+        if fpp_at(mid) <= p { hi = mid } else { lo = mid }
+    }
+    let bytes = nf * hi / 8.0;
+    if bytes > MAX_BYTES as f64 {
+        return Err(SizingError::TooLarge { capacity: n, bytes });
+    }
+    let mut nblocks = ((nf * hi / BLOCK_BITS as f64).ceil() as u64)
+        .div_ceil(BLOCKS_PER_PAGE)
+        .max(1)
+        * BLOCKS_PER_PAGE;
+    loop {
+        let (k, f) = best_k(nf, nblocks as f64, x, hint.get());
+        if f <= p {
+            let layout = Layout { nblocks, k, blocks_per_key: x };
+            return Ok(Plan { layout, capacity: n, target_fpp: p, expected_fpp: f });
+        }
+        nblocks += BLOCKS_PER_PAGE;
+    }
+}
+
+/// Sizes a filter for `n` keys at `p`, choosing the blocks per key: the smallest
+/// spread whose size is within [`SPREAD_SAVING`] of the smallest filter and within
+/// 9 % of the textbook classic size.
+///
+/// # Errors
+/// [`SizingError`] when `p` is out of range or the filter would be too large.
+pub fn plan(n: u64, p: f64) -> Result<Plan, SizingError> {
+    // Down to 1e-2 one block per key is within 3 % of the classic size.
+    let spreads: &[u32] = if p >= 1e-2 { &[1] } else { &[1, 2, 4] };
+    let plans = spreads
+        .iter()
+        .map(|&x| plan_with_spread(n, p, x))
+        .collect::<Result<Vec<_>, _>>()?;
+    let smallest = plans.iter().map(|p| p.layout.nblocks).min().unwrap_or(0) as f64;
+    let textbook = classic_bits(n.max(1), p) as f64 / BLOCK_BITS as f64;
+    let limit = (smallest * (1.0 + SPREAD_SAVING)).min((textbook * 1.09).max(smallest));
+    Ok(plans
+        .into_iter()
+        .find(|p| p.layout.nblocks as f64 <= limit)
+        .expect("the smallest plan always qualifies"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classic_reference_values() {
+        // Seed tables: 1M @ 1 % -> 9,585,059 bits, k = 7; 100M @ 1 % -> 958,505,838 bits.
+        assert_eq!(classic_bits(1_000_000, 0.01), 9_585_059);
+        assert_eq!(classic_k(9_585_059, 1_000_000), 7);
+        assert_eq!(classic_bits(100_000_000, 0.01), 958_505_838);
+        assert_eq!(classic_k(958_505_838, 100_000_000), 7);
+        let mib = 958_505_838f64 / 8.0 / 1024.0 / 1024.0;
+        assert!((mib - 114.26).abs() < 0.01, "{mib}");
+        // 10M @ 0.1 % -> 1.44e8 bits, k = 10.
+        let m = classic_bits(10_000_000, 0.001);
+        assert!((m as f64 / 1.44e8 - 1.0).abs() < 0.005, "{m}");
+        assert_eq!(classic_k(m, 10_000_000), 10);
+        let f = classic_fpp(9_585_059, 1_000_000, 7);
+        assert!((f / 0.01 - 1.0).abs() < 0.02, "{f}");
+    }
+
+    /// DESIGN.md's table (bits per key for independent blocks) is reproduced by the
+    /// one-block formula, which has no page effect.
+    #[test]
+    fn one_block_matches_design_table() {
+        for (p, want) in [(1e-2, 9.90), (1e-3, 15.5), (1e-6, 38.5), (1e-9, 79.1)] {
+            let plan = plan_with_spread(100_000_000, p, 1).unwrap();
+            let got = plan.bits_per_key();
+            assert!((got / want - 1.0).abs() < 0.01, "p={p}: {got} vs {want}");
+            assert!(plan.expected_fpp <= p);
+        }
+    }
+
+    #[test]
+    fn page_effect_costs_a_little_space() {
+        // Spreading over blocks of one page needs slightly more than the
+        // independent-blocks figures of DESIGN.md (31.0 and 44.9 bits/key), never less.
+        let two = plan_with_spread(100_000_000, 1e-6, 2).unwrap().bits_per_key();
+        assert!((31.0..31.0 * 1.06).contains(&two), "{two}");
+        let four = plan_with_spread(100_000_000, 1e-9, 4).unwrap().bits_per_key();
+        assert!((44.9..44.9 * 1.08).contains(&four), "{four}");
+    }
+
+    #[test]
+    fn chosen_plans_are_within_ten_percent_of_textbook() {
+        let mut p = 0.1f64;
+        while p >= 0.99e-9 {
+            let n = 10_000_000;
+            let plan = plan(n, p).unwrap();
+            let textbook = -p.ln() / (std::f64::consts::LN_2 * std::f64::consts::LN_2);
+            let ratio = plan.bits_per_key() / textbook;
+            println!(
+                "p={p:.0e} x={} k={} bits/key={:.2} ratio={ratio:.3}",
+                plan.layout.blocks_per_key,
+                plan.layout.k,
+                plan.bits_per_key()
+            );
+            assert!(ratio <= 1.10, "p={p}: ratio {ratio}");
+            assert!(plan.expected_fpp <= p, "p={p}: {}", plan.expected_fpp);
+            plan.layout.validate().unwrap();
+            p /= 10f64.powf(0.125);
+        }
+    }
+
+    #[test]
+    fn tiny_and_odd_inputs() {
+        let plan = plan(0, 0.5).unwrap();
+        assert_eq!(plan.layout.nblocks, 64);
+        assert_eq!(plan.capacity, 1);
+        for bad in [0.0, 1.0, -1.0, f64::NAN, f64::INFINITY, 1e-16] {
+            assert!(matches!(super::plan(10, bad), Err(SizingError::BadFpp(_))), "{bad}");
+        }
+        assert!(matches!(
+            super::plan(u64::MAX, 1e-6),
+            Err(SizingError::TooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn formula_sums_to_one_when_saturated() {
+        // With every key in a handful of blocks, every query is a false positive.
+        assert!((blocked_fpp(1e6, 64.0, 3, 1) - 1.0).abs() < 1e-9);
+        let two = blocked_fpp(1e6, 64.0, 3, 2);
+        assert!((two - 1.0).abs() < 1e-6, "{two}");
+    }
+}

@@ -1,0 +1,3 @@
+pub mod filter;
+pub mod hash;
+fn main() {}
