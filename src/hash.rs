@@ -43,10 +43,25 @@ mod tests {
         // xxh3_128_intdigest), so they pin XXH3-128 itself, not just our wrapper.
         let cases: &[(&[u8], u64, u64, u64)] = &[
             (b"", 0, 0x6001c324468d497f, 0x99aa06d3014798d8),
-            (b"https://example.com/", 0, 0x9ff1930daa8e5b98, 0x503c1beec51db020),
+            (
+                b"https://example.com/",
+                0,
+                0x9ff1930daa8e5b98,
+                0x503c1beec51db020,
+            ),
             (b"", DEFAULT_SEED, 0x5802e9daba0484f2, 0x5e69fdec49c184f6),
-            (b"https://example.com/", DEFAULT_SEED, 0x0a5263eb3e2a20c5, 0x491f4b5e47d9454d),
-            (b"\x00\xff\n", DEFAULT_SEED, 0x1f19ca0dae1163b4, 0xcf25676ecc115958),
+            (
+                b"https://example.com/",
+                DEFAULT_SEED,
+                0x0a5263eb3e2a20c5,
+                0x491f4b5e47d9454d,
+            ),
+            (
+                b"\x00\xff\n",
+                DEFAULT_SEED,
+                0x1f19ca0dae1163b4,
+                0xcf25676ecc115958,
+            ),
         ];
         for (input, seed, lo, hi) in cases {
             let h = hash(input, *seed);

@@ -72,10 +72,16 @@ impl Layout {
             )));
         }
         if self.nblocks.checked_mul(BLOCK_BYTES as u64).is_none() {
-            return Err(LayoutError(format!("block count {} is too large", self.nblocks)));
+            return Err(LayoutError(format!(
+                "block count {} is too large",
+                self.nblocks
+            )));
         }
         if self.k == 0 || self.k > MAX_K {
-            return Err(LayoutError(format!("k = {} is outside 1..={MAX_K}", self.k)));
+            return Err(LayoutError(format!(
+                "k = {} is outside 1..={MAX_K}",
+                self.k
+            )));
         }
         if !matches!(self.blocks_per_key, 1 | 2 | 4) {
             return Err(LayoutError(format!(
@@ -219,6 +225,37 @@ pub fn test_and_set(bits: &mut [u8], probe: &Probe) -> bool {
     seen
 }
 
+/// What a pipeline needs from "the filter", whatever holds its bits (an anonymous
+/// mapping, a mapped file, later a remote store): hashes in, verdicts out, in order.
+pub trait BatchFilter {
+    /// Seed to hash records with for this filter.
+    fn seed(&self) -> u64;
+    /// `out[i]` = whether key `i` is (probably) present. Changes nothing.
+    fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>);
+    /// Inserts the keys in order; `out[i]` = whether key `i` was (probably) present
+    /// before its own insertion (so a key repeated inside the batch is new only
+    /// the first time). Returns how many were new.
+    fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> u64;
+}
+
+/// Inserts `hashes` in order into `bits`, recording per key whether it was
+/// already present; returns the number of new keys.
+pub fn insert_batch(
+    bits: &mut [u8],
+    layout: &Layout,
+    hashes: &[Hash128],
+    out: &mut Vec<bool>,
+) -> u64 {
+    out.clear();
+    let mut new = 0;
+    for h in hashes {
+        let seen = test_and_set(bits, &layout.probe(*h));
+        new += u64::from(!seen);
+        out.push(seen);
+    }
+    new
+}
+
 /// What the bits of a filter say about it, computed from the actual per-block
 /// occupancy (a popcount of every block).
 #[derive(Clone, Debug, PartialEq)]
@@ -307,10 +344,16 @@ mod tests {
         for bad in [
             Layout { nblocks: 0, ..ok },
             Layout { nblocks: 65, ..ok },
-            Layout { nblocks: u64::MAX - 63, ..ok },
+            Layout {
+                nblocks: u64::MAX - 63,
+                ..ok
+            },
             Layout { k: 0, ..ok },
             Layout { k: 65, ..ok },
-            Layout { blocks_per_key: 3, ..ok },
+            Layout {
+                blocks_per_key: 3,
+                ..ok
+            },
         ] {
             assert!(bad.validate().is_err(), "{bad:?}");
         }
@@ -412,7 +455,10 @@ mod tests {
         let l = layout(128, 7, 2);
         let empty = vec![0u8; l.bytes() as usize];
         let o = occupancy(&empty, &l);
-        assert_eq!((o.bits_set, o.current_fpp, o.estimated_items), (0, 0.0, 0.0));
+        assert_eq!(
+            (o.bits_set, o.current_fpp, o.estimated_items),
+            (0, 0.0, 0.0)
+        );
         let full = vec![0xffu8; l.bytes() as usize];
         let o = occupancy(&full, &l);
         assert_eq!(o.bits_set, l.bits());

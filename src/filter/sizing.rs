@@ -182,9 +182,10 @@ pub fn blocked_fpp(n: f64, nblocks: f64, k: u32, x: u32) -> f64 {
         let trials = j * x as usize;
         let mean = trials as f64 * s;
         let (ilo, ihi) = span(mean, (mean * (1.0 - s)).sqrt(), 7.0, trials);
-        let mut pmf =
-            (lf[trials] - lf[ilo] - lf[trials - ilo] + ilo as f64 * ln_s + (trials - ilo) as f64 * ln_t)
-                .exp();
+        let mut pmf = (lf[trials] - lf[ilo] - lf[trials - ilo]
+            + ilo as f64 * ln_s
+            + (trials - ilo) as f64 * ln_t)
+            .exp();
         let mut inner = 0.0;
         for i in ilo..=ihi {
             inner += pmf * q[i];
@@ -262,8 +263,17 @@ pub fn plan_with_spread(n: u64, p: f64, x: u32) -> Result<Plan, SizingError> {
     loop {
         let (k, f) = best_k(nf, nblocks as f64, x, hint.get());
         if f <= p {
-            let layout = Layout { nblocks, k, blocks_per_key: x };
-            return Ok(Plan { layout, capacity: n, target_fpp: p, expected_fpp: f });
+            let layout = Layout {
+                nblocks,
+                k,
+                blocks_per_key: x,
+            };
+            return Ok(Plan {
+                layout,
+                capacity: n,
+                target_fpp: p,
+                expected_fpp: f,
+            });
         }
         nblocks += BLOCKS_PER_PAGE;
     }
@@ -328,9 +338,13 @@ mod tests {
     fn page_effect_costs_a_little_space() {
         // Spreading over blocks of one page needs slightly more than the
         // independent-blocks figures of DESIGN.md (31.0 and 44.9 bits/key), never less.
-        let two = plan_with_spread(100_000_000, 1e-6, 2).unwrap().bits_per_key();
+        let two = plan_with_spread(100_000_000, 1e-6, 2)
+            .unwrap()
+            .bits_per_key();
         assert!((31.0..31.0 * 1.06).contains(&two), "{two}");
-        let four = plan_with_spread(100_000_000, 1e-9, 4).unwrap().bits_per_key();
+        let four = plan_with_spread(100_000_000, 1e-9, 4)
+            .unwrap()
+            .bits_per_key();
         assert!((44.9..44.9 * 1.08).contains(&four), "{four}");
     }
 
@@ -361,7 +375,10 @@ mod tests {
         assert_eq!(plan.layout.nblocks, 64);
         assert_eq!(plan.capacity, 1);
         for bad in [0.0, 1.0, -1.0, f64::NAN, f64::INFINITY, 1e-16] {
-            assert!(matches!(super::plan(10, bad), Err(SizingError::BadFpp(_))), "{bad}");
+            assert!(
+                matches!(super::plan(10, bad), Err(SizingError::BadFpp(_))),
+                "{bad}"
+            );
         }
         assert!(matches!(
             super::plan(u64::MAX, 1e-6),

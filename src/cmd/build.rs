@@ -1,0 +1,77 @@
+//! `seen build`: make a filter file from lines, or add lines to one.
+
+use super::{counted, plan, terminator, warn_over_capacity};
+use crate::cli::{BuildArgs, DEFAULT_FPP};
+use crate::file::{NewFilter, WriteFilter};
+use crate::hash::DEFAULT_SEED;
+use crate::input::sources;
+use crate::pipeline::insert_all;
+use anyhow::{Result, anyhow, bail};
+use std::process::ExitCode;
+
+/// Runs `seen build`.
+///
+/// # Errors
+/// Bad arguments, unreadable inputs, or a filter that cannot be written.
+pub fn run(a: BuildArgs) -> Result<ExitCode> {
+    let term = terminator(a.records);
+    let sources = sources(&a.files);
+    if a.add {
+        if a.capacity.is_some() || a.fpp.is_some() || a.seed.is_some() {
+            eprintln!(
+                "seen: warning: -n, -p and --seed are ignored with --add ({} keeps its own)",
+                a.output.display()
+            );
+        }
+        let mut f = WriteFilter::open(&a.output)?;
+        let result = insert_all(&sources, term, &mut f);
+        f.commit()?;
+        result?;
+        let h = f.header();
+        let l = &h.layers[0];
+        warn_over_capacity(
+            &a.output.display().to_string(),
+            l.inserts,
+            l.capacity,
+            &l.layout,
+            l.target_fpp,
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if a.output.is_dir() {
+        bail!(
+            "{} is a directory: -o takes the filter file to write",
+            a.output.display()
+        );
+    }
+    if !a.force && a.output.exists() {
+        bail!(
+            "{} already exists: pass --force to replace it or --add to insert into it",
+            a.output.display()
+        );
+    }
+    let n = match a.capacity {
+        Some(n) => n,
+        None => counted(&sources, term)?
+            .ok_or_else(|| {
+                anyhow!(
+                    "standard input cannot be counted in advance to size the filter: \
+                     pass -n/--capacity (e.g. -n 10M), or give the lines as files"
+                )
+            })?
+            .max(1),
+    };
+    let fpp = a.fpp.unwrap_or(DEFAULT_FPP);
+    let plan = plan(n, fpp)?;
+    let mut f = NewFilter::create(&a.output, &plan, a.seed.unwrap_or(DEFAULT_SEED))?;
+    let c = insert_all(&sources, term, &mut f)?;
+    f.finish(a.force)?;
+    warn_over_capacity(
+        &a.output.display().to_string(),
+        c.new,
+        plan.capacity,
+        &plan.layout,
+        fpp,
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,103 @@
+//! `seen dedup`: print each line the first time it is seen, in input order.
+
+use super::{counted, plan, terminator, warn_over_capacity};
+use crate::cli::{DEFAULT_CAPACITY, DEFAULT_FPP, DedupArgs};
+use crate::file::{MemFilter, NewFilter, WriteFilter};
+use crate::hash::DEFAULT_SEED;
+use crate::input::sources;
+use crate::output::stdout;
+use crate::pipeline::{Keep, dedup};
+use anyhow::Result;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Runs `seen dedup`.
+///
+/// # Errors
+/// Bad arguments, unreadable inputs, a filter that cannot be opened or written,
+/// or a failed write to standard output.
+pub fn run(a: DedupArgs) -> Result<ExitCode> {
+    let term = terminator(a.records);
+    let sources = sources(&a.files);
+    let keep = if a.repeated {
+        Keep::Repeated
+    } else {
+        Keep::First
+    };
+    let fpp = a.fpp.unwrap_or(DEFAULT_FPP);
+    let mut out = stdout();
+    let Some(path) = &a.filter else {
+        let n = match a.capacity {
+            Some(n) => n,
+            None => counted(&sources, term)?.map_or(DEFAULT_CAPACITY, |c| c.max(1)),
+        };
+        let plan = plan(n, fpp)?;
+        let mut f = MemFilter::new(&plan, DEFAULT_SEED)?;
+        let result = dedup(&sources, term, &mut f, keep, &mut out);
+        let over = || {
+            let what = format!(
+                "the in-memory filter (sized by {})",
+                if a.capacity.is_some() {
+                    "-n"
+                } else {
+                    "default"
+                }
+            );
+            warn_over_capacity(&what, f.inserts(), plan.capacity, &plan.layout, fpp);
+        };
+        over();
+        result?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    if !path.exists() {
+        create(path, &a, &sources, term, fpp)?;
+    } else if a.capacity.is_some() || a.fpp.is_some() {
+        eprintln!(
+            "seen: warning: {} already exists: -n/-p are ignored (they only size a new filter)",
+            path.display()
+        );
+    }
+    let mut f = WriteFilter::open(path)?;
+    let result = dedup(&sources, term, &mut f, keep, &mut out);
+    f.commit()?;
+    let l = &f.header().layers[0];
+    warn_over_capacity(
+        &path.display().to_string(),
+        l.inserts,
+        l.capacity,
+        &l.layout,
+        l.target_fpp,
+    );
+    result?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Creates a missing persistent filter (atomically; if another process creates
+/// it first, theirs is used).
+fn create(
+    path: &Path,
+    a: &DedupArgs,
+    sources: &[crate::input::Source],
+    term: u8,
+    fpp: f64,
+) -> Result<()> {
+    let n = match a.capacity {
+        Some(n) => n,
+        None => {
+            let n = counted(sources, term)?.unwrap_or(0).max(DEFAULT_CAPACITY);
+            eprintln!(
+                "seen: creating {} for {n} distinct lines at false-positive rate {fpp:e} \
+                 (pass -n to size it for the lines you expect over all runs)",
+                path.display()
+            );
+            n
+        }
+    };
+    let plan = plan(n, fpp)?;
+    let f = NewFilter::create(path, &plan, DEFAULT_SEED)?;
+    match f.finish(false) {
+        Ok(()) => Ok(()),
+        Err(_) if path.exists() => Ok(()),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,82 @@
+//! `seen query`: grep-style membership tests against a filter.
+
+use super::terminator;
+use crate::cli::QueryArgs;
+use crate::file::ReadFilter;
+use crate::filter::BatchFilter;
+use crate::hash::hash;
+use crate::input::{Source, sources};
+use crate::output::stdout;
+use crate::pipeline::query;
+use anyhow::{Context, Result};
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::process::ExitCode;
+
+/// Runs `seen query`.
+///
+/// # Errors
+/// An unusable filter, unreadable input or a failed write.
+pub fn run(a: QueryArgs) -> Result<ExitCode> {
+    let term = terminator(a.records);
+    let filter = ReadFilter::open(&a.filter)?;
+    let mut out = stdout();
+    let (mut total, mut selected) = (0u64, 0u64);
+    // Stop at the first selected item when only the exit status is wanted.
+    let stop_early = a.quiet && !a.all;
+    let print = !a.quiet && !a.count;
+    let mut each = |item: &[u8], present: bool, out: &mut dyn Write| -> Result<bool> {
+        total += 1;
+        if present != a.invert {
+            selected += 1;
+            if print {
+                out.write_all(item).context("cannot write output")?;
+            }
+            return Ok(!stop_early);
+        }
+        Ok(true)
+    };
+    if !a.items.is_empty() {
+        let seed = filter.seed();
+        let hashes: Vec<_> = a.items.iter().map(|i| hash(i.as_bytes(), seed)).collect();
+        let mut present = Vec::new();
+        filter.contains_batch(&hashes, &mut present);
+        let mut rec = Vec::new();
+        for (item, p) in a.items.iter().zip(present) {
+            rec.clear();
+            rec.extend_from_slice(item.as_bytes());
+            rec.push(term);
+            if !each(&rec, p, &mut out)? {
+                break;
+            }
+        }
+    } else {
+        let srcs: Vec<Source> = if a.files.is_empty() {
+            vec![Source::Stdin]
+        } else {
+            sources(&a.files)
+        };
+        let out_cell = std::cell::RefCell::new(&mut out);
+        query(
+            &srcs,
+            term,
+            &filter,
+            |r, p| each(r, p, *out_cell.borrow_mut()),
+            || out_cell.borrow_mut().flush().context("cannot write output"),
+        )?;
+    }
+    if a.count && !a.quiet {
+        writeln!(out, "{selected}").context("cannot write output")?;
+    }
+    out.flush().context("cannot write output")?;
+    let ok = if a.all {
+        total > 0 && selected == total
+    } else {
+        selected > 0
+    };
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

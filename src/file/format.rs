@@ -1,0 +1,616 @@
+//! The filter file header: encode, decode and validate (pure, no I/O).
+//!
+//! Byte-by-byte description, and the version policy, in `docs/FORMAT.md`. Every
+//! field is read from a byte array as little-endian; nothing in a file is trusted
+//! until [`Header::decode`] has checked it against the file length.
+
+use crate::filter::{BLOCK_BITS, Layout};
+use crate::hash::HASH_XXH3_128_V1;
+use xxhash_rust::xxh3::xxh3_64;
+
+/// First eight bytes of every filter file.
+pub const MAGIC: [u8; 8] = *b"\x89SEEN\r\n\x1a";
+/// Format major version written and understood by this build.
+pub const VERSION_MAJOR: u16 = 1;
+/// Format minor version written by this build.
+pub const VERSION_MINOR: u16 = 0;
+/// Bytes of header (fixed part + layer table); bit arrays start after it.
+pub const HEADER_LEN: usize = 4096;
+/// Alignment of every bit array in the file.
+pub const ALIGN: u64 = 4096;
+/// Size of one layer-table entry.
+pub const LAYER_ENTRY_LEN: usize = 64;
+/// Offset of the layer table.
+pub const LAYER_TABLE_OFFSET: usize = 128;
+/// Number of layer entries the header has room for.
+pub const MAX_LAYERS: usize = (HEADER_LEN - LAYER_TABLE_OFFSET) / LAYER_ENTRY_LEN;
+/// Offset of the header checksum.
+pub const CHECKSUM_OFFSET: usize = 120;
+/// Flag bit: the file was being modified and was not closed cleanly.
+pub const FLAG_DIRTY: u32 = 1;
+
+/// One bit array of the filter.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LayerEntry {
+    /// Byte offset of the bit array in the file (multiple of 4096).
+    pub offset: u64,
+    /// Geometry of the bit array.
+    pub layout: Layout,
+    /// Distinct keys this layer was sized for.
+    pub capacity: u64,
+    /// False-positive probability this layer was sized for.
+    pub target_fpp: f64,
+    /// Keys recorded as new in this layer.
+    pub inserts: u64,
+}
+
+/// The decoded header of a filter file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Header {
+    /// Minor version found in the file.
+    pub version_minor: u16,
+    /// Flag bits ([`FLAG_DIRTY`]).
+    pub flags: u32,
+    /// Hash definition id ([`HASH_XXH3_128_V1`]).
+    pub hash_algorithm: u32,
+    /// Hash seed.
+    pub seed: u64,
+    /// Distinct keys the whole filter was sized for.
+    pub capacity: u64,
+    /// False-positive probability the whole filter was sized for.
+    pub target_fpp: f64,
+    /// Creation time, seconds since the Unix epoch.
+    pub created: u64,
+    /// Time of the last committed change, seconds since the Unix epoch.
+    pub updated: u64,
+    /// Bit arrays, oldest first (exactly one in this version of `seen`).
+    pub layers: Vec<LayerEntry>,
+}
+
+/// Why a file is not a usable filter. Every message says what to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FormatError {
+    /// Shorter than a header.
+    TooShort {
+        /// File length.
+        len: u64,
+    },
+    /// Does not start with [`MAGIC`].
+    BadMagic,
+    /// A major version this build does not know.
+    UnsupportedVersion {
+        /// Major version found.
+        major: u16,
+        /// Minor version found.
+        minor: u16,
+    },
+    /// The header checksum does not match its bytes.
+    BadChecksum {
+        /// Checksum stored in the file.
+        stored: u64,
+        /// Checksum computed over the header.
+        computed: u64,
+    },
+    /// A header field holds a value that cannot be right.
+    BadField {
+        /// Field name as in docs/FORMAT.md.
+        field: &'static str,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The file is shorter than its layers say.
+    Truncated {
+        /// Bytes the header says the file has.
+        expected: u64,
+        /// Bytes it has.
+        actual: u64,
+    },
+    /// The file is longer than its layers say.
+    TrailingData {
+        /// Bytes the header says the file has.
+        expected: u64,
+        /// Bytes it has.
+        actual: u64,
+    },
+}
+
+impl std::fmt::Display for FormatError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FormatError::TooShort { len } => write!(
+                f,
+                "not a seen filter: {len} bytes is shorter than the {HEADER_LEN}-byte header \
+                 (truncated, or not made by `seen build`)"
+            ),
+            FormatError::BadMagic => write!(
+                f,
+                "not a seen filter: wrong magic bytes (make one with `seen build -o FILE`)"
+            ),
+            FormatError::UnsupportedVersion { major, minor } => write!(
+                f,
+                "filter format version {major}.{minor} is not supported by this seen \
+                 (reads {VERSION_MAJOR}.x): use the seen version that wrote it, or rebuild the filter"
+            ),
+            FormatError::BadChecksum { stored, computed } => write!(
+                f,
+                "header checksum mismatch (stored {stored:#018x}, computed {computed:#018x}): \
+                 the file is corrupt; rebuild it from its source lines"
+            ),
+            FormatError::BadField { field, problem } => write!(
+                f,
+                "corrupt header: {field} {problem}; rebuild the filter from its source lines"
+            ),
+            FormatError::Truncated { expected, actual } => write!(
+                f,
+                "file is truncated: its header needs {expected} bytes but it has {actual}; \
+                 restore it from a backup or rebuild it"
+            ),
+            FormatError::TrailingData { expected, actual } => write!(
+                f,
+                "file has {} unexpected bytes after its last layer ({actual} bytes, header \
+                 says {expected}); it was modified by something other than seen: rebuild it",
+                actual - expected
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FormatError {}
+
+fn u16_at(b: &[u8], o: usize) -> u16 {
+    u16::from_le_bytes([b[o], b[o + 1]])
+}
+
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[o..o + 4]);
+    u32::from_le_bytes(a)
+}
+
+fn u64_at(b: &[u8], o: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[o..o + 8]);
+    u64::from_le_bytes(a)
+}
+
+fn put(b: &mut [u8], o: usize, v: &[u8]) {
+    b[o..o + v.len()].copy_from_slice(v);
+}
+
+/// XXH3-64 (seed 0) of the header with the checksum field taken as zero.
+pub fn header_checksum(header: &[u8]) -> u64 {
+    let mut copy = [0u8; HEADER_LEN];
+    copy.copy_from_slice(&header[..HEADER_LEN]);
+    copy[CHECKSUM_OFFSET..CHECKSUM_OFFSET + 8].fill(0);
+    xxh3_64(&copy)
+}
+
+fn bad(field: &'static str, problem: impl Into<String>) -> FormatError {
+    FormatError::BadField {
+        field,
+        problem: problem.into(),
+    }
+}
+
+fn check_fpp(field: &'static str, p: f64) -> Result<(), FormatError> {
+    if p.is_finite() && p > 0.0 && p < 1.0 {
+        Ok(())
+    } else {
+        Err(bad(field, format!("= {p} is not a probability in (0, 1)")))
+    }
+}
+
+impl Header {
+    /// Total file length the layers imply.
+    pub fn file_len(&self) -> u64 {
+        self.layers
+            .last()
+            .map_or(HEADER_LEN as u64, |l| l.offset + l.layout.bytes())
+    }
+
+    /// Whether the dirty flag is set.
+    pub fn is_dirty(&self) -> bool {
+        self.flags & FLAG_DIRTY != 0
+    }
+
+    /// Total keys recorded as new over all layers.
+    pub fn inserts(&self) -> u64 {
+        self.layers.iter().map(|l| l.inserts).sum()
+    }
+
+    /// Encodes the header into its 4096 bytes, checksum included.
+    ///
+    /// # Panics
+    /// If there are more than [`MAX_LAYERS`] layers (a programming error).
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
+        assert!(self.layers.len() <= MAX_LAYERS);
+        let mut b = [0u8; HEADER_LEN];
+        put(&mut b, 0, &MAGIC);
+        put(&mut b, 8, &VERSION_MAJOR.to_le_bytes());
+        put(&mut b, 10, &self.version_minor.to_le_bytes());
+        put(&mut b, 12, &(HEADER_LEN as u32).to_le_bytes());
+        put(&mut b, 16, &self.flags.to_le_bytes());
+        put(&mut b, 20, &self.hash_algorithm.to_le_bytes());
+        put(&mut b, 24, &self.seed.to_le_bytes());
+        put(&mut b, 32, &BLOCK_BITS.to_le_bytes());
+        put(&mut b, 36, &(self.layers.len() as u32).to_le_bytes());
+        put(&mut b, 40, &(MAX_LAYERS as u32).to_le_bytes());
+        // 44..48: key options, 0 (reserved for key normalisation).
+        put(&mut b, 48, &self.capacity.to_le_bytes());
+        put(&mut b, 56, &self.target_fpp.to_bits().to_le_bytes());
+        put(&mut b, 64, &self.created.to_le_bytes());
+        put(&mut b, 72, &self.updated.to_le_bytes());
+        for (i, l) in self.layers.iter().enumerate() {
+            let o = LAYER_TABLE_OFFSET + i * LAYER_ENTRY_LEN;
+            put(&mut b, o, &l.offset.to_le_bytes());
+            put(&mut b, o + 8, &l.layout.nblocks.to_le_bytes());
+            put(&mut b, o + 16, &l.layout.k.to_le_bytes());
+            put(&mut b, o + 20, &l.layout.blocks_per_key.to_le_bytes());
+            put(&mut b, o + 24, &l.capacity.to_le_bytes());
+            put(&mut b, o + 32, &l.target_fpp.to_bits().to_le_bytes());
+            put(&mut b, o + 40, &l.inserts.to_le_bytes());
+        }
+        let sum = header_checksum(&b);
+        put(&mut b, CHECKSUM_OFFSET, &sum.to_le_bytes());
+        b
+    }
+
+    /// Decodes and validates a header, given the first bytes of a file and the
+    /// file's total length. Checks, in order: length, magic, version, checksum,
+    /// then every field and every layer against the file length.
+    ///
+    /// # Errors
+    /// A [`FormatError`] naming the first problem found.
+    pub fn decode(bytes: &[u8], file_len: u64) -> Result<Header, FormatError> {
+        if bytes.len() < HEADER_LEN || file_len < HEADER_LEN as u64 {
+            return Err(FormatError::TooShort {
+                len: file_len.min(bytes.len() as u64),
+            });
+        }
+        let b = &bytes[..HEADER_LEN];
+        if b[..8] != MAGIC {
+            return Err(FormatError::BadMagic);
+        }
+        let (major, minor) = (u16_at(b, 8), u16_at(b, 10));
+        if major != VERSION_MAJOR {
+            return Err(FormatError::UnsupportedVersion { major, minor });
+        }
+        let stored = u64_at(b, CHECKSUM_OFFSET);
+        let computed = header_checksum(b);
+        if stored != computed {
+            return Err(FormatError::BadChecksum { stored, computed });
+        }
+        if u32_at(b, 12) as usize != HEADER_LEN {
+            return Err(bad(
+                "header length",
+                format!("= {} (expected {HEADER_LEN})", u32_at(b, 12)),
+            ));
+        }
+        let flags = u32_at(b, 16);
+        if flags & !FLAG_DIRTY != 0 {
+            return Err(bad("flags", format!("= {flags:#x} has unknown bits set")));
+        }
+        let hash_algorithm = u32_at(b, 20);
+        if hash_algorithm != HASH_XXH3_128_V1 {
+            return Err(bad(
+                "hash algorithm",
+                format!("= {hash_algorithm} is unknown"),
+            ));
+        }
+        if u32_at(b, 32) != BLOCK_BITS {
+            return Err(bad(
+                "block bits",
+                format!("= {} (expected {BLOCK_BITS})", u32_at(b, 32)),
+            ));
+        }
+        let count = u32_at(b, 36) as usize;
+        if count == 0 || count > 1 {
+            return Err(bad(
+                "layer count",
+                format!("= {count} (this version of seen reads filters with exactly 1 layer)"),
+            ));
+        }
+        if u32_at(b, 40) as usize != MAX_LAYERS {
+            return Err(bad(
+                "layer table size",
+                format!("= {} (expected {MAX_LAYERS})", u32_at(b, 40)),
+            ));
+        }
+        if u32_at(b, 44) != 0 {
+            return Err(bad(
+                "key options",
+                format!("= {:#x} are not supported", u32_at(b, 44)),
+            ));
+        }
+        if b[80..CHECKSUM_OFFSET].iter().any(|&x| x != 0) {
+            return Err(bad("reserved bytes 80..120", "are not zero"));
+        }
+        let target_fpp = f64::from_bits(u64_at(b, 56));
+        check_fpp("target fpp", target_fpp)?;
+        let mut layers = Vec::with_capacity(count);
+        let mut end = HEADER_LEN as u64;
+        for i in 0..MAX_LAYERS {
+            let e = &b[LAYER_TABLE_OFFSET + i * LAYER_ENTRY_LEN..][..LAYER_ENTRY_LEN];
+            if i >= count {
+                if e.iter().any(|&x| x != 0) {
+                    return Err(bad(
+                        "layer table",
+                        format!("entry {i} is past the layer count but not zero"),
+                    ));
+                }
+                continue;
+            }
+            let layout = Layout {
+                nblocks: u64_at(e, 8),
+                k: u32_at(e, 16),
+                blocks_per_key: u32_at(e, 20),
+            };
+            layout
+                .validate()
+                .map_err(|err| bad("layer", format!("{i}: {err}")))?;
+            let offset = u64_at(e, 0);
+            if offset % ALIGN != 0 || offset < end {
+                return Err(bad(
+                    "layer offset",
+                    format!("{i} = {offset} is not 4096-aligned after the previous data ({end})"),
+                ));
+            }
+            let layer_end = offset
+                .checked_add(layout.bytes())
+                .ok_or_else(|| bad("layer", format!("{i} ends past 2^64 bytes")))?;
+            let l_fpp = f64::from_bits(u64_at(e, 32));
+            check_fpp("layer target fpp", l_fpp)?;
+            if e[48..].iter().any(|&x| x != 0) {
+                return Err(bad("layer reserved bytes", format!("{i} are not zero")));
+            }
+            layers.push(LayerEntry {
+                offset,
+                layout,
+                capacity: u64_at(e, 24),
+                target_fpp: l_fpp,
+                inserts: u64_at(e, 40),
+            });
+            end = layer_end;
+        }
+        if file_len < end {
+            return Err(FormatError::Truncated {
+                expected: end,
+                actual: file_len,
+            });
+        }
+        if file_len > end {
+            return Err(FormatError::TrailingData {
+                expected: end,
+                actual: file_len,
+            });
+        }
+        Ok(Header {
+            version_minor: minor,
+            flags,
+            hash_algorithm,
+            seed: u64_at(b, 24),
+            capacity: u64_at(b, 48),
+            target_fpp,
+            created: u64_at(b, 64),
+            updated: u64_at(b, 72),
+            layers,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample() -> Header {
+        Header {
+            version_minor: VERSION_MINOR,
+            flags: 0,
+            hash_algorithm: HASH_XXH3_128_V1,
+            seed: 42,
+            capacity: 1000,
+            target_fpp: 1e-6,
+            created: 1_700_000_000,
+            updated: 1_700_000_100,
+            layers: vec![LayerEntry {
+                offset: HEADER_LEN as u64,
+                layout: Layout {
+                    nblocks: 128,
+                    k: 9,
+                    blocks_per_key: 2,
+                },
+                capacity: 1000,
+                target_fpp: 1e-6,
+                inserts: 17,
+            }],
+        }
+    }
+
+    fn len(h: &Header) -> u64 {
+        h.file_len()
+    }
+
+    /// Rewrites the checksum so a test reaches the check after it.
+    fn reseal(b: &mut [u8]) {
+        let sum = header_checksum(b);
+        b[CHECKSUM_OFFSET..CHECKSUM_OFFSET + 8].copy_from_slice(&sum.to_le_bytes());
+    }
+
+    #[test]
+    fn round_trip() {
+        let h = sample();
+        let b = h.encode();
+        assert_eq!(Header::decode(&b, len(&h)).unwrap(), h);
+        assert_eq!(h.file_len(), 4096 + 128 * 64);
+    }
+
+    #[test]
+    fn layout_of_fixed_fields() {
+        let b = sample().encode();
+        assert_eq!(&b[..8], b"\x89SEEN\r\n\x1a");
+        assert_eq!(u16_at(&b, 8), 1);
+        assert_eq!(u64_at(&b, 24), 42);
+        assert_eq!(u64_at(&b, 128), 4096);
+        assert_eq!(u64_at(&b, 128 + 8), 128);
+        assert_eq!(u64_at(&b, 128 + 40), 17);
+    }
+
+    #[test]
+    fn each_corruption_has_its_error() {
+        let h = sample();
+        let good = h.encode();
+        let l = len(&h);
+
+        let mut b = good;
+        b[0] = b'X';
+        assert_eq!(Header::decode(&b, l), Err(FormatError::BadMagic));
+
+        let mut b = good;
+        b[8] = 2;
+        assert!(matches!(
+            Header::decode(&b, l),
+            Err(FormatError::UnsupportedVersion { major: 2, .. })
+        ));
+
+        let mut b = good;
+        b[200] ^= 1;
+        assert!(matches!(
+            Header::decode(&b, l),
+            Err(FormatError::BadChecksum { .. })
+        ));
+
+        assert!(matches!(
+            Header::decode(&good[..100], l),
+            Err(FormatError::TooShort { .. })
+        ));
+        assert_eq!(
+            Header::decode(&good, l - 1),
+            Err(FormatError::Truncated {
+                expected: l,
+                actual: l - 1
+            })
+        );
+        assert!(matches!(
+            Header::decode(&good, l + 4096),
+            Err(FormatError::TrailingData { .. })
+        ));
+
+        // Oversized block count: checksum valid, data would be far past the end.
+        let mut b = good;
+        b[128 + 8..128 + 16].copy_from_slice(&(1u64 << 50).to_le_bytes());
+        reseal(&mut b);
+        assert!(matches!(
+            Header::decode(&b, l),
+            Err(FormatError::Truncated { .. })
+        ));
+
+        // Block count that overflows the byte size.
+        let mut b = good;
+        b[128 + 8..128 + 16].copy_from_slice(&(u64::MAX - 63).to_le_bytes());
+        reseal(&mut b);
+        assert!(matches!(
+            Header::decode(&b, l),
+            Err(FormatError::BadField { field: "layer", .. })
+        ));
+
+        for (offset, value, field) in [
+            (128 + 16, 0u32, "layer"),          // k = 0
+            (128 + 16, 1_000_000_000, "layer"), // k = 10^9
+            (128 + 20, 3, "layer"),             // 3 blocks per key
+            (36, 0, "layer count"),
+            (36, 63, "layer count"),
+            (32, 256, "block bits"),
+            (20, 9, "hash algorithm"),
+            (16, 2, "flags"),
+        ] {
+            let mut b = good;
+            b[offset..offset + 4].copy_from_slice(&value.to_le_bytes());
+            reseal(&mut b);
+            match Header::decode(&b, l) {
+                Err(FormatError::BadField { field: f, .. }) => assert_eq!(f, field, "@{offset}"),
+                other => panic!("@{offset}={value}: {other:?}"),
+            }
+        }
+
+        // Layer data overlapping the header.
+        let mut b = good;
+        b[128..136].copy_from_slice(&0u64.to_le_bytes());
+        reseal(&mut b);
+        assert!(matches!(
+            Header::decode(&b, l),
+            Err(FormatError::BadField {
+                field: "layer offset",
+                ..
+            })
+        ));
+
+        // NaN target.
+        let mut b = good;
+        b[56..64].copy_from_slice(&f64::NAN.to_bits().to_le_bytes());
+        reseal(&mut b);
+        assert!(matches!(
+            Header::decode(&b, l),
+            Err(FormatError::BadField {
+                field: "target fpp",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn messages_say_what_to_do() {
+        let msg = FormatError::BadMagic.to_string();
+        assert!(msg.contains("seen build"), "{msg}");
+        let msg = FormatError::Truncated {
+            expected: 10,
+            actual: 5,
+        }
+        .to_string();
+        assert!(
+            msg.contains("truncated") && msg.contains("rebuild"),
+            "{msg}"
+        );
+    }
+
+    proptest! {
+        /// No byte string makes decode panic, and whatever it accepts re-encodes
+        /// to the same bytes.
+        #[test]
+        fn decode_never_panics(mut bytes in proptest::collection::vec(any::<u8>(), 0..5000),
+                               reseal_it in any::<bool>(),
+                               extra in 0u64..100_000) {
+            if reseal_it && bytes.len() >= HEADER_LEN {
+                reseal(&mut bytes);
+            }
+            let file_len = bytes.len() as u64 + extra;
+            if let Ok(h) = Header::decode(&bytes, file_len) {
+                prop_assert_eq!(&h.encode()[..], &bytes[..HEADER_LEN]);
+            }
+        }
+
+        /// Single-bit flips anywhere in a valid header are always detected.
+        #[test]
+        fn bit_flips_are_detected(pos in 0usize..HEADER_LEN * 8) {
+            let h = sample();
+            let mut b = h.encode();
+            b[pos / 8] ^= 1 << (pos % 8);
+            prop_assert!(Header::decode(&b, len(&h)).is_err());
+        }
+
+        #[test]
+        fn round_trip_any_values(seed in any::<u64>(), cap in any::<u64>(), inserts in any::<u64>(),
+                                 pages in 1u64..1_000_000, k in 1u32..=64, x in prop::sample::select(vec![1u32, 2, 4]),
+                                 fpp in 1e-15f64..0.999, dirty in any::<bool>()) {
+            let mut h = sample();
+            h.seed = seed;
+            h.capacity = cap;
+            h.flags = if dirty { FLAG_DIRTY } else { 0 };
+            h.layers[0].layout = Layout { nblocks: pages * 64, k, blocks_per_key: x };
+            h.layers[0].inserts = inserts;
+            h.layers[0].target_fpp = fpp;
+            let b = h.encode();
+            prop_assert_eq!(Header::decode(&b, h.file_len()).unwrap(), h);
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! `seen`: deduplicate huge streams of lines with a Bloom filter kept in a
+//! memory-mapped file. The binary (`src/main.rs`) is a thin shell over these
+//! modules; the library exists so benchmarks and tests can reach the core.
+//!
+//! Arrows point one way: `cmd` → `pipeline` → `filter`, `cmd` → `file` → `filter`,
+//! and `hash`, `input`, `output`, `units` are leaves.
+
+pub mod cli;
+pub mod cmd;
+pub mod file;
+pub mod filter;
+pub mod hash;
+pub mod input;
+pub mod output;
+pub mod pipeline;
+pub mod units;

@@ -1,0 +1,20 @@
+//! Buffered standard output, and recognising a closed pipe.
+
+use std::io::{self, BufWriter, StdoutLock};
+
+/// Output buffer size: large writes, no per-line system calls.
+const BUF: usize = 256 * 1024;
+
+/// Standard output behind one large buffer.
+pub fn stdout() -> BufWriter<StdoutLock<'static>> {
+    BufWriter::with_capacity(BUF, io::stdout().lock())
+}
+
+/// Whether an error (anywhere in its chain) is a write to a closed pipe, which
+/// ends a run quietly, as `seen dedup big.txt | head` expects.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
+}

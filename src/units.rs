@@ -1,0 +1,145 @@
+//! Parsing the numbers people type: `10M`, `1e6`, `50k`, `1_000_000` for counts,
+//! `1e-6`, `0.001`, `0.1%` for probabilities, `0x…` for seeds.
+
+/// Largest capacity accepted (10^15 keys).
+pub const MAX_CAPACITY: u64 = 1_000_000_000_000_000;
+
+/// Parses a count: an integer or decimal number with an optional exponent and an
+/// optional suffix `k`, `M`, `G` (or `B`), `T` (powers of 1000) or `Ki`, `Mi`,
+/// `Gi`, `Ti` (powers of 1024). Underscores are ignored.
+///
+/// # Errors
+/// A message saying what was expected, for clap to show next to the flag.
+pub fn parse_count(s: &str) -> Result<u64, String> {
+    let t: String = s.trim().chars().filter(|&c| c != '_').collect();
+    let lower = t.to_ascii_lowercase();
+    let (num, mult) = [
+        ("ki", 1024f64),
+        ("mi", 1024f64.powi(2)),
+        ("gi", 1024f64.powi(3)),
+        ("ti", 1024f64.powi(4)),
+        ("k", 1e3),
+        ("m", 1e6),
+        ("g", 1e9),
+        ("b", 1e9),
+        ("t", 1e12),
+    ]
+    .iter()
+    .find_map(|(suf, m)| lower.strip_suffix(suf).map(|n| (n, *m)))
+    .unwrap_or((lower.as_str(), 1.0));
+    let bad = || format!("`{s}` is not a count: use e.g. 1000000, 1e6, 50k, 10M or 2G");
+    if num.is_empty() || num.starts_with(['+', '-']) || num.contains("inf") || num.contains("nan") {
+        return Err(bad());
+    }
+    let v = num.parse::<f64>().map_err(|_| bad())? * mult;
+    if !v.is_finite() {
+        return Err(bad());
+    }
+    if v > MAX_CAPACITY as f64 {
+        return Err(format!("`{s}` is too large: at most 1e15 items"));
+    }
+    let n = v.round() as u64;
+    if n == 0 {
+        return Err(format!("`{s}` must be at least 1"));
+    }
+    Ok(n)
+}
+
+/// Parses a false-positive probability: `1e-6`, `0.001` or a percentage `0.1%`.
+/// Must lie in `[1e-15, 1)`.
+///
+/// # Errors
+/// A message saying what range is accepted.
+pub fn parse_fpp(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (num, scale) = match t.strip_suffix('%') {
+        Some(n) => (n.trim(), 0.01),
+        None => (t, 1.0),
+    };
+    let bad = || format!("`{s}` is not a probability: use e.g. 1e-6, 0.001 or 0.1%");
+    let v = num.parse::<f64>().map_err(|_| bad())? * scale;
+    if !v.is_finite() {
+        return Err(bad());
+    }
+    if !(crate::filter::sizing::MIN_FPP..1.0).contains(&v) {
+        return Err(format!(
+            "`{s}` is out of range: a false-positive rate must be at least 1e-15 and below 1 (e.g. 1e-6)"
+        ));
+    }
+    Ok(v)
+}
+
+/// Parses a seed: decimal or `0x` hexadecimal, 64 bits.
+///
+/// # Errors
+/// A message with the accepted forms.
+pub fn parse_seed(s: &str) -> Result<u64, String> {
+    let t = s.trim().replace('_', "");
+    let r = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => t.parse::<u64>(),
+    };
+    r.map_err(|_| format!("`{s}` is not a 64-bit seed: use a decimal or 0x-hex number"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts() {
+        for (s, v) in [
+            ("1", 1),
+            ("1000000", 1_000_000),
+            ("1_000_000", 1_000_000),
+            ("1e6", 1_000_000),
+            ("50k", 50_000),
+            ("50K", 50_000),
+            ("10M", 10_000_000),
+            ("1.5M", 1_500_000),
+            ("2G", 2_000_000_000),
+            ("2B", 2_000_000_000),
+            ("1T", 1_000_000_000_000),
+            ("1Ki", 1024),
+            ("1Mi", 1 << 20),
+            (" 7 ", 7),
+            ("1e15", MAX_CAPACITY),
+        ] {
+            assert_eq!(parse_count(s), Ok(v), "{s}");
+        }
+        for s in [
+            "", "k", "abc", "-5", "0", "0.1", "1e30", "nan", "inf", "1e16", "10X", "1..2",
+        ] {
+            assert!(parse_count(s).is_err(), "{s}");
+        }
+        assert!(parse_count("0").unwrap_err().contains("at least 1"));
+        assert!(parse_count("1e30").unwrap_err().contains("too large"));
+    }
+
+    #[test]
+    fn probabilities() {
+        for (s, v) in [
+            ("1e-6", 1e-6),
+            ("0.001", 0.001),
+            ("0.1%", 0.001),
+            ("1%", 0.01),
+            ("0.5", 0.5),
+        ] {
+            assert!((parse_fpp(s).unwrap() - v).abs() < 1e-18, "{s}");
+        }
+        for s in [
+            "0", "1", "-0.1", "nan", "NaN", "inf", "1e-16", "2", "100%", "x", "",
+        ] {
+            assert!(parse_fpp(s).is_err(), "{s}");
+        }
+    }
+
+    #[test]
+    fn seeds() {
+        assert_eq!(parse_seed("42"), Ok(42));
+        assert_eq!(parse_seed("0xff"), Ok(255));
+        assert_eq!(parse_seed("0xFFFF_FFFF_FFFF_FFFF"), Ok(u64::MAX));
+        assert!(parse_seed("-1").is_err());
+        assert!(parse_seed("0x1_0000_0000_0000_0000").is_err());
+    }
+}
