@@ -349,7 +349,7 @@ impl Header {
                 .validate()
                 .map_err(|err| bad("layer", format!("{i}: {err}")))?;
             let offset = u64_at(e, 0);
-            if offset % ALIGN != 0 || offset < end {
+            if !offset.is_multiple_of(ALIGN) || offset < end {
                 return Err(bad(
                     "layer offset",
                     format!("{i} = {offset} is not 4096-aligned after the previous data ({end})"),

@@ -8,13 +8,13 @@
 //! FPP = Σ_i Poisson(i; λ) · (1 − (1 − 1/B)^(k·i))^k
 //! ```
 //!
-//! When a key is spread over `x > 1` blocks of one 4 KiB page (64 blocks), block
-//! loads inside a page move together, so the formula is taken per page: with
+//! When a key is spread over `x > 1` distinct blocks of one 4 KiB page (64 blocks),
+//! block loads inside a page move together, so the formula is taken per page: with
 //! `λp` keys per page on average and `j` keys in a given page, each block of the
-//! page receives `Binomial(j·x, 1/64)` key-blocks, and
+//! page is one of the `x` blocks of `Binomial(j, x/64)` of them, and
 //!
 //! ```text
-//! FPP = Σ_j Poisson(j; λp) · [ Σ_i Binomial(i; j·x, 1/64) · (1 − (1 − 1/B)^(k·i))^k ]^x
+//! FPP = Σ_j Poisson(j; λp) · [ Σ_i Binomial(i; j, x/64) · (1 − (1 − 1/B)^(k·i))^k ]^x
 //! ```
 //!
 //! (the page-level variation costs up to a few percent of space at low `p`; the
@@ -172,14 +172,13 @@ pub fn blocked_fpp(n: f64, nblocks: f64, k: u32, x: u32) -> f64 {
     // Tails past 7 sd weigh < 1e-11 of the total here (each block's own FPP is
     // ≥ p^(1/x)); the one-block case above keeps 10 sd because its FPP is p itself.
     let (jlo, jhi) = span(lambda_page, lambda_page.sqrt(), 7.0, usize::MAX);
-    let nmax = jhi * x as usize;
-    let lf = ln_factorials(nmax + 2);
-    let q = q_table(k, nmax + 1);
-    let s = 1.0 / per_page;
+    let lf = ln_factorials(jhi + 2);
+    let q = q_table(k, jhi + 1);
+    let s = x as f64 / per_page;
     let (ln_s, ln_t) = (s.ln(), (1.0 - s).ln());
     let mut total = 0.0;
     for (wj, j) in poisson(lambda_page, jlo, jhi, &lf).iter().zip(jlo..) {
-        let trials = j * x as usize;
+        let trials = j;
         let mean = trials as f64 * s;
         let (ilo, ihi) = span(mean, (mean * (1.0 - s)).sqrt(), 7.0, trials);
         let mut pmf = (lf[trials] - lf[ilo] - lf[trials - ilo]
@@ -187,8 +186,8 @@ pub fn blocked_fpp(n: f64, nblocks: f64, k: u32, x: u32) -> f64 {
             + (trials - ilo) as f64 * ln_t)
             .exp();
         let mut inner = 0.0;
-        for i in ilo..=ihi {
-            inner += pmf * q[i];
+        for (i, qi) in q.iter().enumerate().take(ihi + 1).skip(ilo) {
+            inner += pmf * qi;
             pmf *= (trials - i) as f64 / (i + 1) as f64 * s / (1.0 - s);
         }
         total += wj * inner.powi(x as i32);
