@@ -95,11 +95,11 @@ pub struct BuildArgs {
 
     /// Number of distinct lines the filter must hold (e.g. 1e6, 50k, 10M). Default:
     /// the number of lines in the input files (standard input cannot be counted).
-    #[arg(short = 'n', long = "capacity", value_name = "N", value_parser = parse_count)]
+    #[arg(short = 'n', long = "capacity", value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub capacity: Option<u64>,
 
     /// Target false-positive rate at capacity (e.g. 1e-6, 0.001, 0.1%) [default: 1e-6].
-    #[arg(short = 'p', long = "fpp", value_name = "P", value_parser = parse_fpp)]
+    #[arg(short = 'p', long = "fpp", value_name = "P", value_parser = parse_fpp, allow_negative_numbers = true)]
     pub fpp: Option<f64>,
 
     /// Replace FILTER if it exists (atomically).
@@ -176,12 +176,12 @@ pub struct DedupArgs {
     /// Number of distinct lines to size the filter for. Default: the number of
     /// lines in the input files, or 10M for standard input (and for a new -f
     /// filter, at least 10M).
-    #[arg(short = 'n', long = "capacity", value_name = "N", value_parser = parse_count)]
+    #[arg(short = 'n', long = "capacity", value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub capacity: Option<u64>,
 
     /// Target false-positive rate at capacity, i.e. the chance that a new line is
     /// wrongly dropped [default: 1e-6].
-    #[arg(short = 'p', long = "fpp", value_name = "P", value_parser = parse_fpp)]
+    #[arg(short = 'p', long = "fpp", value_name = "P", value_parser = parse_fpp, allow_negative_numbers = true)]
     pub fpp: Option<f64>,
 
     /// Print only the lines that were seen before (each repeat), the inverse of the default.

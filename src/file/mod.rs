@@ -269,7 +269,7 @@ impl BatchFilter for WriteFilter {
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> u64 {
         let l = &mut self.header.layers[0];
         let new = filter::insert_batch(&mut self.map[layer_range(l)], &l.layout, hashes, out);
-        l.inserts += new;
+        l.inserts = l.inserts.saturating_add(new);
         new
     }
 }
@@ -414,7 +414,7 @@ impl BatchFilter for NewFilter {
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> u64 {
         let l = &mut self.header.layers[0];
         let new = filter::insert_batch(&mut self.map[layer_range(l)], &l.layout, hashes, out);
-        l.inserts += new;
+        l.inserts = l.inserts.saturating_add(new);
         new
     }
 }
@@ -464,7 +464,7 @@ impl BatchFilter for MemFilter {
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> u64 {
         let new = filter::insert_batch(&mut self.map, &self.layout, hashes, out);
-        self.inserts += new;
+        self.inserts = self.inserts.saturating_add(new);
         new
     }
 }
