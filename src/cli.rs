@@ -115,6 +115,11 @@ pub struct BuildArgs {
     #[arg(long, value_name = "SEED", value_parser = parse_seed)]
     pub seed: Option<u64>,
 
+    /// Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of
+    /// CPUs]. Output is identical for any value.
+    #[arg(short = 'j', long = "threads", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+
     /// Record format.
     #[command(flatten)]
     pub records: RecordArgs,
@@ -160,6 +165,11 @@ pub struct QueryArgs {
     #[arg(long)]
     pub all: bool,
 
+    /// Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of
+    /// CPUs]. Output is identical for any value.
+    #[arg(short = 'j', long = "threads", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+
     /// Record format.
     #[command(flatten)]
     pub records: RecordArgs,
@@ -187,6 +197,11 @@ pub struct DedupArgs {
     /// Print only the lines that were seen before (each repeat), the inverse of the default.
     #[arg(short = 'd', long = "repeated")]
     pub repeated: bool,
+
+    /// Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of
+    /// CPUs]. Output is identical for any value.
+    #[arg(short = 'j', long = "threads", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 
     /// Record format.
     #[command(flatten)]

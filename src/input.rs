@@ -1,13 +1,14 @@
-//! Line sources: files and standard input, read in large chunks that always hold
-//! whole records, split on `\n` or NUL without per-line allocation.
+//! Line sources: files and standard input, read with large `read` calls into
+//! reusable buffers that always end on a record boundary, so records are split
+//! with memchr and never copied or allocated one by one.
+//!
+//! Reading (rather than memory-mapping) the input keeps peak memory independent
+//! of the input size: a mapped input's pages would count in the resident set.
 
 use anyhow::{Context, Result, bail};
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-
-/// Bytes read per chunk (the buffer grows for longer records).
-const CHUNK: usize = 1 << 20;
 
 /// Where records come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,6 +62,7 @@ fn open_file(path: &Path) -> Result<File> {
 /// When a file cannot be opened or read.
 pub fn count_records(sources: &[Source], term: u8) -> Result<Option<u64>> {
     let mut total = 0u64;
+    let mut buf = vec![0u8; 4 << 20];
     for s in sources {
         let Source::File(path) = s else {
             return Ok(None);
@@ -69,7 +71,6 @@ pub fn count_records(sources: &[Source], term: u8) -> Result<Option<u64>> {
         if !file.metadata()?.is_file() {
             return Ok(None);
         }
-        let mut buf = vec![0u8; CHUNK];
         let mut last = term;
         loop {
             let n = match file.read(&mut buf) {
@@ -88,103 +89,118 @@ pub fn count_records(sources: &[Source], term: u8) -> Result<Option<u64>> {
     Ok(Some(total))
 }
 
-/// Reads one source in chunks of whole records.
-pub struct ChunkReader {
-    reader: Box<dyn Read>,
-    name: String,
-    buf: Vec<u8>,
-    start: usize,
-    filled: usize,
-    handed_out: usize,
+/// Reads all sources in order, in chunks of whole records.
+pub struct Reader {
+    sources: Vec<Source>,
+    next: usize,
+    current: Option<(Box<dyn Read + Send>, String)>,
+    carry: Vec<u8>,
     term: u8,
-    eof: bool,
-    stream: bool,
+    pending: Option<anyhow::Error>,
 }
 
-impl ChunkReader {
-    /// Opens a source.
-    ///
-    /// # Errors
-    /// When the file cannot be opened or is a directory.
-    pub fn open(source: &Source, term: u8) -> Result<ChunkReader> {
-        let (reader, stream): (Box<dyn Read>, bool) = match source {
-            Source::Stdin => (Box::new(io::stdin()), true),
-            Source::File(p) => {
-                let f = open_file(p)?;
-                let regular = f.metadata().map(|m| m.is_file()).unwrap_or(false);
-                (Box::new(f), !regular)
-            }
-        };
-        Ok(ChunkReader {
-            reader,
-            name: source.name(),
-            buf: vec![0; CHUNK],
-            start: 0,
-            filled: 0,
-            handed_out: 0,
+impl Reader {
+    /// A reader over `sources`; nothing is opened until the first [`Reader::fill`].
+    pub fn new(sources: &[Source], term: u8) -> Reader {
+        Reader {
+            sources: sources.to_vec(),
+            next: 0,
+            current: None,
+            carry: Vec::new(),
             term,
-            eof: false,
-            stream,
-        })
-    }
-
-    /// Whether the source is a pipe or terminal (output should be flushed after
-    /// each chunk so that downstream sees lines as they come).
-    pub fn is_stream(&self) -> bool {
-        self.stream
-    }
-
-    /// Returns the next run of whole records, each ending with the terminator
-    /// (one is added after a last record that lacks it), or `None` at the end.
-    ///
-    /// # Errors
-    /// When reading fails; the message names the source.
-    pub fn next_chunk(&mut self) -> Result<Option<&[u8]>> {
-        self.start += self.handed_out;
-        self.handed_out = 0;
-        loop {
-            let pending = &self.buf[self.start..self.filled];
-            if let Some(pos) = memchr::memrchr(self.term, pending) {
-                self.handed_out = pos + 1;
-                return Ok(Some(&self.buf[self.start..self.start + pos + 1]));
-            }
-            if self.start > 0 {
-                self.buf.copy_within(self.start..self.filled, 0);
-                self.filled -= self.start;
-                self.start = 0;
-            }
-            if self.eof {
-                if self.filled == 0 {
-                    return Ok(None);
-                }
-                if self.filled == self.buf.len() {
-                    self.buf.push(0);
-                }
-                self.buf[self.filled] = self.term;
-                self.filled += 1;
-                continue;
-            }
-            if self.filled == self.buf.len() {
-                let grown = self.buf.len() * 2;
-                self.buf.resize(grown, 0);
-            }
-            match self.reader.read(&mut self.buf[self.filled..]) {
-                Ok(0) => self.eof = true,
-                Ok(n) => self.filled += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e).with_context(|| format!("cannot read {}", self.name)),
-            }
+            pending: None,
         }
     }
-}
 
-/// Calls `f` for each record (with its terminator) of a chunk.
-#[inline]
-pub fn for_each_record(chunk: &[u8], term: u8, mut f: impl FnMut(&[u8])) {
-    let mut start = 0;
-    for end in memchr::memchr_iter(term, chunk) {
-        f(&chunk[start..=end]);
-        start = end + 1;
+    fn open_next(&mut self) -> Result<bool> {
+        let Some(source) = self.sources.get(self.next) else {
+            return Ok(false);
+        };
+        self.next += 1;
+        let reader: Box<dyn Read + Send> = match source {
+            Source::Stdin => Box::new(io::stdin()),
+            Source::File(p) => Box::new(open_file(p)?),
+        };
+        self.current = Some((reader, source.name()));
+        Ok(true)
+    }
+
+    /// Fills `buf` with at least `target` bytes of whole records when the input
+    /// has that many (more when one record is longer: the buffer grows), every
+    /// record ending with the terminator (one is added to a source's last record
+    /// when it lacks it). Returns the number of bytes of records, `None` at the end.
+    ///
+    /// An error (say, the next file is missing) is reported only after the
+    /// records read before it have been returned.
+    ///
+    /// # Errors
+    /// Opening or reading a source failed; the message names it.
+    pub fn fill(&mut self, buf: &mut Vec<u8>, target: usize) -> Result<Option<usize>> {
+        if let Some(e) = self.pending.take() {
+            return Err(e);
+        }
+        let target = target.max(1);
+        if buf.len() < target.max(self.carry.len()) + 1 {
+            buf.resize(target.max(self.carry.len()) + 1, 0);
+        }
+        let mut len = self.carry.len();
+        buf[..len].copy_from_slice(&self.carry);
+        self.carry.clear();
+        loop {
+            if self.current.is_none() {
+                match self.open_next() {
+                    Ok(true) => {}
+                    Ok(false) => return Ok((len > 0).then_some(len)),
+                    Err(e) if len > 0 => {
+                        self.pending = Some(e);
+                        return Ok(Some(len));
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            if len == buf.len() {
+                let grown = buf.len() * 2;
+                buf.resize(grown, 0);
+            }
+            let (reader, name) = self.current.as_mut().expect("a source is open");
+            let n = match reader.read(&mut buf[len..]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let e = anyhow::Error::new(e).context(format!("cannot read {name}"));
+                    self.current = None;
+                    self.next = self.sources.len();
+                    return match memchr::memrchr(self.term, &buf[..len]) {
+                        Some(p) => {
+                            self.pending = Some(e);
+                            Ok(Some(p + 1))
+                        }
+                        None => Err(e),
+                    };
+                }
+            };
+            if n == 0 {
+                self.current = None;
+                if len > 0 && buf[len - 1] != self.term {
+                    if len == buf.len() {
+                        buf.push(0);
+                    }
+                    buf[len] = self.term;
+                    len += 1;
+                }
+                if len >= target {
+                    return Ok(Some(len));
+                }
+                continue;
+            }
+            len += n;
+            if len >= target
+                && let Some(p) = memchr::memrchr(self.term, &buf[..len])
+            {
+                self.carry.extend_from_slice(&buf[p + 1..len]);
+                return Ok(Some(p + 1));
+            }
+        }
     }
 }
 
@@ -192,44 +208,41 @@ pub fn for_each_record(chunk: &[u8], term: u8, mut f: impl FnMut(&[u8])) {
 mod tests {
     use super::*;
 
-    fn records_of(data: &[u8], term: u8, chunk: usize) -> Vec<Vec<u8>> {
-        let mut r = ChunkReader {
-            reader: Box::new(io::Cursor::new(data.to_vec())),
-            name: "test".into(),
-            buf: vec![0; chunk],
-            start: 0,
-            filled: 0,
-            handed_out: 0,
-            term,
-            eof: false,
-            stream: false,
-        };
+    fn records_of(data: &[u8], term: u8, target: usize) -> Vec<Vec<u8>> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in");
+        std::fs::write(&path, data).unwrap();
+        // The same file twice: records must not run together across sources.
+        let mut r = Reader::new(&[Source::File(path.clone()), Source::File(path)], term);
+        let mut buf = Vec::new();
         let mut out = vec![];
-        while let Some(c) = r.next_chunk().unwrap() {
-            assert_eq!(*c.last().unwrap(), term);
-            for_each_record(c, term, |rec| out.push(rec.to_vec()));
+        while let Some(len) = r.fill(&mut buf, target).unwrap() {
+            assert_eq!(buf[len - 1], term);
+            let mut start = 0;
+            for end in memchr::memchr_iter(term, &buf[..len]) {
+                out.push(buf[start..=end].to_vec());
+                start = end + 1;
+            }
         }
         out
     }
 
     #[test]
-    fn splits_whole_records_across_tiny_buffers() {
-        for chunk in [1, 2, 3, 7, 1024] {
-            assert_eq!(
-                records_of(b"a\nbb\n\nccc", b'\n', chunk),
-                vec![
-                    b"a\n".to_vec(),
-                    b"bb\n".to_vec(),
-                    b"\n".to_vec(),
-                    b"ccc\n".to_vec()
-                ]
-            );
-            assert_eq!(records_of(b"", b'\n', chunk), Vec::<Vec<u8>>::new());
-            assert_eq!(records_of(b"\n", b'\n', chunk), vec![b"\n".to_vec()]);
-            assert_eq!(
-                records_of(b"a\nb\x00c\x00", 0, chunk),
-                vec![b"a\nb\x00".to_vec(), b"c\x00".to_vec()]
-            );
+    fn splits_whole_records_for_any_chunk_size() {
+        for target in [1, 2, 3, 7, 1024] {
+            let one = [
+                b"a\n".to_vec(),
+                b"bb\n".to_vec(),
+                b"\n".to_vec(),
+                b"ccc\n".to_vec(),
+            ];
+            let two: Vec<_> = one.iter().chain(one.iter()).cloned().collect();
+            assert_eq!(records_of(b"a\nbb\n\nccc", b'\n', target), two);
+            assert_eq!(records_of(b"", b'\n', target), Vec::<Vec<u8>>::new());
+            assert_eq!(records_of(b"\n", b'\n', target), vec![b"\n".to_vec(); 2]);
+            let z = [b"a\nb\x00".to_vec(), b"c\x00".to_vec()];
+            let zz: Vec<_> = z.iter().chain(z.iter()).cloned().collect();
+            assert_eq!(records_of(b"a\nb\x00c\x00", 0, target), zz);
         }
     }
 
@@ -239,9 +252,24 @@ mod tests {
         data.push(b'\n');
         data.extend_from_slice(b"y");
         let recs = records_of(&data, b'\n', 16);
-        assert_eq!(recs.len(), 2);
+        assert_eq!(recs.len(), 4);
         assert_eq!(recs[0].len(), 10_001);
         assert_eq!(recs[1], b"y\n");
+    }
+
+    #[test]
+    fn error_comes_after_earlier_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("good");
+        std::fs::write(&good, b"a\nb").unwrap();
+        let mut r = Reader::new(
+            &[Source::File(good), Source::File(dir.path().join("missing"))],
+            b'\n',
+        );
+        let mut buf = Vec::new();
+        assert_eq!(r.fill(&mut buf, 1 << 20).unwrap(), Some(4));
+        let e = r.fill(&mut buf, 1 << 20).unwrap_err();
+        assert!(format!("{e:#}").contains("missing"), "{e:#}");
     }
 
     #[test]

@@ -1,13 +1,14 @@
 //! Buffered standard output, and recognising a closed pipe.
 
-use std::io::{self, BufWriter, StdoutLock};
+use std::io::{self, BufWriter, Stdout};
 
 /// Output buffer size: large writes, no per-line system calls.
-const BUF: usize = 256 * 1024;
+const BUF: usize = 1 << 20;
 
-/// Standard output behind one large buffer.
-pub fn stdout() -> BufWriter<StdoutLock<'static>> {
-    BufWriter::with_capacity(BUF, io::stdout().lock())
+/// Standard output behind one large buffer (`Stdout`, not its lock, so the
+/// writer thread can own it).
+pub fn stdout() -> BufWriter<Stdout> {
+    BufWriter::with_capacity(BUF, io::stdout())
 }
 
 /// Whether an error (anywhere in its chain) is a write to a closed pipe, which

@@ -1,166 +1,361 @@
-//! From records to verdicts: hash each chunk of records, run the filter's batch
-//! test-and-set in input order, and hand every record with its verdict to the
-//! caller in input order. Input chunks → hashes → ordered test-and-set → verdicts.
+//! From records to verdicts, in parallel and in order.
 //!
-//! The commit point of a persistent filter stays with the caller, outside.
+//! Three stages joined by bounded channels, so memory stays at a few chunks
+//! whatever the input size:
+//!
+//! 1. **reader** (one thread): reads chunks of whole records (4 MiB by default)
+//!    and hashes them, splitting a large chunk into pieces hashed in parallel on a
+//!    rayon pool of `threads` threads;
+//! 2. **inserter** (the calling thread, which owns the filter): runs the filter's
+//!    batch test-and-set (or lookup) over every piece, strictly in input order;
+//! 3. **writer** (one thread): hands each chunk with its verdicts to the caller's
+//!    sink (which prints), then returns the buffers to the reader.
+//!
+//! Only stage 2 touches the filter and it sees keys in input order, so verdicts,
+//! and therefore output, are byte-identical for any thread count or chunk size.
+//! No atomics on the bits. The commit point of a persistent filter stays with
+//! the caller, after [`run`] returns.
 
 use crate::filter::BatchFilter;
 use crate::hash::{Hash128, hash};
-use crate::input::{ChunkReader, Source, for_each_record};
-use anyhow::{Context, Result};
-use std::io::Write;
+use crate::input::{Reader, Source};
+use anyhow::{Context, Result, anyhow};
+use rayon::prelude::*;
+use std::sync::mpsc::{channel, sync_channel};
 
-/// What a run did.
+/// Default bytes of records per chunk.
+pub const CHUNK_BYTES: usize = 4 << 20;
+/// Pieces smaller than this are not worth a task of their own.
+const MIN_PIECE_BYTES: usize = 64 << 10;
+
+/// How to run a pipeline.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Record terminator.
+    pub term: u8,
+    /// Threads hashing in parallel (1 = the reader thread hashes alone).
+    pub threads: usize,
+    /// Target bytes per chunk.
+    pub chunk_bytes: usize,
+}
+
+impl Options {
+    /// Options for `term`, with `threads` from `-j`, else `RAYON_NUM_THREADS`,
+    /// else the number of CPUs. The chunk size can be forced with the
+    /// `SEEN_CHUNK_BYTES` environment variable (for tests of chunk boundaries).
+    pub fn new(term: u8, threads: Option<usize>) -> Options {
+        let env = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .filter(|&n| n > 0)
+        };
+        let threads = threads
+            .or_else(|| env("RAYON_NUM_THREADS"))
+            .or_else(|| std::thread::available_parallelism().ok().map(usize::from))
+            .unwrap_or(1)
+            .max(1);
+        Options {
+            term,
+            threads,
+            chunk_bytes: env("SEEN_CHUNK_BYTES").unwrap_or(CHUNK_BYTES),
+        }
+    }
+}
+
+/// A run of records inside a chunk, hashed by one task.
+#[derive(Debug, Default)]
+pub struct Piece {
+    start: usize,
+    /// End (exclusive, after the terminator) of each record.
+    ends: Vec<usize>,
+    hashes: Vec<Hash128>,
+    verdicts: Vec<bool>,
+}
+
+impl Piece {
+    fn hash(&mut self, data: &[u8], end: usize, term: u8, seed: u64) {
+        self.ends.clear();
+        self.hashes.clear();
+        let mut s = self.start;
+        for e in memchr::memchr_iter(term, &data[self.start..end]) {
+            let e = self.start + e;
+            self.hashes.push(hash(&data[s..e], seed));
+            self.ends.push(e + 1);
+            s = e + 1;
+        }
+    }
+}
+
+/// A buffer of whole records with their hashes and verdicts.
+#[derive(Debug, Default)]
+pub struct Chunk {
+    data: Vec<u8>,
+    len: usize,
+    pieces: Vec<Piece>,
+    used: usize,
+}
+
+impl Chunk {
+    /// Calls `f(record, verdict)` for every record (terminator included), in order.
+    /// The verdict is "was present" (before its own insertion, when inserting).
+    pub fn for_each(&self, mut f: impl FnMut(&[u8], bool)) {
+        for p in &self.pieces[..self.used] {
+            let mut s = p.start;
+            for (&e, &v) in p.ends.iter().zip(&p.verdicts) {
+                f(&self.data[s..e], v);
+                s = e;
+            }
+        }
+    }
+
+    /// Calls `f` with maximal runs of consecutive records whose verdict equals
+    /// `want`, as one byte slice each: few, large writes.
+    pub fn for_each_run(
+        &self,
+        want: bool,
+        mut f: impl FnMut(&[u8], u64) -> Result<()>,
+    ) -> Result<()> {
+        let mut run: Option<(usize, usize, u64)> = None;
+        for p in &self.pieces[..self.used] {
+            let mut s = p.start;
+            for (&e, &v) in p.ends.iter().zip(&p.verdicts) {
+                if v == want {
+                    run = Some(match run {
+                        Some((rs, _, n)) => (rs, e, n + 1),
+                        None => (s, e, 1),
+                    });
+                } else if let Some((rs, re, n)) = run.take() {
+                    f(&self.data[rs..re], n)?;
+                }
+                s = e;
+            }
+        }
+        if let Some((rs, re, n)) = run {
+            f(&self.data[rs..re], n)?;
+        }
+        Ok(())
+    }
+
+    /// Splits the records into pieces and hashes them (in parallel on `pool`).
+    fn hash(&mut self, term: u8, seed: u64, pool: Option<&rayon::ThreadPool>) {
+        let len = self.len;
+        let want = match pool {
+            Some(p) => (len / MIN_PIECE_BYTES).clamp(1, 4 * p.current_num_threads()),
+            None => 1,
+        };
+        if self.pieces.len() < want {
+            self.pieces.resize_with(want, Piece::default);
+        }
+        // Piece boundaries: just after the first terminator at or past each
+        // equal share of the bytes.
+        let mut starts = Vec::with_capacity(want + 1);
+        starts.push(0);
+        for i in 1..want {
+            let at = (len * i / want).max(*starts.last().unwrap_or(&0));
+            match memchr::memchr(term, &self.data[at..len]) {
+                Some(p) if at + p + 1 < len => starts.push(at + p + 1),
+                _ => break,
+            }
+        }
+        starts.dedup();
+        self.used = starts.len();
+        starts.push(len);
+        let data = &self.data[..len];
+        for (i, p) in self.pieces[..self.used].iter_mut().enumerate() {
+            p.start = starts[i];
+        }
+        let ends = &starts[1..];
+        match pool {
+            Some(pool) if self.used > 1 => pool.install(|| {
+                self.pieces[..self.used]
+                    .par_iter_mut()
+                    .zip(ends.par_iter())
+                    .for_each(|(p, &end)| p.hash(data, end, term, seed));
+            }),
+            _ => {
+                for (p, &end) in self.pieces[..self.used].iter_mut().zip(ends) {
+                    p.hash(data, end, term, seed);
+                }
+            }
+        }
+    }
+}
+
+/// What the inserter stage did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Counts {
     /// Records read.
     pub read: u64,
     /// Records judged new (inserted for the first time).
     pub new: u64,
-    /// Records written to the output.
-    pub written: u64,
 }
 
-/// Which records `dedup` prints.
+/// Whether the filter stage inserts or only looks up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Keep {
-    /// The first occurrence of each record.
-    First,
-    /// Every occurrence after the first.
-    Repeated,
+pub enum Mode {
+    /// Test-and-set every key, in order.
+    Insert,
+    /// Look every key up; the filter is not changed.
+    Lookup,
 }
 
-/// Hashes every record of a chunk (without its terminator).
-fn hash_chunk(chunk: &[u8], term: u8, seed: u64, hashes: &mut Vec<Hash128>) {
-    hashes.clear();
-    for_each_record(chunk, term, |r| hashes.push(hash(&r[..r.len() - 1], seed)));
-}
-
-/// Runs every record of every source through `f` with its verdict from `judge`
-/// (which sees the chunk's hashes and fills one verdict per record).
-fn run<F>(
+/// Runs the three stages over `sources`. `sink` sees every chunk in input order
+/// on the writer thread and returns `false` to stop early (e.g. `query -q`).
+///
+/// # Errors
+/// The first input error (after everything read before it has gone through the
+/// sink), or the sink's error (e.g. a closed stdout).
+pub fn run<B, S>(
     sources: &[Source],
-    term: u8,
-    seed: u64,
-    mut judge: impl FnMut(&[Hash128], &mut Vec<bool>),
-    mut each: F,
-    mut flush: impl FnMut() -> Result<()>,
-) -> Result<()>
+    opts: Options,
+    filter: &mut B,
+    mode: Mode,
+    mut sink: S,
+) -> Result<Counts>
 where
-    F: FnMut(&[u8], bool) -> Result<bool>,
+    B: BatchFilter,
+    S: FnMut(&Chunk) -> Result<bool> + Send,
 {
-    let mut hashes = Vec::new();
-    let mut verdicts = Vec::new();
-    for source in sources {
-        let mut reader = ChunkReader::open(source, term)?;
-        while let Some(chunk) = reader.next_chunk()? {
-            hash_chunk(chunk, term, seed, &mut hashes);
-            judge(&hashes, &mut verdicts);
-            let mut i = 0;
-            let mut more = true;
-            let mut result = Ok(());
-            for_each_record(chunk, term, |r| {
-                if more && result.is_ok() {
-                    match each(r, verdicts[i]) {
-                        Ok(go_on) => more = go_on,
-                        Err(e) => result = Err(e),
+    let seed = filter.seed();
+    let mut counts = Counts::default();
+    std::thread::scope(|scope| {
+        let (to_inserter, from_reader) = sync_channel::<Result<Chunk>>(1);
+        let (to_writer, from_inserter) = sync_channel::<Chunk>(1);
+        let (recycle, recycled) = channel::<Chunk>();
+        let mut reader = Reader::new(sources, opts.term);
+        let reader = std::thread::Builder::new()
+            .name("seen-reader".into())
+            .spawn_scoped(scope, move || {
+                let mut pool = None;
+                loop {
+                    let mut chunk = recycled.try_recv().unwrap_or_default();
+                    let filled = reader.fill(&mut chunk.data, opts.chunk_bytes);
+                    let msg = match filled {
+                        Ok(Some(len)) => {
+                            chunk.len = len;
+                            if opts.threads > 1 && len >= 2 * MIN_PIECE_BYTES && pool.is_none() {
+                                pool = rayon::ThreadPoolBuilder::new()
+                                    .num_threads(opts.threads)
+                                    .thread_name(|i| format!("seen-hash-{i}"))
+                                    .build()
+                                    .ok();
+                            }
+                            chunk.hash(opts.term, seed, pool.as_ref());
+                            Ok(chunk)
+                        }
+                        Ok(None) => return,
+                        Err(e) => Err(e),
+                    };
+                    let last = msg.is_err();
+                    if to_inserter.send(msg).is_err() || last {
+                        return;
                     }
                 }
-                i += 1;
-            });
-            result?;
-            if !more {
-                return Ok(());
-            }
-            if reader.is_stream() {
-                flush()?;
+            })
+            .context("cannot start the reader thread")?;
+        let writer = std::thread::Builder::new()
+            .name("seen-writer".into())
+            .spawn_scoped(scope, move || -> Result<()> {
+                for chunk in from_inserter {
+                    if !sink(&chunk)? {
+                        return Ok(());
+                    }
+                    let _ = recycle.send(chunk);
+                }
+                Ok(())
+            })
+            .context("cannot start the writer thread")?;
+        let mut input_error = None;
+        for msg in from_reader {
+            match msg {
+                Ok(mut chunk) => {
+                    for p in &mut chunk.pieces[..chunk.used] {
+                        counts.read += p.hashes.len() as u64;
+                        match mode {
+                            Mode::Insert => {
+                                counts.new += filter.insert_batch(&p.hashes, &mut p.verdicts)
+                            }
+                            Mode::Lookup => filter.contains_batch(&p.hashes, &mut p.verdicts),
+                        }
+                    }
+                    if to_writer.send(chunk).is_err() {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    input_error = Some(e);
+                    break;
+                }
             }
         }
+        drop(to_writer);
+        let written = writer
+            .join()
+            .map_err(|_| anyhow!("the writer thread panicked"))?;
+        reader
+            .join()
+            .map_err(|_| anyhow!("the reader thread panicked"))?;
+        written?;
+        input_error.map_or(Ok(()), Err)
+    })?;
+    Ok(counts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::file::MemFilter;
+    use crate::filter::sizing::plan;
+
+    fn dedup_bytes(data: &[u8], threads: usize, chunk_bytes: usize) -> Vec<u8> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in");
+        std::fs::write(&path, data).unwrap();
+        let mut f = MemFilter::new(&plan(100_000, 1e-9).unwrap(), 1).unwrap();
+        let opts = Options {
+            term: b'\n',
+            threads,
+            chunk_bytes,
+        };
+        let mut out = Vec::new();
+        run(
+            &[Source::File(path)],
+            opts,
+            &mut f,
+            Mode::Insert,
+            |c: &Chunk| {
+                c.for_each_run(false, |r, _| {
+                    out.extend_from_slice(r);
+                    Ok(())
+                })?;
+                Ok(true)
+            },
+        )
+        .unwrap();
+        out
     }
-    Ok(())
-}
 
-/// Streams records, printing each one's first occurrence (or, with
-/// [`Keep::Repeated`], each later occurrence) in input order, and recording them
-/// in `filter`.
-///
-/// # Errors
-/// Input or output errors (a closed stdout surfaces as `BrokenPipe`).
-pub fn dedup<B: BatchFilter, W: Write>(
-    sources: &[Source],
-    term: u8,
-    filter: &mut B,
-    keep: Keep,
-    out: &mut W,
-) -> Result<Counts> {
-    let seed = filter.seed();
-    let (mut read, mut new, mut written) = (0, 0, 0);
-    let out = std::cell::RefCell::new(out);
-    let result = run(
-        sources,
-        term,
-        seed,
-        |h, v| new += filter.insert_batch(h, v),
-        |r, seen| {
-            read += 1;
-            if seen == (keep == Keep::Repeated) {
-                out.borrow_mut()
-                    .write_all(r)
-                    .context("cannot write output")?;
-                written += 1;
-            }
-            Ok(true)
-        },
-        || out.borrow_mut().flush().context("cannot write output"),
-    );
-    result?;
-    out.borrow_mut().flush().context("cannot write output")?;
-    Ok(Counts { read, new, written })
-}
+    #[test]
+    fn output_does_not_depend_on_threads_or_chunks() {
+        let mut data = Vec::new();
+        for i in 0..200_000u32 {
+            data.extend_from_slice(format!("{}\n", (i * 7919) % 50_000).as_bytes());
+        }
+        let want = dedup_bytes(&data, 1, 1 << 30);
+        assert_eq!(want.iter().filter(|&&b| b == b'\n').count(), 50_000);
+        for (threads, chunk) in [(1, 1), (2, 7), (3, 4096), (8, 200_000), (2, 1 << 20)] {
+            assert_eq!(
+                dedup_bytes(&data, threads, chunk),
+                want,
+                "threads {threads} chunk {chunk}"
+            );
+        }
+    }
 
-/// Inserts every record into `filter` (for `build`).
-///
-/// # Errors
-/// Input errors.
-pub fn insert_all<B: BatchFilter>(sources: &[Source], term: u8, filter: &mut B) -> Result<Counts> {
-    let seed = filter.seed();
-    let (mut read, mut new) = (0, 0);
-    run(
-        sources,
-        term,
-        seed,
-        |h, v| {
-            read += h.len() as u64;
-            new += filter.insert_batch(h, v);
-        },
-        |_, _| Ok(true),
-        || Ok(()),
-    )?;
-    Ok(Counts {
-        read,
-        new,
-        written: 0,
-    })
-}
-
-/// Looks every record up in `filter`, calling `each(record, present)` in input
-/// order until it returns `false`.
-///
-/// # Errors
-/// Input errors and whatever `each` returns.
-pub fn query<B: BatchFilter>(
-    sources: &[Source],
-    term: u8,
-    filter: &B,
-    each: impl FnMut(&[u8], bool) -> Result<bool>,
-    flush: impl FnMut() -> Result<()>,
-) -> Result<()> {
-    run(
-        sources,
-        term,
-        filter.seed(),
-        |h, v| filter.contains_batch(h, v),
-        each,
-        flush,
-    )
+    #[test]
+    fn runs_cover_exactly_the_selected_records() {
+        let data = b"a\nb\na\nc\nc\nd\n";
+        assert_eq!(dedup_bytes(data, 2, 3), b"a\nb\nc\nd\n");
+    }
 }

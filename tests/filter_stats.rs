@@ -2,12 +2,20 @@
 //! targets and against the sizing formula, no false negatives, and `dedup`
 //! against an exact `HashSet` reference. Fixed seeds throughout.
 
+use seen::cmd::dedup::dedup;
 use seen::file::MemFilter;
 use seen::filter::sizing::{Plan, blocked_fpp, plan, plan_with_spread};
 use seen::filter::{self, BatchFilter};
 use seen::hash::{DEFAULT_SEED, hash};
 use seen::input::Source;
-use seen::pipeline::{Keep, dedup};
+use seen::pipeline::Options;
+
+/// Which records the reference keeps.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    First,
+    Repeated,
+}
 use std::collections::HashSet;
 use std::io::Write;
 
@@ -148,6 +156,16 @@ fn reference(lines: &[Vec<u8>], keep: Keep) -> Vec<Vec<u8>> {
 }
 
 fn run_dedup(lines: &[Vec<u8>], plan: &Plan, keep: Keep) -> Vec<Vec<u8>> {
+    run_dedup_with(lines, plan, keep, 1, 1 << 22)
+}
+
+fn run_dedup_with(
+    lines: &[Vec<u8>],
+    plan: &Plan,
+    keep: Keep,
+    threads: usize,
+    chunk_bytes: usize,
+) -> Vec<Vec<u8>> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("in");
     let mut f = std::fs::File::create(&path).unwrap();
@@ -158,7 +176,19 @@ fn run_dedup(lines: &[Vec<u8>], plan: &Plan, keep: Keep) -> Vec<Vec<u8>> {
     drop(f);
     let mut filter = MemFilter::new(plan, DEFAULT_SEED).unwrap();
     let mut out = Vec::new();
-    dedup(&[Source::File(path)], b'\n', &mut filter, keep, &mut out).unwrap();
+    let opts = Options {
+        term: b'\n',
+        threads,
+        chunk_bytes,
+    };
+    dedup(
+        &[Source::File(path)],
+        opts,
+        &mut filter,
+        keep == Keep::Repeated,
+        &mut out,
+    )
+    .unwrap();
     assert_eq!(out.last(), Some(&b'\n'));
     out[..out.len() - 1]
         .split(|&b| b == b'\n')
@@ -185,6 +215,11 @@ fn dedup_matches_hashset_reference() {
     assert_eq!(got, want);
     let got = run_dedup(&lines, &plan, Keep::Repeated);
     assert_eq!(got, reference(&lines, Keep::Repeated));
+    // Parallel hashing and small chunks (boundaries everywhere) change nothing.
+    for (threads, chunk) in [(2, 1 << 16), (3, 1000), (8, 1 << 20)] {
+        let got = run_dedup_with(&lines, &plan, Keep::First, threads, chunk);
+        assert_eq!(got, want, "threads {threads} chunk {chunk}");
+    }
 }
 
 /// With a far too small filter, false positives are common: the output is still

@@ -5,7 +5,7 @@ use crate::cli::{BuildArgs, DEFAULT_FPP};
 use crate::file::{NewFilter, WriteFilter};
 use crate::hash::DEFAULT_SEED;
 use crate::input::sources;
-use crate::pipeline::insert_all;
+use crate::pipeline::{Mode, Options, run as pipeline};
 use anyhow::{Result, anyhow, bail};
 use std::process::ExitCode;
 
@@ -15,6 +15,7 @@ use std::process::ExitCode;
 /// Bad arguments, unreadable inputs, or a filter that cannot be written.
 pub fn run(a: BuildArgs) -> Result<ExitCode> {
     let term = terminator(a.records);
+    let opts = Options::new(term, a.threads.map(usize::from));
     let sources = sources(&a.files);
     if a.add {
         if a.capacity.is_some() || a.fpp.is_some() || a.seed.is_some() {
@@ -24,7 +25,7 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
             );
         }
         let mut f = WriteFilter::open(&a.output)?;
-        let result = insert_all(&sources, term, &mut f);
+        let result = pipeline(&sources, opts, &mut f, Mode::Insert, |_| Ok(true));
         f.commit()?;
         result?;
         let h = f.header();
@@ -64,7 +65,7 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
     let fpp = a.fpp.unwrap_or(DEFAULT_FPP);
     let plan = plan(n, fpp)?;
     let mut f = NewFilter::create(&a.output, &plan, a.seed.unwrap_or(DEFAULT_SEED))?;
-    let c = insert_all(&sources, term, &mut f)?;
+    let c = pipeline(&sources, opts, &mut f, Mode::Insert, |_| Ok(true))?;
     f.finish(a.force)?;
     warn_over_capacity(
         &a.output.display().to_string(),

@@ -3,11 +3,14 @@
 use super::{counted, plan, terminator, warn_over_capacity};
 use crate::cli::{DEFAULT_CAPACITY, DEFAULT_FPP, DedupArgs};
 use crate::file::{MemFilter, NewFilter, WriteFilter};
+use crate::filter::BatchFilter;
 use crate::hash::DEFAULT_SEED;
 use crate::input::sources;
 use crate::output::stdout;
-use crate::pipeline::{Keep, dedup};
+use crate::pipeline::{Chunk, Mode, Options, run as pipeline};
+use anyhow::Context;
 use anyhow::Result;
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -19,11 +22,7 @@ use std::process::ExitCode;
 pub fn run(a: DedupArgs) -> Result<ExitCode> {
     let term = terminator(a.records);
     let sources = sources(&a.files);
-    let keep = if a.repeated {
-        Keep::Repeated
-    } else {
-        Keep::First
-    };
+    let opts = Options::new(term, a.threads.map(usize::from));
     let fpp = a.fpp.unwrap_or(DEFAULT_FPP);
     let mut out = stdout();
     let Some(path) = &a.filter else {
@@ -33,7 +32,7 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
         };
         let plan = plan(n, fpp)?;
         let mut f = MemFilter::new(&plan, DEFAULT_SEED)?;
-        let result = dedup(&sources, term, &mut f, keep, &mut out);
+        let result = dedup(&sources, opts, &mut f, a.repeated, &mut out);
         let over = || {
             let what = format!(
                 "the in-memory filter (sized by {})",
@@ -58,7 +57,7 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
         );
     }
     let mut f = WriteFilter::open(path)?;
-    let result = dedup(&sources, term, &mut f, keep, &mut out);
+    let result = dedup(&sources, opts, &mut f, a.repeated, &mut out);
     f.commit()?;
     let l = &f.header().layers[0];
     warn_over_capacity(
@@ -70,6 +69,31 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
     );
     result?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Streams the sources through `filter`, printing each record's first
+/// occurrence (or, with `repeated`, every later one) in input order. Returns
+/// records read, new, written.
+///
+/// # Errors
+/// Input errors, or a failed write to `out` (a closed stdout is `BrokenPipe`).
+pub fn dedup<B: BatchFilter, W: Write + Send>(
+    sources: &[crate::input::Source],
+    opts: Options,
+    filter: &mut B,
+    repeated: bool,
+    out: &mut W,
+) -> Result<(u64, u64, u64)> {
+    let mut written = 0u64;
+    let counts = pipeline(sources, opts, filter, Mode::Insert, |c: &Chunk| {
+        c.for_each_run(repeated, |bytes, n| {
+            written += n;
+            out.write_all(bytes).context("cannot write output")
+        })?;
+        Ok(true)
+    })?;
+    out.flush().context("cannot write output")?;
+    Ok((counts.read, counts.new, written))
 }
 
 /// Creates a missing persistent filter (atomically; if another process creates

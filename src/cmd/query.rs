@@ -7,7 +7,7 @@ use crate::filter::BatchFilter;
 use crate::hash::hash;
 use crate::input::{Source, sources};
 use crate::output::stdout;
-use crate::pipeline::query;
+use crate::pipeline::{Chunk, Mode, Options, run as pipeline};
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
@@ -56,14 +56,21 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
         } else {
             sources(&a.files)
         };
-        let out_cell = std::cell::RefCell::new(&mut out);
-        query(
-            &srcs,
-            term,
-            &filter,
-            |r, p| each(r, p, *out_cell.borrow_mut()),
-            || out_cell.borrow_mut().flush().context("cannot write output"),
-        )?;
+        let opts = Options::new(term, a.threads.map(usize::from));
+        let mut filter = filter;
+        pipeline(&srcs, opts, &mut filter, Mode::Lookup, |c: &Chunk| {
+            let mut go_on = true;
+            let mut result = Ok(());
+            c.for_each(|r, p| {
+                if go_on && result.is_ok() {
+                    match each(r, p, &mut out) {
+                        Ok(more) => go_on = more,
+                        Err(e) => result = Err(e),
+                    }
+                }
+            });
+            result.map(|()| go_on)
+        })?;
     }
     if a.count && !a.quiet {
         writeln!(out, "{selected}").context("cannot write output")?;

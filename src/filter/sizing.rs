@@ -177,9 +177,9 @@ pub fn blocked_fpp(n: f64, nblocks: f64, k: u32, x: u32) -> f64 {
     }
     let per_page = BLOCKS_PER_PAGE as f64;
     let lambda_page = n * per_page / nblocks;
-    // Tails past 7 sd weigh < 1e-11 of the total here (each block's own FPP is
+    // Tails past 6 sd weigh < 1e-8 of the total here (each block's own FPP is
     // ≥ p^(1/x)); the one-block case above keeps 10 sd because its FPP is p itself.
-    let (jlo, jhi) = span(lambda_page, lambda_page.sqrt(), 7.0, usize::MAX);
+    let (jlo, jhi) = span(lambda_page, lambda_page.sqrt(), 6.0, usize::MAX);
     let lf = ln_factorials(jhi + 2);
     let q = q_table(k, jhi + 1);
     let s = x as f64 / per_page;
@@ -188,7 +188,7 @@ pub fn blocked_fpp(n: f64, nblocks: f64, k: u32, x: u32) -> f64 {
     for (wj, j) in poisson(lambda_page, jlo, jhi, &lf).iter().zip(jlo..) {
         let trials = j;
         let mean = trials as f64 * s;
-        let (ilo, ihi) = span(mean, (mean * (1.0 - s)).sqrt(), 7.0, trials);
+        let (ilo, ihi) = span(mean, (mean * (1.0 - s)).sqrt(), 6.0, trials);
         let mut pmf = (lf[trials] - lf[ilo] - lf[trials - ilo]
             + ilo as f64 * ln_s
             + (trials - ilo) as f64 * ln_t)
@@ -235,6 +235,22 @@ pub fn plan_with_spread(n: u64, p: f64, x: u32) -> Result<Plan, SizingError> {
     }
     let n = n.max(1);
     let nf = n as f64;
+    // Small inputs: one page is the smallest filter there is; if it meets the
+    // target, no search is needed (keeps `seen dedup` of a few lines instant).
+    let (k, f) = best_k(nf, BLOCKS_PER_PAGE as f64, x, 8);
+    if f <= p {
+        let layout = Layout {
+            nblocks: BLOCKS_PER_PAGE,
+            k,
+            blocks_per_key: x,
+        };
+        return Ok(Plan {
+            layout,
+            capacity: n,
+            target_fpp: p,
+            expected_fpp: f,
+        });
+    }
     // FPP depends on bits per key only (plus rounding): bisect on it, on a large
     // reference n so that rounding to whole pages does not distort the search.
     let reference = 1e9;
@@ -255,7 +271,7 @@ pub fn plan_with_spread(n: u64, p: f64, x: u32) -> Result<Plan, SizingError> {
             return Err(SizingError::BadFpp(p));
         }
     }
-    while hi / lo > 1.0 + 1e-4 {
+    while hi / lo > 1.0 + 1e-3 {
         let mid = (lo * hi).sqrt();
         if fpp_at(mid) <= p { hi = mid } else { lo = mid }
     }

@@ -1,0 +1,98 @@
+//! Core benchmark (a program, run with `cargo bench`): insert and query cost per
+//! key at filter sizes from 64 KiB to 1 GiB, hashes precomputed so only the
+//! probe is measured, plus the hash alone. Prints a markdown table of medians
+//! over `SEEN_BENCH_RUNS` runs (default 3).
+//!
+//! `cargo bench --bench filter -- 16M` limits the sizes to those given.
+
+use seen::file::MemFilter;
+use seen::filter::BatchFilter;
+use seen::filter::sizing::plan_with_spread;
+use seen::hash::{Hash128, hash};
+use std::time::Instant;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn keys(range: std::ops::Range<u64>) -> Vec<Hash128> {
+    range
+        .map(|i| hash(format!("https://example.com/{i}").as_bytes(), 1))
+        .collect()
+}
+
+fn main() {
+    let runs: usize = std::env::var("SEEN_BENCH_RUNS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    let wanted: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let sizes: [(&str, u64); 6] = [
+        ("64K", 64 << 10),
+        ("1M", 1 << 20),
+        ("16M", 16 << 20),
+        ("64M", 64 << 20),
+        ("256M", 256 << 20),
+        ("1G", 1 << 30),
+    ];
+    let ops = 4_000_000u64;
+    let t = Instant::now();
+    let hs = keys(0..ops);
+    println!(
+        "hash (xxh3-128 of ~25-byte keys, with formatting): {:.1} ns/key\n",
+        t.elapsed().as_nanos() as f64 / ops as f64
+    );
+    let absent = keys(ops..2 * ops);
+    println!(
+        "| filter size | blocks/key | insert ns/op | query (absent) ns/op | query (present) ns/op |"
+    );
+    println!("|---|---|---|---|---|");
+    for (name, bytes) in sizes {
+        if !wanted.is_empty() && !wanted.iter().any(|w| w == name) {
+            continue;
+        }
+        for x in [1, 2] {
+            // Capacity that gives about this size at 1e-6 (x = 2) or 1e-3 (x = 1).
+            let (p, bits_per_key) = if x == 1 { (1e-3, 15.5) } else { (1e-6, 31.1) };
+            let capacity = (bytes as f64 * 8.0 / bits_per_key) as u64;
+            let plan = plan_with_spread(capacity, p, x).unwrap();
+            let n = ops.min(capacity) as usize;
+            let (mut ins, mut qa, mut qp) = (vec![], vec![], vec![]);
+            let mut v = Vec::with_capacity(n);
+            for _ in 0..runs {
+                let mut f = MemFilter::new(&plan, 1).unwrap();
+                // Touch every page first: page faults are not the probe's cost.
+                f.insert_batch(&absent[..1], &mut v);
+                let mut fresh = MemFilter::new(&plan, 1).unwrap();
+                std::mem::swap(&mut f, &mut fresh);
+                prefault(&mut f);
+                let t = Instant::now();
+                f.insert_batch(&hs[..n], &mut v);
+                ins.push(t.elapsed().as_nanos() as f64 / n as f64);
+                let t = Instant::now();
+                f.contains_batch(&absent[..n], &mut v);
+                qa.push(t.elapsed().as_nanos() as f64 / n as f64);
+                let t = Instant::now();
+                f.contains_batch(&hs[..n], &mut v);
+                qp.push(t.elapsed().as_nanos() as f64 / n as f64);
+                assert!(v.iter().all(|&b| b), "false negative");
+            }
+            println!(
+                "| {name} | {x} | {:.1} | {:.1} | {:.1} |",
+                median(ins),
+                median(qa),
+                median(qp)
+            );
+        }
+    }
+}
+
+/// Faults every page in by inserting keys that land everywhere, then starting over
+/// is not possible without clearing: instead insert into a throwaway copy.
+fn prefault(f: &mut MemFilter) {
+    f.prefault();
+}
