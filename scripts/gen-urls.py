@@ -23,6 +23,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--dup", type=float, default=0.30, help="fraction of repeated lines")
     ap.add_argument("--hosts", type=int, default=5000)
+    ap.add_argument("--min-words", type=int, default=2, help="path segments, at least")
+    ap.add_argument("--max-words", type=int, default=6, help="path segments, at most")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     hosts = [
@@ -47,7 +49,7 @@ def main():
             line = seen[j]
         else:
             host = hosts[int(rng.paretovariate(1.1)) % len(hosts)]
-            path = "/".join(rng.choice(WORDS) for _ in range(rng.randint(2, 6)))
+            path = "/".join(rng.choice(WORDS) for _ in range(rng.randint(a.min_words, a.max_words)))
             line = "https://%s/%s/%d" % (host, path, rng.randrange(10 ** rng.randint(3, 9)))
             if rng.random() < 0.6:
                 line += "?id=%d&ref=%s" % (rng.randrange(10 ** 6), rng.choice(WORDS))

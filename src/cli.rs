@@ -116,8 +116,8 @@ pub struct BuildArgs {
     pub seed: Option<u64>,
 
     /// Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of
-    /// CPUs]. Output is identical for any value.
-    #[arg(short = 'j', long = "threads", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    /// CPUs; at most 256]. Output is identical for any value.
+    #[arg(short = 'j', long = "threads", value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: Option<u16>,
 
     /// Record format.
@@ -166,8 +166,8 @@ pub struct QueryArgs {
     pub all: bool,
 
     /// Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of
-    /// CPUs]. Output is identical for any value.
-    #[arg(short = 'j', long = "threads", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    /// CPUs; at most 256]. Output is identical for any value.
+    #[arg(short = 'j', long = "threads", value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: Option<u16>,
 
     /// Record format.
@@ -199,8 +199,8 @@ pub struct DedupArgs {
     pub repeated: bool,
 
     /// Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of
-    /// CPUs]. Output is identical for any value.
-    #[arg(short = 'j', long = "threads", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    /// CPUs; at most 256]. Output is identical for any value.
+    #[arg(short = 'j', long = "threads", value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: Option<u16>,
 
     /// Record format.

@@ -25,6 +25,8 @@ use std::sync::mpsc::{channel, sync_channel};
 
 /// Default bytes of records per chunk.
 pub const CHUNK_BYTES: usize = 4 << 20;
+/// Most hashing threads used, whatever `-j` or `RAYON_NUM_THREADS` say.
+pub const MAX_THREADS: usize = 256;
 /// Pieces smaller than this are not worth a task of their own.
 const MIN_PIECE_BYTES: usize = 64 << 10;
 
@@ -54,7 +56,7 @@ impl Options {
             .or_else(|| env("RAYON_NUM_THREADS"))
             .or_else(|| std::thread::available_parallelism().ok().map(usize::from))
             .unwrap_or(1)
-            .max(1);
+            .clamp(1, MAX_THREADS);
         Options {
             term,
             threads,
