@@ -10,6 +10,9 @@ use seen::hash::{DEFAULT_SEED, hash};
 use seen::input::Source;
 use seen::pipeline::Options;
 
+mod common;
+use common::Rng;
+
 /// Which records the reference keeps.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Keep {
@@ -110,18 +113,6 @@ fn blocked_formula_is_never_below_classic() {
                 "b={bits_per_key} x={x}: {best} < {classic}"
             );
         }
-    }
-}
-
-/// SplitMix64, for reproducible test data.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
     }
 }
 

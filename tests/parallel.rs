@@ -21,11 +21,14 @@ use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
 use tempfile::TempDir;
+
+mod common;
+use common::{Rng, tmp, write};
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -231,33 +234,6 @@ where
     S: AsRef<OsStr>,
 {
     seen_cfg(dir, cfg, args, b"")
-}
-
-fn tmp() -> TempDir {
-    tempfile::tempdir().expect("temporary directory")
-}
-
-fn write(dir: &TempDir, name: &str, data: &[u8]) -> PathBuf {
-    let p = dir.path().join(name);
-    fs::write(&p, data).unwrap();
-    p
-}
-
-/// SplitMix64: a tiny deterministic generator, so data depends on nothing but the seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 /// Splits into records; a last record without terminator is still a record.

@@ -132,6 +132,25 @@ fn layer_range(l: &LayerEntry) -> std::ops::Range<usize> {
     l.offset as usize..(l.offset + l.layout.bytes()) as usize
 }
 
+/// Looks keys up in the (single) layer of a mapped filter file.
+fn contains_in_layer(map: &[u8], header: &Header, hashes: &[Hash128], out: &mut Vec<bool>) {
+    let l = &header.layers[0];
+    filter::contains_batch(&map[layer_range(l)], &l.layout, hashes, out);
+}
+
+/// Inserts keys into the (single) layer of a mapped filter file and counts them.
+fn insert_in_layer(
+    map: &mut [u8],
+    header: &mut Header,
+    hashes: &[Hash128],
+    out: &mut Vec<bool>,
+) -> u64 {
+    let l = &mut header.layers[0];
+    let new = filter::insert_batch(&mut map[layer_range(l)], &l.layout, hashes, out);
+    l.inserts = l.inserts.saturating_add(new);
+    new
+}
+
 /// A filter file opened for reading under a shared lock.
 pub struct ReadFilter {
     path: PathBuf,
@@ -181,8 +200,7 @@ impl BatchFilter for ReadFilter {
     }
 
     fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>) {
-        let l = &self.header.layers[0];
-        filter::contains_batch(self.layer_bits(0), &l.layout, hashes, out);
+        contains_in_layer(&self.map, &self.header, hashes, out);
     }
 
     fn insert_batch(&mut self, _: &[Hash128], _: &mut Vec<bool>) -> u64 {
@@ -253,15 +271,11 @@ impl BatchFilter for WriteFilter {
     }
 
     fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>) {
-        let l = &self.header.layers[0];
-        filter::contains_batch(&self.map[layer_range(l)], &l.layout, hashes, out);
+        contains_in_layer(&self.map, &self.header, hashes, out);
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> u64 {
-        let l = &mut self.header.layers[0];
-        let new = filter::insert_batch(&mut self.map[layer_range(l)], &l.layout, hashes, out);
-        l.inserts = l.inserts.saturating_add(new);
-        new
+        insert_in_layer(&mut self.map, &mut self.header, hashes, out)
     }
 }
 
@@ -398,15 +412,11 @@ impl BatchFilter for NewFilter {
     }
 
     fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>) {
-        let l = &self.header.layers[0];
-        filter::contains_batch(&self.map[layer_range(l)], &l.layout, hashes, out);
+        contains_in_layer(&self.map, &self.header, hashes, out);
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> u64 {
-        let l = &mut self.header.layers[0];
-        let new = filter::insert_batch(&mut self.map[layer_range(l)], &l.layout, hashes, out);
-        l.inserts = l.inserts.saturating_add(new);
-        new
+        insert_in_layer(&mut self.map, &mut self.header, hashes, out)
     }
 }
 
