@@ -96,9 +96,16 @@ pub struct Chunk {
     len: usize,
     pieces: Vec<Piece>,
     used: usize,
+    flush: bool,
 }
 
 impl Chunk {
+    /// Whether the input paused after this chunk (a drained pipe): sinks should
+    /// flush their output so the lines reach the reader downstream now.
+    pub fn wants_flush(&self) -> bool {
+        self.flush
+    }
+
     /// Calls `f(record, verdict)` for every record (terminator included), in order.
     /// The verdict is "was present" (before its own insertion, when inserting).
     pub fn for_each(&self, mut f: impl FnMut(&[u8], bool)) {
@@ -234,8 +241,9 @@ where
                     let mut chunk = recycled.try_recv().unwrap_or_default();
                     let filled = reader.fill(&mut chunk.data, opts.chunk_bytes);
                     let msg = match filled {
-                        Ok(Some(len)) => {
+                        Ok(Some((len, flush))) => {
                             chunk.len = len;
+                            chunk.flush = flush;
                             if opts.threads > 1 && len >= 2 * MIN_PIECE_BYTES && pool.is_none() {
                                 pool = rayon::ThreadPoolBuilder::new()
                                     .num_threads(opts.threads)

@@ -90,6 +90,9 @@ pub fn dedup<B: BatchFilter, W: Write + Send>(
             written += n;
             out.write_all(bytes).context("cannot write output")
         })?;
+        if c.wants_flush() {
+            out.flush().context("cannot write output")?;
+        }
         Ok(true)
     })?;
     out.flush().context("cannot write output")?;

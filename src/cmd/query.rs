@@ -69,7 +69,16 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
                     }
                 }
             });
-            result.map(|()| go_on)
+            result?;
+            if !go_on {
+                // `-q` found a match: the answer is known, so exit now, as grep
+                // does, without waiting for a producer that may never close.
+                std::process::exit(0);
+            }
+            if c.wants_flush() {
+                out.flush().context("cannot write output")?;
+            }
+            Ok(true)
         })?;
     }
     if a.count && !a.quiet {

@@ -1,0 +1,124 @@
+//! Streaming: lines from a slow producer go through `seen dedup` as they come
+//! (not after 4 MiB more input), and `seen query -q` exits at the first match
+//! while its input is still open, as `grep -q` does. Each wait is bounded, so a
+//! regression fails the test instead of hanging it.
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+mod common;
+use common::tmp;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn seen() -> Command {
+    Command::new(assert_cmd::cargo::cargo_bin!("seen"))
+}
+
+/// Reads from `r` until `want` bytes have arrived, on a thread, within LIMIT.
+fn read_exactly(mut r: impl Read + Send + 'static, want: usize) -> Vec<u8> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; want];
+        let got = r.read_exact(&mut buf).map(|()| (buf, r));
+        let _ = tx.send(got);
+    });
+    let (buf, _r) = rx
+        .recv_timeout(LIMIT)
+        .expect("output did not arrive while the input was still open")
+        .expect("read output");
+    buf
+}
+
+#[test]
+fn dedup_passes_lines_through_while_input_is_open() {
+    let mut child = seen()
+        .args(["dedup", "-n", "1000"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    stdin.write_all(b"x\ny\nx\n").unwrap();
+    stdin.flush().unwrap();
+    // The producer is now silent but has not closed: the first lines must come out.
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut stdout = stdout;
+        let mut buf = vec![0u8; 4];
+        stdout.read_exact(&mut buf).unwrap();
+        tx.send(buf).unwrap();
+        let mut rest = Vec::new();
+        stdout.read_to_end(&mut rest).unwrap();
+        tx.send(rest).unwrap();
+    });
+    let first = rx
+        .recv_timeout(LIMIT)
+        .expect("lines were held back until EOF");
+    assert_eq!(first, b"x\ny\n");
+    stdin.write_all(b"z\ny\n").unwrap();
+    drop(stdin);
+    let rest = rx.recv_timeout(LIMIT).unwrap();
+    assert_eq!(rest, b"z\n");
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn persistent_dedup_streams_too() {
+    let dir = tmp();
+    let filter = dir.path().join("f.seen");
+    let mut child = seen()
+        .args(["dedup", "-n", "1000", "-f"])
+        .arg(&filter)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"https://a/\nhttps://a/\nhttps://b/\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    let out = read_exactly(child.stdout.take().unwrap(), 22);
+    assert_eq!(out, b"https://a/\nhttps://b/\n");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn query_quiet_exits_at_first_match_with_input_open() {
+    let dir = tmp();
+    let filter = dir.path().join("f.seen");
+    let status = seen()
+        .args(["build", "-n", "100", "-o"])
+        .arg(&filter)
+        .arg(common::write(&dir, "in.txt", b"present\n"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut child = seen()
+        .args(["query", "-q"])
+        .arg(&filter)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"absent\npresent\n").unwrap();
+    stdin.flush().unwrap();
+    // Keep stdin open: seen must not wait for EOF to know the answer.
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status = rx
+        .recv_timeout(LIMIT)
+        .expect("query -q waited for the end of its input")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    drop(stdin);
+}
