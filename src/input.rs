@@ -54,6 +54,21 @@ fn open_file(path: &Path) -> Result<File> {
     Ok(file)
 }
 
+/// The first source that cannot be read twice (standard input, a pipe, a
+/// device), checked without opening anything: opening a named pipe would
+/// connect to, and then cut off, its writer.
+pub fn uncountable(sources: &[Source]) -> Option<String> {
+    sources
+        .iter()
+        .find(|s| match s {
+            Source::Stdin => true,
+            // Missing files and directories count as countable here: reading
+            // them fails later with a message that names them.
+            Source::File(p) => std::fs::metadata(p).is_ok_and(|m| !m.is_file() && !m.is_dir()),
+        })
+        .map(Source::name)
+}
+
 /// Counts the records of every source when all are regular files (a last record
 /// without terminator counts); `None` when one is standard input or not a regular
 /// file (a pipe cannot be read twice).
@@ -63,14 +78,14 @@ fn open_file(path: &Path) -> Result<File> {
 pub fn count_records(sources: &[Source], term: u8) -> Result<Option<u64>> {
     let mut total = 0u64;
     let mut buf = vec![0u8; 4 << 20];
+    if uncountable(sources).is_some() {
+        return Ok(None);
+    }
     for s in sources {
         let Source::File(path) = s else {
             return Ok(None);
         };
         let mut file = open_file(path)?;
-        if !file.metadata()?.is_file() {
-            return Ok(None);
-        }
         let mut last = term;
         loop {
             let n = match file.read(&mut buf) {
@@ -171,6 +186,9 @@ impl Reader {
         let mut len = self.carry.len();
         buf[..len].copy_from_slice(&self.carry);
         self.carry.clear();
+        // Position of the last terminator in buf[..len] (the carry has none).
+        // Only new bytes are searched, so a long record costs linear time.
+        let mut last_term: Option<usize> = None;
         loop {
             if self.current.is_none() {
                 match self.open_next() {
@@ -214,16 +232,22 @@ impl Reader {
                     buf[len] = self.term;
                     len += 1;
                 }
+                if len > 0 {
+                    last_term = Some(len - 1);
+                }
                 if len >= target {
                     return Ok(Some(len));
                 }
                 continue;
             }
             let asked = buf.len() - len;
+            if let Some(p) = memchr::memrchr(self.term, &buf[len..len + n]) {
+                last_term = Some(len + p);
+            }
             len += n;
             let drained = stream && n < asked.min(DRAINED);
             if (len >= target || drained)
-                && let Some(p) = memchr::memrchr(self.term, &buf[..len])
+                && let Some(p) = last_term
             {
                 self.drained = drained;
                 self.carry.extend_from_slice(&buf[p + 1..len]);

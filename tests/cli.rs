@@ -736,7 +736,9 @@ fn closed_stdout_ends_quietly() {
     assert_eq!(err, "", "stderr not empty");
     assert_eq!(code, 0);
 
-    // Same with a persistent filter: quiet, and the file is left clean.
+    // Same with a persistent filter: exit 0 and the file is left clean, but a
+    // warning says that lines were recorded ahead of the closed output (until
+    // issue 5's crash-safe commits, they are lost to later runs).
     let (code, line, err) = read_one_line_then_close(
         d.path(),
         &[
@@ -744,7 +746,12 @@ fn closed_stdout_ends_quietly() {
         ],
     );
     assert_eq!(line, "line-0\n");
-    assert_eq!(err, "", "stderr not empty");
+    assert!(
+        err.contains("recorded")
+            && err.contains("rerun this input without -f")
+            && !err.contains("error"),
+        "{err}"
+    );
     assert_eq!(code, 0);
     let r = seen(d.path(), ["stats", "--json", "p.seen"]);
     r.ok();

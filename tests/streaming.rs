@@ -122,3 +122,78 @@ fn query_quiet_exits_at_first_match_with_input_open() {
     assert_eq!(status.code(), Some(0));
     drop(stdin);
 }
+
+/// A named pipe is read once: `dedup` without -n does not open it to count
+/// (which would cut its writer off), and `build` without -n names it.
+#[test]
+fn named_pipe_input_is_not_opened_twice() {
+    let dir = tmp();
+    let fifo = dir.path().join("p");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let mut f = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
+            for i in 0..50_000 {
+                writeln!(f, "line-{}", i % 20_000).unwrap();
+            }
+        })
+    };
+    let out = seen().arg("dedup").arg(&fifo).output().unwrap();
+    writer
+        .join()
+        .expect("the writer was cut off (SIGPIPE/EPIPE)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout.iter().filter(|&&b| b == b'\n').count(), 20_000);
+
+    // No writer here: build must fail at once, naming the pipe, without opening it.
+    let out = seen()
+        .args(["build", "-o"])
+        .arg(dir.path().join("f.seen"))
+        .arg(&fifo)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot be counted") && err.contains("-n"),
+        "{err}"
+    );
+    assert!(err.contains(&*fifo.to_string_lossy()), "{err}");
+}
+
+/// A filter that does not fit (here: past the file-size limit) is an error with
+/// exit 2, not a SIGBUS, and leaves no file or temporary file behind.
+#[test]
+fn filter_too_large_for_the_disk_is_an_error() {
+    let dir = tmp();
+    common::write(&dir, "in.txt", b"a\nb\n");
+    let bin = assert_cmd::cargo::cargo_bin!("seen");
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "trap '' XFSZ; ulimit -f 100; exec '{}' build -n 10M -o f.seen in.txt",
+            bin.display()
+        ))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("filter") && err.contains("too large"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("in.txt")]);
+}

@@ -6,7 +6,7 @@ use crate::file::{NewFilter, WriteFilter};
 use crate::hash::DEFAULT_SEED;
 use crate::input::sources;
 use crate::pipeline::{Mode, Options, run as pipeline};
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, bail};
 use std::process::ExitCode;
 
 /// Runs `seen build`.
@@ -53,14 +53,14 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
     }
     let n = match a.capacity {
         Some(n) => n,
-        None => counted(&sources, term)?
-            .ok_or_else(|| {
-                anyhow!(
-                    "standard input cannot be counted in advance to size the filter: \
-                     pass -n/--capacity (e.g. -n 10M), or give the lines as files"
-                )
-            })?
-            .max(1),
+        None => match counted(&sources, term)? {
+            Some(n) => n.max(1),
+            None => bail!(
+                "{} cannot be counted in advance to size the filter (it can only be \
+                 read once): pass -n/--capacity (e.g. -n 10M), or give the lines as regular files",
+                crate::input::uncountable(&sources).unwrap_or_else(|| "the input".into())
+            ),
+        },
     };
     let fpp = a.fpp.unwrap_or(DEFAULT_FPP);
     let plan = plan(n, fpp)?;

@@ -57,8 +57,20 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
         );
     }
     let mut f = WriteFilter::open(path)?;
+    let before = f.header().inserts();
     let result = dedup(&sources, opts, &mut f, a.repeated, &mut out);
     f.commit()?;
+    let recorded = f.header().inserts() - before;
+    if result.is_err() && !a.repeated && recorded > 0 {
+        // Until crash-safe commits exist (issue 5), say what may be lost: lines
+        // are recorded as they are judged, ahead of the output.
+        eprintln!(
+            "seen: warning: this run recorded {recorded} new lines in {} but its output \
+             failed before all of them were written; those not written will not be \
+             printed by later runs: rerun this input without -f to recover them",
+            path.display()
+        );
+    }
     let l = &f.header().layers[0];
     warn_over_capacity(
         &path.display().to_string(),

@@ -342,6 +342,28 @@ impl NewFilter {
                 dir.display()
             )
         })?;
+        // Reserve the blocks now: a sparse file on a full disk would fail later,
+        // on first write through the mapping, as SIGBUS instead of an error.
+        match rustix::fs::fallocate(
+            tmp.as_file(),
+            rustix::fs::FallocateFlags::empty(),
+            0,
+            header.file_len(),
+        ) {
+            Ok(()) => {}
+            // Filesystems without fallocate: keep the sparse file.
+            Err(e) if e == rustix::io::Errno::OPNOTSUPP || e == rustix::io::Errno::NOSYS => {}
+            Err(e) => {
+                return Err(std::io::Error::from(e)).with_context(|| {
+                    format!(
+                        "no room for a {}-byte filter in {}: free some space, choose \
+                         another directory, or lower -n / raise -p",
+                        header.file_len(),
+                        dir.display()
+                    )
+                });
+            }
+        }
         let map = map_write(tmp.as_file(), tmp.path())?;
         Ok(NewFilter {
             target: target.to_path_buf(),
