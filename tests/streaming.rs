@@ -197,3 +197,47 @@ fn filter_too_large_for_the_disk_is_an_error() {
         .collect();
     assert_eq!(left, vec![std::ffi::OsString::from("in.txt")]);
 }
+
+/// Filter paths that are symbolic links are written through (as `sort -o`
+/// does): `build --force` replaces the file the link names and keeps the link;
+/// `dedup -f` on a dangling link creates the file it names.
+#[test]
+fn filter_paths_are_written_through_symlinks() {
+    let dir = tmp();
+    let d = dir.path();
+    common::write(&dir, "a", b"a\n");
+    common::write(&dir, "b", b"b\n");
+    std::fs::create_dir(d.join("real")).unwrap();
+    let run = |args: &[&str]| seen().args(args).current_dir(d).output().unwrap();
+    assert!(run(&["build", "-o", "real/t.seen", "a"]).status.success());
+    std::os::unix::fs::symlink("real/t.seen", d.join("lnk")).unwrap();
+    assert!(
+        run(&["build", "--force", "-o", "lnk", "b"])
+            .status
+            .success()
+    );
+    assert!(
+        std::fs::symlink_metadata(d.join("lnk"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let q = run(&["query", "real/t.seen", "a", "b"]);
+    assert_eq!(q.stdout, b"b\n", "the linked file was not replaced");
+
+    std::os::unix::fs::symlink("target.seen", d.join("dangling")).unwrap();
+    let out = run(&["dedup", "-n", "10", "-f", "dangling", "a"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, b"a\n");
+    assert!(d.join("target.seen").is_file());
+    assert!(
+        std::fs::symlink_metadata(d.join("dangling"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}

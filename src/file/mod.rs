@@ -279,6 +279,20 @@ impl BatchFilter for WriteFilter {
     }
 }
 
+/// Follows symbolic links (even dangling ones) to the path they finally name;
+/// gives up after 40 hops and returns what it has.
+fn resolve_links(path: &Path) -> PathBuf {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::read_link(&p) {
+            Ok(next) if next.is_absolute() => p = next,
+            Ok(next) => p = p.parent().unwrap_or(Path::new("")).join(next),
+            Err(_) => break,
+        }
+    }
+    p
+}
+
 /// A new filter being filled in a temporary file next to its final path; it
 /// appears at that path, complete, only in [`NewFilter::finish`]. Dropped
 /// unfinished, the temporary file is removed and nothing changes.
@@ -295,6 +309,10 @@ impl NewFilter {
     /// # Errors
     /// When the directory cannot be written or the disk has no room.
     pub fn create(target: &Path, plan: &Plan, seed: u64) -> Result<NewFilter> {
+        // Write through symbolic links, as `sort -o` does: the file a link names
+        // is the one replaced, and the link stays.
+        let resolved = resolve_links(target);
+        let target = resolved.as_path();
         let dir = match target.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
