@@ -33,8 +33,6 @@ pub const BLOCK_BYTES: usize = 64;
 pub const BLOCKS_PER_PAGE: u64 = 64;
 /// Largest `k` (bits per block) a filter may use.
 pub const MAX_K: u32 = 64;
-/// Largest number of 64-bit words of hash stream a key can consume (x = 4, k = 64).
-const MAX_POSITIONS: usize = 4 * MAX_K as usize;
 
 /// Geometry of one bit array: everything needed to reproduce bit positions
 /// (together with the hash seed).
@@ -135,26 +133,16 @@ impl Layout {
             masks: [[0; 8]; 4],
             x,
         };
-        let mut stream = SplitMix64(h.hi);
-        let mut word = 0u64;
-        let mut left = 0u32;
+        let mut pos = Positions::new(h);
         for mask in p.masks.iter_mut().take(x) {
             for _ in 0..self.k {
-                if left == 0 {
-                    word = stream.next_u64();
-                    left = 7;
-                }
-                let pos = (word & 511) as usize;
-                word >>= 9;
-                left -= 1;
-                mask[pos >> 6] |= 1u64 << (pos & 63);
+                let p = pos.next();
+                mask[p >> 6] |= 1u64 << (p & 63);
             }
         }
         p
     }
 }
-
-const _: () = assert!(MAX_POSITIONS <= 256);
 
 /// The blocks and 512-bit masks of one key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -331,6 +319,18 @@ fn block_of_mut(bits: &mut [u8], b: u64) -> &mut [u8; BLOCK_BYTES] {
         .expect("64-byte block")
 }
 
+/// Tests the next `k` positions of `pos` in one block without data-dependent
+/// branches: nonzero when at least one of those bits is unset.
+#[inline(always)]
+fn missing_bits(blk: &[u8; BLOCK_BYTES], pos: &mut Positions, k: u32) -> u8 {
+    let mut missing = 0u8;
+    for _ in 0..k {
+        let p = pos.next();
+        missing |= !blk[p >> 3] & (1 << (p & 7));
+    }
+    missing
+}
+
 /// [`test_and_set`] without a [`Probe`]: the hot path. Each block's bits are
 /// tested without data-dependent branches; the block is written only when a bit
 /// is missing (a second pass over the same positions).
@@ -341,13 +341,7 @@ pub fn test_and_set_key(bits: &mut [u8], layout: &Layout, h: Hash128) -> bool {
     let mut seen = true;
     for &b in blocks.iter().take(layout.blocks_per_key as usize) {
         let again = pos;
-        let blk = block_of(bits, b);
-        let mut missing = 0u8;
-        for _ in 0..layout.k {
-            let p = pos.next();
-            missing |= !blk[p >> 3] & (1 << (p & 7));
-        }
-        if missing != 0 {
+        if missing_bits(block_of(bits, b), &mut pos, layout.k) != 0 {
             seen = false;
             let blk = block_of_mut(bits, b);
             let mut pos = again;
@@ -366,58 +360,61 @@ pub fn contains_key(bits: &[u8], layout: &Layout, h: Hash128) -> bool {
     let blocks = layout.blocks(h);
     let mut pos = Positions::new(h);
     for &b in blocks.iter().take(layout.blocks_per_key as usize) {
-        let blk = block_of(bits, b);
-        let mut missing = 0u8;
-        for _ in 0..layout.k {
-            let p = pos.next();
-            missing |= !blk[p >> 3] & (1 << (p & 7));
-        }
-        if missing != 0 {
+        if missing_bits(block_of(bits, b), &mut pos, layout.k) != 0 {
             return false;
         }
     }
     true
 }
 
+/// Calls `f` on each hash in order, with the blocks of the key
+/// [`PREFETCH_DISTANCE`] places ahead already requested from memory. `bits` is
+/// `&[u8]` or `&mut [u8]`, handed back to `f` for the probe itself.
+#[inline(always)]
+fn for_each_prefetched<S: AsRef<[u8]>>(
+    bits: &mut S,
+    layout: &Layout,
+    hashes: &[Hash128],
+    mut f: impl FnMut(&mut S, Hash128),
+) {
+    for h in hashes.iter().take(PREFETCH_DISTANCE) {
+        prefetch_key(bits.as_ref(), layout, *h);
+    }
+    for (i, h) in hashes.iter().enumerate() {
+        if let Some(ahead) = hashes.get(i + PREFETCH_DISTANCE) {
+            prefetch_key(bits.as_ref(), layout, *ahead);
+        }
+        f(bits, *h);
+    }
+}
+
 /// Inserts `hashes` in order into `bits`, recording per key whether it was
 /// already present; returns the number of new keys. Blocks are prefetched
 /// [`PREFETCH_DISTANCE`] keys ahead, and only written when a bit is missing.
 pub fn insert_batch(
-    bits: &mut [u8],
+    mut bits: &mut [u8],
     layout: &Layout,
     hashes: &[Hash128],
     out: &mut Vec<bool>,
 ) -> u64 {
     out.clear();
     out.reserve(hashes.len());
-    for h in hashes.iter().take(PREFETCH_DISTANCE) {
-        prefetch_key(bits, layout, *h);
-    }
     let mut new = 0;
-    for (i, h) in hashes.iter().enumerate() {
-        if let Some(ahead) = hashes.get(i + PREFETCH_DISTANCE) {
-            prefetch_key(bits, layout, *ahead);
-        }
-        let seen = test_and_set_key(bits, layout, *h);
+    for_each_prefetched(&mut bits, layout, hashes, |bits, h| {
+        let seen = test_and_set_key(bits, layout, h);
         new += u64::from(!seen);
         out.push(seen);
-    }
+    });
     new
 }
 
 /// Looks `hashes` up in `bits`, prefetching ahead like [`insert_batch`].
-pub fn contains_batch(bits: &[u8], layout: &Layout, hashes: &[Hash128], out: &mut Vec<bool>) {
+pub fn contains_batch(mut bits: &[u8], layout: &Layout, hashes: &[Hash128], out: &mut Vec<bool>) {
     out.clear();
     out.reserve(hashes.len());
-    for h in hashes.iter().take(PREFETCH_DISTANCE) {
-        prefetch_key(bits, layout, *h);
-    }
-    for (i, h) in hashes.iter().enumerate() {
-        if let Some(ahead) = hashes.get(i + PREFETCH_DISTANCE) {
-            prefetch_key(bits, layout, *ahead);
-        }
-        out.push(contains_key(bits, layout, *h));
-    }
+    for_each_prefetched(&mut bits, layout, hashes, |bits, h| {
+        out.push(contains_key(bits, layout, h));
+    });
 }
 
 /// What the bits of a filter say about it, computed from the actual per-block
