@@ -106,15 +106,22 @@ impl Chunk {
         self.flush
     }
 
-    /// Calls `f(record, verdict)` for every record (terminator included), in order.
+    /// Byte range and verdict of every record (terminator included), in order.
     /// The verdict is "was present" (before its own insertion, when inserting).
+    fn spans(&self) -> impl Iterator<Item = (usize, usize, bool)> + '_ {
+        self.pieces[..self.used].iter().flat_map(|p| {
+            let starts = std::iter::once(p.start).chain(p.ends.iter().copied());
+            starts
+                .zip(p.ends.iter().copied())
+                .zip(p.verdicts.iter().copied())
+                .map(|((s, e), v)| (s, e, v))
+        })
+    }
+
+    /// Calls `f(record, verdict)` for every record (terminator included), in order.
     pub fn for_each(&self, mut f: impl FnMut(&[u8], bool)) {
-        for p in &self.pieces[..self.used] {
-            let mut s = p.start;
-            for (&e, &v) in p.ends.iter().zip(&p.verdicts) {
-                f(&self.data[s..e], v);
-                s = e;
-            }
+        for (s, e, v) in self.spans() {
+            f(&self.data[s..e], v);
         }
     }
 
@@ -126,18 +133,14 @@ impl Chunk {
         mut f: impl FnMut(&[u8], u64) -> Result<()>,
     ) -> Result<()> {
         let mut run: Option<(usize, usize, u64)> = None;
-        for p in &self.pieces[..self.used] {
-            let mut s = p.start;
-            for (&e, &v) in p.ends.iter().zip(&p.verdicts) {
-                if v == want {
-                    run = Some(match run {
-                        Some((rs, _, n)) => (rs, e, n + 1),
-                        None => (s, e, 1),
-                    });
-                } else if let Some((rs, re, n)) = run.take() {
-                    f(&self.data[rs..re], n)?;
-                }
-                s = e;
+        for (s, e, v) in self.spans() {
+            if v == want {
+                run = Some(match run {
+                    Some((rs, _, n)) => (rs, e, n + 1),
+                    None => (s, e, 1),
+                });
+            } else if let Some((rs, re, n)) = run.take() {
+                f(&self.data[rs..re], n)?;
             }
         }
         if let Some((rs, re, n)) = run {

@@ -105,6 +105,15 @@ fn read_header(mut file: &File, path: &Path) -> Result<Header> {
     Header::decode(&buf, len).with_context(|| format!("{} is not a usable filter", path.display()))
 }
 
+/// Opens and locks a filter file and validates its header, warning when a
+/// writer did not finish with it.
+fn open_checked(path: &Path, write: bool) -> Result<(File, Header)> {
+    let file = open_locked(path, write)?;
+    let header = read_header(&file, path)?;
+    warn_dirty(&header, path);
+    Ok((file, header))
+}
+
 fn check_map_len(len: usize, header: &Header, path: &Path) -> Result<()> {
     if len as u64 != header.file_len() {
         bail!(
@@ -165,11 +174,9 @@ impl ReadFilter {
     /// # Errors
     /// When the file cannot be opened or is not a valid filter (message names it).
     pub fn open(path: &Path) -> Result<ReadFilter> {
-        let file = open_locked(path, false)?;
-        let header = read_header(&file, path)?;
+        let (file, header) = open_checked(path, false)?;
         let map = map_read(&file, path)?;
         check_map_len(map.len(), &header, path)?;
-        warn_dirty(&header, path);
         Ok(ReadFilter {
             path: path.to_path_buf(),
             _file: file,
@@ -223,11 +230,9 @@ impl WriteFilter {
     /// # Errors
     /// When the file cannot be opened, locked or written, or is not a valid filter.
     pub fn open(path: &Path) -> Result<WriteFilter> {
-        let file = open_locked(path, true)?;
-        let header = read_header(&file, path)?;
+        let (file, header) = open_checked(path, true)?;
         let map = map_write(&file, path)?;
         check_map_len(map.len(), &header, path)?;
-        warn_dirty(&header, path);
         let mut w = WriteFilter {
             path: path.to_path_buf(),
             _file: file,

@@ -237,19 +237,22 @@ pub fn plan_with_spread(n: u64, p: f64, x: u32) -> Result<Plan, SizingError> {
     let nf = n as f64;
     // Small inputs: one page is the smallest filter there is; if it meets the
     // target, no search is needed (keeps `seen dedup` of a few lines instant).
-    let (k, f) = best_k(nf, BLOCKS_PER_PAGE as f64, x, 8);
-    if f <= p {
-        let layout = Layout {
-            nblocks: BLOCKS_PER_PAGE,
-            k,
-            blocks_per_key: x,
-        };
-        return Ok(Plan {
-            layout,
+    // `Some(plan)` when `nblocks` blocks, with their best k, meet the target.
+    let meets = |nblocks: u64, hint: u32| {
+        let (k, f) = best_k(nf, nblocks as f64, x, hint);
+        (f <= p).then_some(Plan {
+            layout: Layout {
+                nblocks,
+                k,
+                blocks_per_key: x,
+            },
             capacity: n,
             target_fpp: p,
             expected_fpp: f,
-        });
+        })
+    };
+    if let Some(plan) = meets(BLOCKS_PER_PAGE, 8) {
+        return Ok(plan);
     }
     // FPP depends on bits per key only (plus rounding): bisect on it, on a large
     // reference n so that rounding to whole pages does not distort the search.
@@ -284,19 +287,8 @@ pub fn plan_with_spread(n: u64, p: f64, x: u32) -> Result<Plan, SizingError> {
         .max(1)
         * BLOCKS_PER_PAGE;
     loop {
-        let (k, f) = best_k(nf, nblocks as f64, x, hint.get());
-        if f <= p {
-            let layout = Layout {
-                nblocks,
-                k,
-                blocks_per_key: x,
-            };
-            return Ok(Plan {
-                layout,
-                capacity: n,
-                target_fpp: p,
-                expected_fpp: f,
-            });
+        if let Some(plan) = meets(nblocks, hint.get()) {
+            return Ok(plan);
         }
         nblocks += BLOCKS_PER_PAGE;
     }
