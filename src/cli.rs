@@ -78,12 +78,17 @@ Examples:
     Stats(StatsArgs),
 }
 
-/// How records are read.
+/// How records are read and hashed.
 #[derive(Debug, Args, Clone, Copy)]
 pub struct RecordArgs {
     /// Records end with NUL instead of newline (input and output), as with `find -print0`.
     #[arg(short = 'z', long = "null")]
     pub null: bool,
+
+    /// Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of
+    /// CPUs; at most 256]. Output is identical for any value.
+    #[arg(short = 'j', long = "threads", value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub threads: Option<u16>,
 }
 
 /// Options of `seen build`.
@@ -114,11 +119,6 @@ pub struct BuildArgs {
     /// rebuilding from the same lines gives the same file bits.
     #[arg(long, value_name = "SEED", value_parser = parse_seed)]
     pub seed: Option<u64>,
-
-    /// Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of
-    /// CPUs; at most 256]. Output is identical for any value.
-    #[arg(short = 'j', long = "threads", value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
-    pub threads: Option<u16>,
 
     /// Record format.
     #[command(flatten)]
@@ -165,11 +165,6 @@ pub struct QueryArgs {
     #[arg(long)]
     pub all: bool,
 
-    /// Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of
-    /// CPUs; at most 256]. Output is identical for any value.
-    #[arg(short = 'j', long = "threads", value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
-    pub threads: Option<u16>,
-
     /// Record format.
     #[command(flatten)]
     pub records: RecordArgs,
@@ -197,11 +192,6 @@ pub struct DedupArgs {
     /// Print only the lines that were seen before (each repeat), the inverse of the default.
     #[arg(short = 'd', long = "repeated")]
     pub repeated: bool,
-
-    /// Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of
-    /// CPUs; at most 256]. Output is identical for any value.
-    #[arg(short = 'j', long = "threads", value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
-    pub threads: Option<u16>,
 
     /// Record format.
     #[command(flatten)]

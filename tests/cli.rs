@@ -19,7 +19,7 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 mod common;
-use common::{Rng, tmp, write};
+use common::{Rng, read_lines_then_close, tmp, write};
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -696,33 +696,10 @@ fn dedup_matches_hashset_reference_on_random_data() {
 // ---------------------------------------------------------------------------
 
 /// Spawns `seen ARGS` with stdout piped, reads one line, closes the pipe and
-/// returns (exit code, stderr).
+/// returns (exit code, the line, stderr).
 fn read_one_line_then_close(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let mut child = std::process::Command::new(cargo_bin!("seen"))
-        .current_dir(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    drop(stdout);
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    let status = child.wait().unwrap();
-    (
-        status.code().expect("killed by a signal (SIGPIPE?)"),
-        line,
-        err,
-    )
+    let (code, mut lines, err) = read_lines_then_close(dir, &[], args, 1);
+    (code, lines.remove(0), err)
 }
 
 #[test]

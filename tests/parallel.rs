@@ -20,7 +20,7 @@ use assert_cmd::cargo::{cargo_bin, cargo_bin_cmd};
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::fs;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::mpsc;
@@ -28,7 +28,7 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 mod common;
-use common::{Rng, tmp, write};
+use common::{Rng, read_lines_then_close, tmp, write};
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -905,58 +905,6 @@ fn reference_query(items: &[u8], set: &HashSet<&[u8]>, invert: bool) -> Vec<u8> 
 // ---------------------------------------------------------------------------
 // 4. Closed standard output while threads are busy
 // ---------------------------------------------------------------------------
-
-/// Spawns `seen ARGS` (under `env`) with stdout piped, reads `lines` lines,
-/// closes the pipe and returns (exit code, lines read, stderr). Fails (killing
-/// the child) if the child has not ended two minutes later: a hang is a failure,
-/// not a stuck test run. No sleeping: the timeout is a channel receive.
-fn read_lines_then_close(
-    dir: &Path,
-    env: &[(&str, &str)],
-    args: &[&str],
-    lines: usize,
-) -> (i32, Vec<String>, String) {
-    let mut cmd = std::process::Command::new(cargo_bin!("seen"));
-    cmd.current_dir(dir)
-        .env_remove("RAYON_NUM_THREADS")
-        .env_remove("SEEN_CHUNK_BYTES")
-        .envs(env.iter().copied())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    // stderr reaches its end when the child exits.
-    let mut stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        let _ = tx.send(s);
-    });
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut got = Vec::new();
-    for _ in 0..lines {
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        got.push(line);
-    }
-    drop(stdout);
-    let err = match rx.recv_timeout(Duration::from_secs(120)) {
-        Ok(err) => err,
-        Err(_) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("seen {args:?} with {env:?} did not end after its stdout was closed");
-        }
-    };
-    let status = child.wait().unwrap();
-    (
-        status.code().expect("killed by a signal (SIGPIPE?)"),
-        got,
-        err,
-    )
-}
 
 #[test]
 fn closed_stdout_with_threads_ends_quietly() {

@@ -1,11 +1,11 @@
 //! `seen build`: make a filter file from lines, or add lines to one.
 
-use super::{counted, plan, terminator, warn_over_capacity};
+use super::{counted, options, plan, warn_over_capacity};
 use crate::cli::{BuildArgs, DEFAULT_FPP};
 use crate::file::{NewFilter, WriteFilter};
 use crate::hash::DEFAULT_SEED;
 use crate::input::sources;
-use crate::pipeline::{Mode, Options, run as pipeline};
+use crate::pipeline::{Mode, run as pipeline};
 use anyhow::{Result, bail};
 use std::process::ExitCode;
 
@@ -14,8 +14,8 @@ use std::process::ExitCode;
 /// # Errors
 /// Bad arguments, unreadable inputs, or a filter that cannot be written.
 pub fn run(a: BuildArgs) -> Result<ExitCode> {
-    let term = terminator(a.records);
-    let opts = Options::new(term, a.threads.map(usize::from));
+    let opts = options(a.records);
+    let term = opts.term;
     let sources = sources(&a.files);
     if a.add {
         if a.capacity.is_some() || a.fpp.is_some() || a.seed.is_some() {

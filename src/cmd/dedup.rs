@@ -1,6 +1,6 @@
 //! `seen dedup`: print each line the first time it is seen, in input order.
 
-use super::{counted, plan, terminator, warn_over_capacity};
+use super::{counted, options, plan, warn_over_capacity};
 use crate::cli::{DEFAULT_CAPACITY, DEFAULT_FPP, DedupArgs};
 use crate::file::{MemFilter, NewFilter, WriteFilter};
 use crate::filter::BatchFilter;
@@ -20,9 +20,9 @@ use std::process::ExitCode;
 /// Bad arguments, unreadable inputs, a filter that cannot be opened or written,
 /// or a failed write to standard output.
 pub fn run(a: DedupArgs) -> Result<ExitCode> {
-    let term = terminator(a.records);
+    let opts = options(a.records);
+    let term = opts.term;
     let sources = sources(&a.files);
-    let opts = Options::new(term, a.threads.map(usize::from));
     let fpp = a.fpp.unwrap_or(DEFAULT_FPP);
     let mut out = stdout();
     let Some(path) = &a.filter else {

@@ -8,11 +8,12 @@ pub mod stats;
 use crate::cli::RecordArgs;
 use crate::filter::sizing::{self, Plan};
 use crate::input::{Source, count_records};
+use crate::pipeline::Options;
 use anyhow::{Context, Result};
 
-/// The record terminator chosen by `-z`.
-pub fn terminator(r: RecordArgs) -> u8 {
-    if r.null { 0 } else { b'\n' }
+/// Pipeline options from `-z` and `-j`.
+pub fn options(r: RecordArgs) -> Options {
+    Options::new(if r.null { 0 } else { b'\n' }, r.threads.map(usize::from))
 }
 
 /// Counts the input records when they can be counted (regular files only).

@@ -1,13 +1,13 @@
 //! `seen query`: grep-style membership tests against a filter.
 
-use super::terminator;
+use super::options;
 use crate::cli::QueryArgs;
 use crate::file::ReadFilter;
 use crate::filter::BatchFilter;
 use crate::hash::hash;
 use crate::input::{Source, sources};
 use crate::output::stdout;
-use crate::pipeline::{Chunk, Mode, Options, run as pipeline};
+use crate::pipeline::{Chunk, Mode, run as pipeline};
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
@@ -18,7 +18,8 @@ use std::process::ExitCode;
 /// # Errors
 /// An unusable filter, unreadable input or a failed write.
 pub fn run(a: QueryArgs) -> Result<ExitCode> {
-    let term = terminator(a.records);
+    let opts = options(a.records);
+    let term = opts.term;
     let filter = ReadFilter::open(&a.filter)?;
     let mut out = stdout();
     let (mut total, mut selected) = (0u64, 0u64);
@@ -56,7 +57,6 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
         } else {
             sources(&a.files)
         };
-        let opts = Options::new(term, a.threads.map(usize::from));
         let mut filter = filter;
         pipeline(&srcs, opts, &mut filter, Mode::Lookup, |c: &Chunk| {
             let mut go_on = true;
