@@ -1,14 +1,15 @@
 //! Command-line definitions (clap derive). Only definitions live here: the doc
 //! comments are the `--help` text, and every flag is documented where it is declared.
 
-use crate::units::{parse_count, parse_fpp, parse_seed};
+use crate::units::{parse_count, parse_fpp, parse_fraction, parse_seed};
 use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 /// Default target false-positive rate for new filters.
 pub const DEFAULT_FPP: f64 = 1e-6;
-/// Capacity of a filter when `-n` is not given and the input cannot be counted.
+/// Capacity of a filter (of its first layer, when it grows) when `-n` is not
+/// given and the input cannot be counted.
 pub const DEFAULT_CAPACITY: u64 = 10_000_000;
 
 const EXIT_CODES: &str = "\
@@ -74,8 +75,18 @@ A false positive drops a line that was in fact new, with probability about -p
     #[command(after_help = "\
 Examples:
   seen stats crawled.seen
-  seen stats --json crawled.seen | jq .estimated_fpp")]
+  seen stats --json crawled.seen | jq .estimated_fpp
+  seen stats --max-fpp 1e-5 crawled.seen || alert   # for cron: exit 1 when degraded
+
+Exit status: 0 healthy, 1 past --max-fpp or --max-fill, 2 error.")]
     Stats(StatsArgs),
+    /// Show the layout, size and false-positive rate a filter would have, without writing anything.
+    #[command(after_help = "\
+Examples:
+  seen plan -n 100M -p 1e-6            # a growing filter: its first layers
+  seen plan -n 100M -p 1e-6 --fixed    # one fixed layer
+  seen plan -n 1M -p 1% --classic      # the textbook (unblocked) filter, for comparison")]
+    Plan(PlanArgs),
 }
 
 /// How records are read and hashed.
@@ -91,6 +102,38 @@ pub struct RecordArgs {
     pub threads: Option<u16>,
 }
 
+/// How a new filter is sized. Only used when a filter is created.
+#[derive(Debug, Args, Clone, Copy)]
+pub struct SizeArgs {
+    /// Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole
+    /// capacity with --fixed, else the first layer's (the filter grows past it).
+    /// Default: the number of lines in the input files, else 10M.
+    #[arg(short = 'n', long = "capacity", value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
+    pub capacity: Option<u64>,
+
+    /// Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new
+    /// line is taken for a seen one. A growing filter stays under it at any size;
+    /// a fixed one meets it up to its capacity [default: 1e-6].
+    #[arg(short = 'p', long = "fpp", value_name = "P", value_parser = parse_fpp, allow_negative_numbers = true)]
+    pub fpp: Option<f64>,
+
+    /// When full, add a layer G times larger (2-16) [default: 2].
+    #[arg(long, value_name = "G", value_parser = clap::value_parser!(u32).range(2..=16), conflicts_with = "fixed")]
+    pub growth: Option<u32>,
+
+    /// Never grow: one layer of -n lines; past it the false-positive rate rises
+    /// (warned on stderr at 100% and 150%).
+    #[arg(long, visible_alias = "no-grow")]
+    pub fixed: bool,
+}
+
+impl SizeArgs {
+    /// Whether any sizing flag was given.
+    pub fn any(&self) -> bool {
+        self.capacity.is_some() || self.fpp.is_some() || self.growth.is_some() || self.fixed
+    }
+}
+
 /// Options of `seen build`.
 #[derive(Debug, Args)]
 pub struct BuildArgs {
@@ -98,22 +141,21 @@ pub struct BuildArgs {
     #[arg(short = 'o', long = "output", value_name = "FILTER")]
     pub output: PathBuf,
 
-    /// Number of distinct lines the filter must hold (e.g. 1e6, 50k, 10M). Default:
-    /// the number of lines in the input files (standard input cannot be counted).
-    #[arg(short = 'n', long = "capacity", value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
-    pub capacity: Option<u64>,
-
-    /// Target false-positive rate at capacity (e.g. 1e-6, 0.001, 0.1%) [default: 1e-6].
-    #[arg(short = 'p', long = "fpp", value_name = "P", value_parser = parse_fpp, allow_negative_numbers = true)]
-    pub fpp: Option<f64>,
+    /// Sizing of a new filter.
+    #[command(flatten)]
+    pub size: SizeArgs,
 
     /// Replace FILTER if it exists (atomically).
     #[arg(long, conflicts_with = "add")]
     pub force: bool,
 
-    /// Insert into the existing FILTER instead of making a new one (-n/-p are then ignored).
+    /// Insert into the existing FILTER instead of making a new one (sizing flags are then ignored).
     #[arg(long)]
     pub add: bool,
+
+    /// Print a summary to stderr: lines read, new, duplicates, expected false positives.
+    #[arg(long)]
+    pub summary: bool,
 
     /// Hash seed for a new filter (decimal or 0x-hex); the default is fixed, so
     /// rebuilding from the same lines gives the same file bits.
@@ -174,20 +216,18 @@ pub struct QueryArgs {
 #[derive(Debug, Args)]
 pub struct DedupArgs {
     /// Persistent filter: lines recorded in earlier runs are suppressed and new ones
-    /// recorded. Created if missing (sized by -n/-p).
+    /// recorded. Created if missing (sized by the flags below; at least 10M lines).
     #[arg(short = 'f', long = "filter", value_name = "FILTER")]
     pub filter: Option<PathBuf>,
 
-    /// Number of distinct lines to size the filter for. Default: the number of
-    /// lines in the input files, or 10M for standard input (and for a new -f
-    /// filter, at least 10M).
-    #[arg(short = 'n', long = "capacity", value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
-    pub capacity: Option<u64>,
+    /// Sizing of the filter (in memory, or a new -f file).
+    #[command(flatten)]
+    pub size: SizeArgs,
 
-    /// Target false-positive rate at capacity, i.e. the chance that a new line is
-    /// wrongly dropped [default: 1e-6].
-    #[arg(short = 'p', long = "fpp", value_name = "P", value_parser = parse_fpp, allow_negative_numbers = true)]
-    pub fpp: Option<f64>,
+    /// Print a summary to stderr: lines read, written, duplicates, and how many
+    /// new lines were probably dropped as false positives.
+    #[arg(long)]
+    pub summary: bool,
 
     /// Print only the lines that were seen before (each repeat), the inverse of the default.
     #[arg(short = 'd', long = "repeated")]
@@ -212,6 +252,30 @@ pub struct StatsArgs {
     /// Print one JSON object (schema in docs/STATS.md) instead of a table.
     #[arg(long)]
     pub json: bool,
+
+    /// Exit 1 when the estimated current false-positive rate is above P.
+    #[arg(long, value_name = "P", value_parser = parse_fpp)]
+    pub max_fpp: Option<f64>,
+
+    /// Exit 1 when the fill ratio (bits set / bits, over all layers) is above F (e.g. 0.5, 50%).
+    #[arg(long, value_name = "F", value_parser = parse_fraction)]
+    pub max_fill: Option<f64>,
+}
+
+/// Options of `seen plan`.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// Sizing to show (the same flags as `build` and `dedup`; -n defaults to 10M).
+    #[command(flatten)]
+    pub size: SizeArgs,
+
+    /// How many layers of a growing filter to show.
+    #[arg(long, value_name = "L", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=62))]
+    pub layers: u32,
+
+    /// Also show the textbook classic (unblocked) Bloom filter for -n and -p.
+    #[arg(long)]
+    pub classic: bool,
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ fn main() -> ExitCode {
         cli::Command::Query(a) => cmd::query::run(a),
         cli::Command::Dedup(a) => cmd::dedup::run(a),
         cli::Command::Stats(a) => cmd::stats::run(a),
+        cli::Command::Plan(a) => cmd::plan::run(a),
     };
     match result {
         Ok(code) => code,

@@ -283,14 +283,25 @@ where
         for msg in from_reader {
             match msg {
                 Ok(mut chunk) => {
+                    let mut failed = None;
                     for p in &mut chunk.pieces[..chunk.used] {
                         counts.read += p.hashes.len() as u64;
                         match mode {
-                            Mode::Insert => {
-                                counts.new += filter.insert_batch(&p.hashes, &mut p.verdicts)
-                            }
+                            Mode::Insert => match filter.insert_batch(&p.hashes, &mut p.verdicts) {
+                                Ok(n) => counts.new += n,
+                                Err(e) => {
+                                    failed = Some(e);
+                                    break;
+                                }
+                            },
                             Mode::Lookup => filter.contains_batch(&p.hashes, &mut p.verdicts),
                         }
+                    }
+                    if let Some(e) = failed {
+                        // The filter could not grow: nothing of this chunk is
+                        // written (the caller reports what was recorded).
+                        input_error = Some(e);
+                        break;
                     }
                     if to_writer.send(chunk).is_err() {
                         break;

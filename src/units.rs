@@ -69,6 +69,25 @@ pub fn parse_fpp(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+/// Parses a fraction in `[0, 1]`: a plain number or a percentage (`0.5`, `50%`).
+///
+/// # Errors
+/// A message with the accepted forms.
+pub fn parse_fraction(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (num, scale) = match t.strip_suffix('%') {
+        Some(n) => (n.trim(), 0.01),
+        None => (t, 1.0),
+    };
+    let v = num.parse::<f64>().map(|v| v * scale);
+    match v {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "`{s}` is not a fraction between 0 and 1: use e.g. 0.5 or 50%"
+        )),
+    }
+}
+
 /// Parses a seed: decimal or `0x` hexadecimal, 64 bits.
 ///
 /// # Errors
@@ -131,6 +150,17 @@ mod tests {
             "0", "1", "-0.1", "nan", "NaN", "inf", "1e-16", "2", "100%", "x", "",
         ] {
             assert!(parse_fpp(s).is_err(), "{s}");
+        }
+    }
+
+    #[test]
+    fn fractions() {
+        assert_eq!(parse_fraction("0.5"), Ok(0.5));
+        assert_eq!(parse_fraction("50%"), Ok(0.5));
+        assert_eq!(parse_fraction("1"), Ok(1.0));
+        assert_eq!(parse_fraction("0"), Ok(0.0));
+        for s in ["-0.1", "1.01", "101%", "nan", "x", ""] {
+            assert!(parse_fraction(s).is_err(), "{s}");
         }
     }
 

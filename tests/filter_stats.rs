@@ -238,6 +238,6 @@ fn batch_insert_sees_repeats_within_the_batch() {
         .map(|k| hash(*k, DEFAULT_SEED))
         .collect();
     let mut v = Vec::new();
-    assert_eq!(f.insert_batch(&hs, &mut v), 3);
+    assert_eq!(f.insert_batch(&hs, &mut v).unwrap(), 3);
     assert_eq!(v, [false, false, true, true, false, true]);
 }

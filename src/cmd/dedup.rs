@@ -1,7 +1,7 @@
 //! `seen dedup`: print each line the first time it is seen, in input order.
 
-use super::{counted, options, plan, warn_over_capacity};
-use crate::cli::{DEFAULT_CAPACITY, DEFAULT_FPP, DedupArgs};
+use super::{Summary, counted, layer_counts, options, spec};
+use crate::cli::{DEFAULT_CAPACITY, DedupArgs};
 use crate::file::{MemFilter, NewFilter, WriteFilter};
 use crate::filter::BatchFilter;
 use crate::hash::DEFAULT_SEED;
@@ -23,44 +23,31 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
     let opts = options(a.records);
     let term = opts.term;
     let sources = sources(&a.files);
-    let fpp = a.fpp.unwrap_or(DEFAULT_FPP);
     let mut out = stdout();
     let Some(path) = &a.filter else {
-        let n = match a.capacity {
-            Some(n) => n,
-            None => counted(&sources, term)?.map_or(DEFAULT_CAPACITY, |c| c.max(1)),
-        };
-        let plan = plan(n, fpp)?;
-        let mut f = MemFilter::new(&plan, DEFAULT_SEED)?;
-        let result = dedup(&sources, opts, &mut f, a.repeated, &mut out);
-        let over = || {
-            let what = format!(
-                "the in-memory filter (sized by {})",
-                if a.capacity.is_some() {
-                    "-n"
-                } else {
-                    "default"
-                }
-            );
-            warn_over_capacity(&what, f.inserts(), plan.capacity, &plan.layout, fpp);
-        };
-        over();
-        result?;
+        let spec = spec(&a.size, || {
+            Ok(counted(&sources, term)?.unwrap_or(DEFAULT_CAPACITY))
+        })?;
+        let mut f = MemFilter::with_spec(&spec, DEFAULT_SEED)?;
+        let (read, new, written) = dedup(&sources, opts, &mut f, a.repeated, &mut out)?;
+        if a.summary {
+            Summary::new(read, new, Some(written), &[], f.header()).print();
+        }
         return Ok(ExitCode::SUCCESS);
     };
     if !path.exists() {
-        create(path, &a, &sources, term, fpp)?;
-    } else if a.capacity.is_some() || a.fpp.is_some() {
+        create(path, &a, &sources, term)?;
+    } else if a.size.any() {
         eprintln!(
-            "seen: warning: {} already exists: -n/-p are ignored (they only size a new filter)",
+            "seen: warning: {} already exists: sizing flags are ignored (they only size a new filter)",
             path.display()
         );
     }
     let mut f = WriteFilter::open(path)?;
-    let before = f.header().inserts();
+    let before = layer_counts(f.header());
     let result = dedup(&sources, opts, &mut f, a.repeated, &mut out);
     f.commit()?;
-    let recorded = f.header().inserts() - before;
+    let recorded = f.header().inserts() - before.iter().sum::<u64>();
     if result.is_err() && !a.repeated && recorded > 0 {
         // Until crash-safe commits exist (issue 5), say what may be lost: lines
         // are recorded as they are judged, ahead of the output.
@@ -71,15 +58,10 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
             path.display()
         );
     }
-    let l = &f.header().layers[0];
-    warn_over_capacity(
-        &path.display().to_string(),
-        l.inserts,
-        l.capacity,
-        &l.layout,
-        l.target_fpp,
-    );
-    result?;
+    let (read, new, written) = result?;
+    if a.summary {
+        Summary::new(read, new, Some(written), &before, f.header()).print();
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -113,27 +95,26 @@ pub fn dedup<B: BatchFilter, W: Write + Send>(
 
 /// Creates a missing persistent filter (atomically; if another process creates
 /// it first, theirs is used).
-fn create(
-    path: &Path,
-    a: &DedupArgs,
-    sources: &[crate::input::Source],
-    term: u8,
-    fpp: f64,
-) -> Result<()> {
-    let n = match a.capacity {
-        Some(n) => n,
-        None => {
-            let n = counted(sources, term)?.unwrap_or(0).max(DEFAULT_CAPACITY);
-            eprintln!(
-                "seen: creating {} for {n} distinct lines at false-positive rate {fpp:e} \
-                 (pass -n to size it for the lines you expect over all runs)",
-                path.display()
-            );
-            n
-        }
-    };
-    let plan = plan(n, fpp)?;
-    let f = NewFilter::create(path, &plan, DEFAULT_SEED)?;
+fn create(path: &Path, a: &DedupArgs, sources: &[crate::input::Source], term: u8) -> Result<()> {
+    let spec = spec(&a.size, || {
+        let n = counted(sources, term)?.unwrap_or(0).max(DEFAULT_CAPACITY);
+        Ok(n)
+    })?;
+    if a.size.capacity.is_none() {
+        eprintln!(
+            "seen: creating {} for {} distinct lines at false-positive rate {:e}{} \
+             (pass -n to size it for the lines you expect over all runs)",
+            path.display(),
+            spec.capacity,
+            spec.target_fpp,
+            if spec.growth.is_some() {
+                ", growing past them"
+            } else {
+                ""
+            }
+        );
+    }
+    let f = NewFilter::create(path, &spec, DEFAULT_SEED)?;
     match f.finish(false) {
         Ok(()) => Ok(()),
         Err(_) if path.exists() => Ok(()),

@@ -2,14 +2,18 @@
 
 pub mod build;
 pub mod dedup;
+pub mod plan;
 pub mod query;
 pub mod stats;
 
-use crate::cli::RecordArgs;
-use crate::filter::sizing::{self, Plan};
+use crate::cli::{DEFAULT_FPP, RecordArgs, SizeArgs};
+use crate::file::format::Header;
+use crate::filter::sizing::{self, DEFAULT_GROWTH, Growth, Spec};
 use crate::input::{Source, count_records};
 use crate::pipeline::Options;
 use anyhow::{Context, Result};
+use indicatif::HumanCount;
+use std::io::Write;
 
 /// Pipeline options from `-z` and `-j`.
 pub fn options(r: RecordArgs) -> Options {
@@ -21,41 +25,95 @@ pub fn counted(sources: &[Source], term: u8) -> Result<Option<u64>> {
     count_records(sources, term).context("cannot count the input lines to size the filter")
 }
 
-/// Sizes a filter, turning sizing errors into messages that name the flags.
-pub fn plan(n: u64, p: f64) -> Result<Plan> {
-    sizing::plan(n, p).context("cannot size the filter (-n/--capacity, -p/--fpp)")
-}
-
-/// Expected false-positive rate of a single-layer filter holding `inserts` keys.
-pub fn fpp_now(layout: &crate::filter::Layout, inserts: u64) -> f64 {
-    sizing::blocked_fpp(
-        inserts as f64,
-        layout.nblocks as f64,
-        layout.k,
-        layout.blocks_per_key,
-    )
-}
-
-/// Warns on stderr when a filter holds more keys than it was sized for.
-pub fn warn_over_capacity(
-    what: &str,
-    inserts: u64,
-    capacity: u64,
-    layout: &crate::filter::Layout,
-    target: f64,
-) {
-    if inserts <= capacity {
-        return;
-    }
-    let pct = 100.0 * inserts as f64 / capacity.max(1) as f64;
-    let advice = if pct > 150.0 {
-        "results are no longer reliable: rebuild it with a larger -n"
-    } else {
-        "rebuild it with a larger -n before it degrades further"
+/// The spec of a new filter from the sizing flags; `default_capacity` is asked
+/// only when `-n` is not given.
+///
+/// # Errors
+/// Whatever `default_capacity` returns.
+pub fn spec(size: &SizeArgs, default_capacity: impl FnOnce() -> Result<u64>) -> Result<Spec> {
+    let capacity = match size.capacity {
+        Some(n) => n,
+        None => default_capacity()?,
     };
-    eprintln!(
-        "seen: warning: {what} holds {inserts} distinct lines, {pct:.0}% of the {capacity} it was \
-         sized for; its false-positive rate is now about {:.1e} (target {target:.0e}): {advice}",
-        fpp_now(layout, inserts)
-    );
+    Ok(Spec {
+        capacity: capacity.max(1),
+        target_fpp: size.fpp.unwrap_or(DEFAULT_FPP),
+        growth: (!size.fixed).then(|| Growth::new(size.growth.unwrap_or(DEFAULT_GROWTH))),
+    })
+}
+
+/// Keys per layer, to compare a filter before and after a run.
+pub fn layer_counts(h: &Header) -> Vec<u64> {
+    h.layers.iter().map(|l| l.inserts).collect()
+}
+
+/// What a run did, for `--summary` (printed on stderr).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// Records read.
+    pub read: u64,
+    /// Records judged new (recorded in the filter).
+    pub new: u64,
+    /// Records written to standard output (`None` for `build`).
+    pub written: Option<u64>,
+    /// Expected number of new records wrongly judged seen (false positives).
+    pub expected_false_positives: f64,
+    /// Layers in the filter after the run.
+    pub layers: usize,
+    /// Compound false-positive rate of the filter after the run.
+    pub fpp_now: f64,
+}
+
+impl Summary {
+    /// The summary of a run that took a filter from layer counts `before` to `after`.
+    pub fn new(read: u64, new: u64, written: Option<u64>, before: &[u64], after: &Header) -> Self {
+        let spans: Vec<_> = after
+            .layers
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l.layout, before.get(i).copied().unwrap_or(0), l.inserts))
+            .collect();
+        let now: Vec<_> = after.layers.iter().map(|l| (l.layout, l.inserts)).collect();
+        Summary {
+            read,
+            new,
+            written,
+            expected_false_positives: sizing::expected_false_positives(&spans),
+            layers: after.layers.len(),
+            fpp_now: sizing::compound_fpp(&now),
+        }
+    }
+
+    /// Prints the summary on stderr.
+    pub fn print(&self) {
+        let rows = [
+            ("lines read", HumanCount(self.read).to_string()),
+            ("new", HumanCount(self.new).to_string()),
+            (
+                "duplicates",
+                HumanCount(self.read.saturating_sub(self.new)).to_string(),
+            ),
+        ];
+        let mut err = std::io::stderr().lock();
+        for (k, v) in rows {
+            let _ = writeln!(err, "seen: {k:<16} {v:>14}");
+        }
+        if let Some(w) = self.written {
+            let _ = writeln!(err, "seen: {:<16} {:>14}", "lines written", HumanCount(w));
+        }
+        let _ = writeln!(
+            err,
+            "seen: {:<16} {:>14.2}  (new lines expected to be taken for seen ones)",
+            "false positives", self.expected_false_positives
+        );
+        let _ = writeln!(
+            err,
+            "seen: {:<16} {:>14}  ({} layer{}, false-positive rate now {:.1e})",
+            "filter",
+            "",
+            self.layers,
+            if self.layers == 1 { "" } else { "s" },
+            self.fpp_now
+        );
+    }
 }

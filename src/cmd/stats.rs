@@ -2,9 +2,9 @@
 
 use crate::cli::StatsArgs;
 use crate::file::ReadFilter;
-use crate::file::format::{Header, VERSION_MAJOR};
-use crate::filter::sizing::{classic_bits, classic_k};
-use crate::filter::{self, BLOCK_BITS};
+use crate::file::format::{Header, MAX_LAYERS, VERSION_MAJOR};
+use crate::filter::sizing::{classic_bits, classic_k, layer_fpp};
+use crate::filter::{self, BLOCK_BITS, Layout};
 use anyhow::{Context, Result};
 use indicatif::{HumanBytes, HumanCount};
 use serde::Serialize;
@@ -42,12 +42,28 @@ pub struct LayerStats {
     pub estimated_fpp: f64,
     /// False-positive rate the formula gives at capacity.
     pub fpp_at_capacity: f64,
+    /// Keys this layer can take (beyond `estimated_items`) before its own rate
+    /// passes its target.
+    pub headroom: f64,
     /// Bits per key at capacity.
     pub bits_per_key: f64,
     /// Bits per key a classic (unblocked) filter needs for the same capacity and target.
     pub classic_bits_per_key: f64,
     /// Hash count of that classic filter.
     pub classic_k: u32,
+}
+
+/// How a filter grows (JSON `growth`).
+#[derive(Debug, Serialize)]
+pub struct GrowthStats {
+    /// Capacity multiplier from one layer to the next.
+    pub factor: u32,
+    /// False-positive tightening ratio from one layer to the next.
+    pub ratio: f64,
+    /// Whether another layer can still be added (a file has room for 62).
+    pub can_grow: bool,
+    /// Keys the newest layer takes before the next layer is added.
+    pub next_layer_in: u64,
 }
 
 /// The JSON object printed by `seen stats --json` (docs/STATS.md).
@@ -67,10 +83,12 @@ pub struct Stats {
     pub bits: u64,
     /// Sum over layers.
     pub bytes: u64,
-    /// What the filter was sized for.
+    /// Sum of the layers' capacities.
     pub capacity: u64,
-    /// What the filter was sized for.
+    /// False-positive rate the filter must stay under (compound over layers).
     pub target_fpp: f64,
+    /// `null` for a fixed filter.
+    pub growth: Option<GrowthStats>,
     /// Sum over layers.
     pub inserts: u64,
     /// `inserts / capacity`.
@@ -83,8 +101,11 @@ pub struct Stats {
     pub estimated_items: f64,
     /// Probability that an absent key is reported present by any layer.
     pub estimated_fpp: f64,
-    /// False-positive rate at capacity.
+    /// Compound false-positive rate with every layer at its capacity.
     pub fpp_at_capacity: f64,
+    /// Keys the filter takes before its false-positive rate passes the target;
+    /// `null` (unbounded) when it can still grow.
+    pub headroom: Option<f64>,
     /// False when the dirty flag is set (a writer did not finish).
     pub clean: bool,
     /// Unix seconds.
@@ -97,12 +118,36 @@ pub struct Stats {
     pub warnings: Vec<String>,
 }
 
+/// Keys a layer holds when its false-positive rate reaches `target` (bisection;
+/// the rate only rises with the count).
+fn keys_at_rate(layout: &Layout, target: f64) -> f64 {
+    let mut lo = 0u64;
+    let mut hi = 64u64;
+    while layer_fpp(layout, hi) <= target {
+        lo = hi;
+        match hi.checked_mul(2) {
+            Some(h) => hi = h,
+            None => return u64::MAX as f64,
+        }
+    }
+    while hi - lo > 1 + lo / 10_000 {
+        let mid = lo + (hi - lo) / 2;
+        if layer_fpp(layout, mid) <= target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo as f64
+}
+
 /// Computes the statistics of an open filter (reads every bit once).
 pub fn compute(f: &ReadFilter) -> Stats {
     let h: &Header = f.header();
     let mut layers = Vec::new();
     for (i, l) in h.layers.iter().enumerate() {
         let occ = filter::occupancy(f.layer_bits(i), &l.layout);
+        let cap = l.capacity.max(1);
         layers.push(LayerStats {
             layout: "blocked-512",
             k: l.layout.k,
@@ -112,32 +157,57 @@ pub fn compute(f: &ReadFilter) -> Stats {
             capacity: l.capacity,
             target_fpp: l.target_fpp,
             inserts: l.inserts,
-            capacity_used: l.inserts as f64 / l.capacity.max(1) as f64,
+            capacity_used: l.inserts as f64 / cap as f64,
             bits_set: occ.bits_set,
             fill_ratio: occ.bits_set as f64 / l.layout.bits() as f64,
             estimated_items: occ.estimated_items,
             estimated_fpp: occ.current_fpp,
-            fpp_at_capacity: super::fpp_now(&l.layout, l.capacity),
-            bits_per_key: l.layout.bits() as f64 / l.capacity.max(1) as f64,
-            classic_bits_per_key: classic_bits(l.capacity.max(1), l.target_fpp) as f64
-                / l.capacity.max(1) as f64,
-            classic_k: classic_k(classic_bits(l.capacity.max(1), l.target_fpp), l.capacity),
+            fpp_at_capacity: layer_fpp(&l.layout, l.capacity),
+            headroom: (keys_at_rate(&l.layout, l.target_fpp) - occ.estimated_items).max(0.0),
+            bits_per_key: l.layout.bits() as f64 / cap as f64,
+            classic_bits_per_key: classic_bits(cap, l.target_fpp) as f64 / cap as f64,
+            classic_k: classic_k(classic_bits(cap, l.target_fpp), cap),
         });
     }
     let bits: u64 = layers.iter().map(|l| l.bits).sum();
     let bits_set: u64 = layers.iter().map(|l| l.bits_set).sum();
+    let capacity = layers.iter().map(|l| l.capacity).fold(0u64, u64::saturating_add);
     let inserts = h.inserts();
-    let none = |f: fn(&LayerStats) -> f64| 1.0 - layers.iter().map(|l| 1.0 - f(l)).product::<f64>();
+    let any = |f: fn(&LayerStats) -> f64| 1.0 - layers.iter().map(|l| 1.0 - f(l)).product::<f64>();
+    let newest = layers.last().expect("a filter has a layer");
+    let can_grow = h.growth.is_some() && h.layers.len() < MAX_LAYERS;
+    let growth = h.growth.map(|g| GrowthStats {
+        factor: g.factor,
+        ratio: g.ratio,
+        can_grow,
+        next_layer_in: newest.capacity.saturating_sub(newest.inserts),
+    });
+    let estimated_fpp = any(|l| l.estimated_fpp);
+    // A filter that cannot grow takes keys into its newest layer until the
+    // compound rate reaches the target (older layers, if any, are complete).
+    let headroom = (!can_grow).then(|| {
+        let older_keep: f64 = layers[..layers.len() - 1]
+            .iter()
+            .map(|l| 1.0 - l.estimated_fpp)
+            .product();
+        let last = h.layers.last().expect("a filter has a layer");
+        let budget = 1.0 - (1.0 - h.target_fpp) / older_keep;
+        if budget <= 0.0 {
+            0.0
+        } else {
+            (keys_at_rate(&last.layout, budget) - newest.estimated_items).max(0.0)
+        }
+    });
     let mut warnings = Vec::new();
-    let used = inserts as f64 / h.capacity.max(1) as f64;
-    if used > 1.5 {
+    let used = inserts as f64 / capacity.max(1) as f64;
+    if !can_grow && used > 1.5 {
         warnings.push(format!(
-            "{:.0}% of capacity: past 150% the false-positive rate is unacceptable; rebuild with a larger -n",
+            "{:.0}% of capacity: past 150% the false-positive rate is unacceptable; rebuild it larger",
             used * 100.0
         ));
-    } else if used > 1.0 {
+    } else if !can_grow && used > 1.0 {
         warnings.push(format!(
-            "{:.0}% of capacity: the false-positive rate is above its target; rebuild with a larger -n",
+            "{:.0}% of capacity: the false-positive rate is above its target; rebuild it larger",
             used * 100.0
         ));
     }
@@ -152,15 +222,17 @@ pub fn compute(f: &ReadFilter) -> Stats {
         file_bytes: h.file_len(),
         bits,
         bytes: bits / 8,
-        capacity: h.capacity,
+        capacity,
         target_fpp: h.target_fpp,
+        growth,
         inserts,
         capacity_used: used,
         bits_set,
         fill_ratio: bits_set as f64 / bits as f64,
         estimated_items: layers.iter().map(|l| l.estimated_items).sum(),
-        estimated_fpp: none(|l| l.estimated_fpp),
-        fpp_at_capacity: none(|l| l.fpp_at_capacity),
+        estimated_fpp,
+        fpp_at_capacity: any(|l| l.fpp_at_capacity),
+        headroom,
         clean: !h.is_dirty(),
         created: h.created,
         updated: h.updated,
@@ -192,47 +264,36 @@ fn utc(secs: u64) -> String {
 
 fn table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
     let row = |out: &mut dyn Write, k: &str, v: String| writeln!(out, "{k:<16} {v}");
+    let count = |x: f64| HumanCount(x.round() as u64).to_string();
     row(out, "file", s.file.clone())?;
     row(
         out,
         "format",
         format!(
-            "seen filter v{}, {} seed {:#x}",
+            "seen filter v{}, {} seed {:#x}, blocked layout ({BLOCK_BITS}-bit blocks)",
             s.format_version, s.hash, s.seed
         ),
     )?;
-    for (i, l) in s.layers.iter().enumerate() {
-        let name = if s.layers.len() == 1 {
-            "layout".to_string()
-        } else {
-            format!("layer {i}")
-        };
-        row(
-            out,
-            &name,
-            format!(
-                "blocked, {BLOCK_BITS}-bit blocks, {} block{}/key, k = {} bits per block",
-                l.blocks_per_key,
-                if l.blocks_per_key == 1 { "" } else { "s" },
-                l.k
+    row(
+        out,
+        "growth",
+        match &s.growth {
+            Some(g) => format!(
+                "x{} per layer, fpp ratio {} ({} layer{}{})",
+                g.factor,
+                g.ratio,
+                s.layers.len(),
+                if s.layers.len() == 1 { "" } else { "s" },
+                if g.can_grow { "" } else { ", the most a file can have" }
             ),
-        )?;
-    }
+            None => "fixed (one layer, never grows)".to_string(),
+        },
+    )?;
     row(
         out,
         "size",
         format!("{} ({} bits)", HumanBytes(s.bytes), HumanCount(s.bits)),
     )?;
-    for l in &s.layers {
-        row(
-            out,
-            "bits per key",
-            format!(
-                "{:.2} (a classic filter needs {:.2} with k = {})",
-                l.bits_per_key, l.classic_bits_per_key, l.classic_k
-            ),
-        )?;
-    }
     row(
         out,
         "capacity",
@@ -260,13 +321,25 @@ fn table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
             100.0 * s.fill_ratio
         ),
     )?;
+    row(out, "est. items", count(s.estimated_items))?;
     row(
         out,
-        "est. items",
-        HumanCount(s.estimated_items.round() as u64).to_string(),
+        "est. fpp now",
+        format!("{:.3e} (target {:.1e})", s.estimated_fpp, s.target_fpp),
     )?;
-    row(out, "est. fpp now", format!("{:.3e}", s.estimated_fpp))?;
     row(out, "fpp at capacity", format!("{:.3e}", s.fpp_at_capacity))?;
+    row(
+        out,
+        "headroom",
+        match (&s.headroom, &s.growth) {
+            (Some(h), _) => format!("{} more items before the target is crossed", count(*h)),
+            (None, Some(g)) => format!(
+                "unbounded (grows; next layer after {} more items)",
+                HumanCount(g.next_layer_in)
+            ),
+            (None, None) => unreachable!("a fixed filter has a headroom"),
+        },
+    )?;
     row(
         out,
         "state",
@@ -277,6 +350,41 @@ fn table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
             utc(s.updated)
         ),
     )?;
+    writeln!(out)?;
+    let header = [
+        "layer", "x", "k", "size", "capacity", "inserts", "fill", "est. items", "fpp now",
+        "fpp at cap",
+    ];
+    let mut rows: Vec<[String; 10]> = vec![header.map(String::from)];
+    for (i, l) in s.layers.iter().enumerate() {
+        rows.push([
+            i.to_string(),
+            l.blocks_per_key.to_string(),
+            l.k.to_string(),
+            HumanBytes(l.bytes).to_string(),
+            HumanCount(l.capacity).to_string(),
+            HumanCount(l.inserts).to_string(),
+            format!("{:.1}%", 100.0 * l.fill_ratio),
+            count(l.estimated_items),
+            format!("{:.2e}", l.estimated_fpp),
+            format!("{:.2e}", l.fpp_at_capacity),
+        ]);
+    }
+    let widths: Vec<usize> = (0..10)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for r in &rows {
+        let mut line = String::new();
+        for (c, cell) in r.iter().enumerate() {
+            // First column left-aligned, numbers right-aligned.
+            if c == 0 {
+                line.push_str(&format!("{cell:<w$}", w = widths[c]));
+            } else {
+                line.push_str(&format!("  {cell:>w$}", w = widths[c]));
+            }
+        }
+        writeln!(out, "{line}")?;
+    }
     Ok(())
 }
 
@@ -298,7 +406,30 @@ pub fn run(a: StatsArgs) -> Result<ExitCode> {
     for w in &s.warnings {
         eprintln!("seen: warning: {}: {w}", s.file);
     }
-    Ok(ExitCode::SUCCESS)
+    let mut healthy = true;
+    if let Some(max) = a.max_fpp
+        && s.estimated_fpp > max
+    {
+        eprintln!(
+            "seen: {}: estimated false-positive rate {:.3e} is above --max-fpp {max:e}",
+            s.file, s.estimated_fpp
+        );
+        healthy = false;
+    }
+    if let Some(max) = a.max_fill
+        && s.fill_ratio > max
+    {
+        eprintln!(
+            "seen: {}: fill ratio {:.4} is above --max-fill {max}",
+            s.file, s.fill_ratio
+        );
+        healthy = false;
+    }
+    Ok(if healthy {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 #[cfg(test)]

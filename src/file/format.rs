@@ -4,6 +4,7 @@
 //! field is read from a byte array as little-endian; nothing in a file is trusted
 //! until [`Header::decode`] has checked it against the file length.
 
+use crate::filter::sizing::{Growth, MAX_GROWTH};
 use crate::filter::{BLOCK_BITS, Layout};
 use crate::hash::HASH_XXH3_128_V1;
 use xxhash_rust::xxh3::xxh3_64;
@@ -13,7 +14,7 @@ pub const MAGIC: [u8; 8] = *b"\x89SEEN\r\n\x1a";
 /// Format major version written and understood by this build.
 pub const VERSION_MAJOR: u16 = 1;
 /// Format minor version written by this build.
-pub const VERSION_MINOR: u16 = 0;
+pub const VERSION_MINOR: u16 = 1;
 /// Bytes of header (fixed part + layer table); bit arrays start after it.
 pub const HEADER_LEN: usize = 4096;
 /// Alignment of every bit array in the file.
@@ -63,7 +64,10 @@ pub struct Header {
     pub created: u64,
     /// Time of the last committed change, seconds since the Unix epoch.
     pub updated: u64,
-    /// Bit arrays, oldest first (exactly one in this version of `seen`).
+    /// How the filter grows when its newest layer is full; `None` for a fixed
+    /// filter (format 1.0 files are all fixed).
+    pub growth: Option<Growth>,
+    /// Bit arrays, oldest first (1 to [`MAX_LAYERS`]).
     pub layers: Vec<LayerEntry>,
 }
 
@@ -240,6 +244,10 @@ impl Header {
         put(&mut b, 56, &self.target_fpp.to_bits().to_le_bytes());
         put(&mut b, 64, &self.created.to_le_bytes());
         put(&mut b, 72, &self.updated.to_le_bytes());
+        if let Some(g) = self.growth {
+            put(&mut b, 80, &g.factor.to_le_bytes());
+            put(&mut b, 88, &g.ratio.to_bits().to_le_bytes());
+        }
         for (i, l) in self.layers.iter().enumerate() {
             let o = LAYER_TABLE_OFFSET + i * LAYER_ENTRY_LEN;
             put(&mut b, o, &l.offset.to_le_bytes());
@@ -304,10 +312,10 @@ impl Header {
             ));
         }
         let count = u32_at(b, 36) as usize;
-        if count == 0 || count > 1 {
+        if count == 0 || count > MAX_LAYERS {
             return Err(bad(
                 "layer count",
-                format!("= {count} (this version of seen reads filters with exactly 1 layer)"),
+                format!("= {count} is outside 1..={MAX_LAYERS}"),
             ));
         }
         if u32_at(b, 40) as usize != MAX_LAYERS {
@@ -322,8 +330,27 @@ impl Header {
                 format!("= {:#x} are not supported", u32_at(b, 44)),
             ));
         }
-        if b[80..CHECKSUM_OFFSET].iter().any(|&x| x != 0) {
-            return Err(bad("reserved bytes 80..120", "are not zero"));
+        let factor = u32_at(b, 80);
+        let ratio = f64::from_bits(u64_at(b, 88));
+        let growth = match factor {
+            0 if ratio.to_bits() == 0 => None,
+            0 => return Err(bad("growth ratio", "is set on a filter that does not grow")),
+            2..=MAX_GROWTH if ratio > 0.0 && ratio < 1.0 => Some(Growth { factor, ratio }),
+            2..=MAX_GROWTH => {
+                return Err(bad(
+                    "growth ratio",
+                    format!("= {ratio} is not in (0, 1)"),
+                ));
+            }
+            _ => {
+                return Err(bad(
+                    "growth factor",
+                    format!("= {factor} is not 0 (fixed) or 2..={MAX_GROWTH}"),
+                ));
+            }
+        };
+        if b[84..88].iter().chain(&b[96..CHECKSUM_OFFSET]).any(|&x| x != 0) {
+            return Err(bad("reserved bytes 84..88, 96..120", "are not zero"));
         }
         let target_fpp = f64::from_bits(u64_at(b, 56));
         check_fpp("target fpp", target_fpp)?;
@@ -378,7 +405,9 @@ impl Header {
                 actual: file_len,
             });
         }
-        if file_len > end {
+        // A writer adding a layer extends the file before the header names the
+        // new layer: a dirty file may end with such an unnamed, unused region.
+        if file_len > end && flags & FLAG_DIRTY == 0 {
             return Err(FormatError::TrailingData {
                 expected: end,
                 actual: file_len,
@@ -393,6 +422,7 @@ impl Header {
             target_fpp,
             created: u64_at(b, 64),
             updated: u64_at(b, 72),
+            growth,
             layers,
         })
     }
@@ -413,6 +443,7 @@ mod tests {
             target_fpp: 1e-6,
             created: 1_700_000_000,
             updated: 1_700_000_100,
+            growth: Some(Growth::new(2)),
             layers: vec![LayerEntry {
                 offset: HEADER_LEN as u64,
                 layout: Layout {
@@ -446,6 +477,34 @@ mod tests {
     }
 
     #[test]
+    fn several_layers_and_fixed_filters_round_trip() {
+        let mut h = sample();
+        let l0 = h.layers[0];
+        h.layers.push(LayerEntry {
+            offset: h.file_len(),
+            capacity: 2000,
+            inserts: 5,
+            ..l0
+        });
+        let b = h.encode();
+        assert_eq!(Header::decode(&b, h.file_len()).unwrap(), h);
+        // A second layer must not overlap the first.
+        let mut bad = h.clone();
+        bad.layers[1].offset = 4096 * 2;
+        assert!(matches!(
+            Header::decode(&bad.encode(), bad.file_len()),
+            Err(FormatError::BadField { field: "layer offset", .. })
+        ));
+        // Format 1.0 files: no growth fields, a fixed filter.
+        let mut fixed = sample();
+        fixed.growth = None;
+        fixed.version_minor = 0;
+        let b = fixed.encode();
+        assert!(b[80..120].iter().all(|&x| x == 0));
+        assert_eq!(Header::decode(&b, fixed.file_len()).unwrap(), fixed);
+    }
+
+    #[test]
     fn layout_of_fixed_fields() {
         let b = sample().encode();
         assert_eq!(&b[..8], b"\x89SEEN\r\n\x1a");
@@ -454,6 +513,8 @@ mod tests {
         assert_eq!(u64_at(&b, 128), 4096);
         assert_eq!(u64_at(&b, 128 + 8), 128);
         assert_eq!(u64_at(&b, 128 + 40), 17);
+        assert_eq!(u32_at(&b, 80), 2);
+        assert_eq!(f64::from_bits(u64_at(&b, 88)), 0.8);
     }
 
     #[test]
@@ -495,6 +556,10 @@ mod tests {
             Header::decode(&good, l + 4096),
             Err(FormatError::TrailingData { .. })
         ));
+        // ... unless a writer was adding a layer (dirty): the region is unused.
+        let mut dirty = h.clone();
+        dirty.flags = FLAG_DIRTY;
+        assert_eq!(Header::decode(&dirty.encode(), l + 4096), Ok(dirty));
 
         // Oversized block count: checksum valid, data would be far past the end.
         let mut b = good;
@@ -532,6 +597,32 @@ mod tests {
                 other => panic!("@{offset}={value}: {other:?}"),
             }
         }
+
+        // Growth fields: factor, ratio, and the two together.
+        for (factor, ratio, field) in [
+            (1u32, 0.8f64, "growth factor"),
+            (17, 0.8, "growth factor"),
+            (2, 1.0, "growth ratio"),
+            (2, 0.0, "growth ratio"),
+            (2, f64::NAN, "growth ratio"),
+            (0, 0.5, "growth ratio"),
+        ] {
+            let mut b = good;
+            b[80..84].copy_from_slice(&factor.to_le_bytes());
+            b[88..96].copy_from_slice(&ratio.to_bits().to_le_bytes());
+            reseal(&mut b);
+            match Header::decode(&b, l) {
+                Err(FormatError::BadField { field: f, .. }) => assert_eq!(f, field),
+                other => panic!("{factor} {ratio}: {other:?}"),
+            }
+        }
+        let mut b = good;
+        b[100] = 1;
+        reseal(&mut b);
+        assert!(matches!(
+            Header::decode(&b, l),
+            Err(FormatError::BadField { field: "reserved bytes 84..88, 96..120", .. })
+        ));
 
         // Layer data overlapping the header.
         let mut b = good;

@@ -6,15 +6,15 @@
 
 pub mod format;
 
-use crate::filter::sizing::Plan;
-use crate::filter::{self, BatchFilter, Layout};
+use crate::filter::sizing::{self, Plan, Spec};
+use crate::filter::{self, BatchFilter, LayerBits};
 use crate::hash::{HASH_XXH3_128_V1, Hash128};
 use anyhow::{Context, Result, bail};
 use format::{FLAG_DIRTY, HEADER_LEN, Header, LayerEntry, VERSION_MINOR};
 use memmap2::{Mmap, MmapMut, MmapOptions};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::Read;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Seconds since the Unix epoch.
@@ -24,23 +24,33 @@ fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// Maps a whole file read-only.
-fn map_read(file: &File, path: &Path) -> Result<Mmap> {
+/// Maps one layer of a file read-only.
+fn map_read(file: &File, path: &Path, l: &LayerEntry) -> Result<Mmap> {
     // SAFETY: the mapping is only read as plain bytes (`&[u8]`), never cast to
     // structs. Other `seen` processes only change the file under an exclusive lock
     // while we hold a shared one; bits are only ever set, so a concurrent writer
     // that ignores locks cannot make us misbehave beyond reading fresher bits. A
     // process truncating the file under us would raise SIGBUS: see docs/FORMAT.md.
-    unsafe { MmapOptions::new().map(file) }
-        .with_context(|| format!("cannot memory-map {}", path.display()))
+    unsafe {
+        MmapOptions::new()
+            .offset(l.offset)
+            .len(l.layout.bytes() as usize)
+            .map(file)
+    }
+    .with_context(|| format!("cannot memory-map {}", path.display()))
 }
 
-/// Maps a whole file read-write (shared, so stores reach the file).
-fn map_write(file: &File, path: &Path) -> Result<MmapMut> {
+/// Maps one layer of a file read-write (shared, so stores reach the file).
+fn map_write(file: &File, path: &Path, l: &LayerEntry) -> Result<MmapMut> {
     // SAFETY: as in `map_read`; in addition we hold an exclusive lock (or the file
     // is a temporary nobody else knows about), so no other `seen` writes it.
-    unsafe { MmapOptions::new().map_mut(file) }
-        .with_context(|| format!("cannot memory-map {} for writing", path.display()))
+    unsafe {
+        MmapOptions::new()
+            .offset(l.offset)
+            .len(l.layout.bytes() as usize)
+            .map_mut(file)
+    }
+    .with_context(|| format!("cannot memory-map {} for writing", path.display()))
 }
 
 /// Takes a shared or exclusive `flock`, saying on stderr when it has to wait.
@@ -114,18 +124,6 @@ fn open_checked(path: &Path, write: bool) -> Result<(File, Header)> {
     Ok((file, header))
 }
 
-fn check_map_len(len: usize, header: &Header, path: &Path) -> Result<()> {
-    if len as u64 != header.file_len() {
-        bail!(
-            "{} changed size while being opened ({} bytes, expected {}); retry",
-            path.display(),
-            len,
-            header.file_len()
-        );
-    }
-    Ok(())
-}
-
 fn warn_dirty(header: &Header, path: &Path) {
     if header.is_dirty() {
         eprintln!(
@@ -136,35 +134,192 @@ fn warn_dirty(header: &Header, path: &Path) {
     }
 }
 
-/// Slice of `bytes` holding layer `l`'s bit array (validated by `Header::decode`).
-fn layer_range(l: &LayerEntry) -> std::ops::Range<usize> {
-    l.offset as usize..(l.offset + l.layout.bytes()) as usize
+/// The layer table entry that follows the last layer of `header`, sized by `plan`.
+fn next_entry(header: &Header, plan: &Plan) -> LayerEntry {
+    LayerEntry {
+        offset: header.file_len().next_multiple_of(format::ALIGN),
+        layout: plan.layout,
+        capacity: plan.capacity,
+        target_fpp: plan.target_fpp,
+        inserts: 0,
+    }
 }
 
-/// Looks keys up in the (single) layer of a mapped filter file.
-fn contains_in_layer(map: &[u8], header: &Header, hashes: &[Hash128], out: &mut Vec<bool>) {
-    let l = &header.layers[0];
-    filter::contains_batch(&map[layer_range(l)], &l.layout, hashes, out);
+/// A new header for `spec`, whose first layer is `first`.
+fn new_header(spec: &Spec, first: &Plan, seed: u64) -> Header {
+    let t = now();
+    let mut h = Header {
+        version_minor: VERSION_MINOR,
+        flags: 0,
+        hash_algorithm: HASH_XXH3_128_V1,
+        seed,
+        capacity: spec.capacity,
+        target_fpp: spec.target_fpp,
+        created: t,
+        updated: t,
+        growth: spec.growth,
+        layers: vec![],
+    };
+    h.layers.push(next_entry(&h, first));
+    h
 }
 
-/// Inserts keys into the (single) layer of a mapped filter file and counts them.
-fn insert_in_layer(
-    map: &mut [u8],
-    header: &mut Header,
+/// Read-only views of every layer.
+fn views<'a, M: AsRef<[u8]>>(header: &Header, maps: &'a [M]) -> Vec<LayerBits<'a>> {
+    header
+        .layers
+        .iter()
+        .zip(maps)
+        .map(|(l, m)| LayerBits {
+            bits: m.as_ref(),
+            layout: l.layout,
+        })
+        .collect()
+}
+
+/// Looks keys up in every layer.
+fn contains_in<M: AsRef<[u8]>>(
+    header: &Header,
+    maps: &[M],
     hashes: &[Hash128],
     out: &mut Vec<bool>,
-) -> u64 {
-    let l = &mut header.layers[0];
-    let new = filter::insert_batch(&mut map[layer_range(l)], &l.layout, hashes, out);
-    l.inserts = l.inserts.saturating_add(new);
-    new
+) {
+    out.clear();
+    filter::contains_batch(&views(header, maps), hashes, out);
+}
+
+/// The bit arrays of a writable filter (one mapping per layer) and the header
+/// that describes them. Inserts go to the newest layer; when a growing filter's
+/// newest layer reaches its capacity, a new layer is added (its storage comes
+/// from the owner: anonymous memory or the end of the file).
+struct Layers {
+    header: Header,
+    maps: Vec<MmapMut>,
+    /// How the owner is named in warnings.
+    name: String,
+    /// Capacity warnings given so far: 1 past 100 %, 2 past 150 %.
+    warned: u8,
+}
+
+impl Layers {
+    /// Whether a new layer can still be added.
+    fn can_grow(&self) -> bool {
+        self.header.growth.is_some() && self.header.layers.len() < format::MAX_LAYERS
+    }
+
+    /// Inserts keys in order (see [`BatchFilter::insert_batch`]), growing when the
+    /// newest layer is full: keys are fed in runs no longer than the room left in
+    /// the newest layer, so a layer never holds more than its capacity, and
+    /// where a layer ends does not depend on how the input was cut into batches.
+    fn insert(
+        &mut self,
+        hashes: &[Hash128],
+        out: &mut Vec<bool>,
+        grow: &mut dyn FnMut(&Header) -> Result<MmapMut>,
+    ) -> Result<u64> {
+        out.clear();
+        let mut done = 0;
+        let mut new = 0;
+        while done < hashes.len() {
+            let last = *self.header.layers.last().expect("a filter has a layer");
+            let room = if self.can_grow() {
+                if last.inserts >= last.capacity {
+                    self.add_layer(grow)?;
+                    continue;
+                }
+                usize::try_from(last.capacity - last.inserts).unwrap_or(usize::MAX)
+            } else {
+                usize::MAX
+            };
+            let batch = &hashes[done..done + room.min(hashes.len() - done)];
+            let (newest, older) = self.maps.split_last_mut().expect("a filter has a layer");
+            let older = views(&self.header, older);
+            let n = filter::insert_batch(&older, newest, &last.layout, batch, out);
+            let last = self.header.layers.last_mut().expect("a filter has a layer");
+            last.inserts = last.inserts.saturating_add(n);
+            new += n;
+            done += batch.len();
+            if !self.can_grow() {
+                self.warn_full();
+            }
+        }
+        Ok(new)
+    }
+
+    /// Adds a layer sized by the growth rule.
+    fn add_layer(&mut self, grow: &mut dyn FnMut(&Header) -> Result<MmapMut>) -> Result<()> {
+        let i = self.header.layers.len();
+        let spec = Spec {
+            capacity: self.header.layers[0].capacity,
+            target_fpp: self.header.target_fpp,
+            growth: self.header.growth,
+        };
+        let plan = spec.layer(i as u32).with_context(|| {
+            format!(
+                "cannot add layer {} to {} (it holds {} distinct lines)",
+                i + 1,
+                self.name,
+                self.header.inserts()
+            )
+        })?;
+        self.header.layers.push(next_entry(&self.header, &plan));
+        match grow(&self.header) {
+            Ok(map) => {
+                self.maps.push(map);
+                Ok(())
+            }
+            Err(e) => {
+                self.header.layers.pop();
+                Err(e.context(format!("cannot add layer {} to {}", i + 1, self.name)))
+            }
+        }
+    }
+
+    /// Warns (once per level) when a filter that cannot grow passes 100 % and
+    /// 150 % of its capacity.
+    fn warn_full(&mut self) {
+        let l = self.header.layers.last().expect("a filter has a layer");
+        let level = if l.inserts as f64 > 1.5 * l.capacity as f64 {
+            2
+        } else {
+            u8::from(l.inserts > l.capacity)
+        };
+        if level <= self.warned {
+            return;
+        }
+        self.warned = level;
+        let fpp = sizing::blocked_fpp(
+            l.inserts as f64,
+            l.layout.nblocks as f64,
+            l.layout.k,
+            l.layout.blocks_per_key,
+        );
+        let why = if self.header.growth.is_some() {
+            "it has all the layers a filter can have"
+        } else {
+            "it is a fixed filter"
+        };
+        let advice = if level == 2 {
+            "results are no longer reliable: rebuild it larger"
+        } else {
+            "rebuild it larger (or growing) before it degrades further"
+        };
+        eprintln!(
+            "seen: warning: {} now holds more than {}% of the {} distinct lines it was sized \
+             for and {why}: its false-positive rate is about {fpp:.1e} (target {:.0e}); {advice}",
+            self.name,
+            if level == 2 { 150 } else { 100 },
+            l.capacity,
+            l.target_fpp,
+        );
+    }
 }
 
 /// A filter file opened for reading under a shared lock.
 pub struct ReadFilter {
     path: PathBuf,
     _file: File,
-    map: Mmap,
+    maps: Vec<Mmap>,
     header: Header,
 }
 
@@ -175,12 +330,15 @@ impl ReadFilter {
     /// When the file cannot be opened or is not a valid filter (message names it).
     pub fn open(path: &Path) -> Result<ReadFilter> {
         let (file, header) = open_checked(path, false)?;
-        let map = map_read(&file, path)?;
-        check_map_len(map.len(), &header, path)?;
+        let maps = header
+            .layers
+            .iter()
+            .map(|l| map_read(&file, path, l))
+            .collect::<Result<_>>()?;
         Ok(ReadFilter {
             path: path.to_path_buf(),
             _file: file,
-            map,
+            maps,
             header,
         })
     }
@@ -197,7 +355,7 @@ impl ReadFilter {
 
     /// Bit array of layer `i`.
     pub fn layer_bits(&self, i: usize) -> &[u8] {
-        &self.map[layer_range(&self.header.layers[i])]
+        &self.maps[i]
     }
 }
 
@@ -207,11 +365,46 @@ impl BatchFilter for ReadFilter {
     }
 
     fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>) {
-        contains_in_layer(&self.map, &self.header, hashes, out);
+        contains_in(&self.header, &self.maps, hashes, out);
     }
 
-    fn insert_batch(&mut self, _: &[Hash128], _: &mut Vec<bool>) -> u64 {
-        unreachable!("ReadFilter is never handed to an inserting pipeline")
+    fn insert_batch(&mut self, _: &[Hash128], _: &mut Vec<bool>) -> Result<u64> {
+        bail!("{} is open read-only", self.path.display())
+    }
+}
+
+/// Writes `header` at the start of `file` (the header is never mapped).
+fn write_header(file: &File, path: &Path, header: &Header) -> Result<()> {
+    file.write_all_at(&header.encode(), 0)
+        .with_context(|| format!("cannot write the header of {}", path.display()))
+}
+
+/// Extends `file` to hold the newest layer of `header`, reserves its blocks and
+/// maps it. Whatever lay past the old end (left by a run that crashed while
+/// growing) is cut off first, so the new layer starts all zero.
+fn extend(file: &File, path: &Path, header: &Header) -> Result<MmapMut> {
+    let l = header.layers.last().expect("a filter has a layer");
+    file.set_len(l.offset)
+        .and_then(|()| file.set_len(l.offset + l.layout.bytes()))
+        .with_context(|| format!("cannot extend {}", path.display()))?;
+    reserve(file, l.offset, l.layout.bytes()).with_context(|| {
+        format!(
+            "no room for {} more bytes in {}: free some space or move it",
+            l.layout.bytes(),
+            path.display()
+        )
+    })?;
+    map_write(file, path, l)
+}
+
+/// Allocates the blocks of a file range now: a sparse file on a full disk would
+/// fail later, on first write through the mapping, as SIGBUS instead of an error.
+fn reserve(file: &File, offset: u64, len: u64) -> std::io::Result<()> {
+    match rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), offset, len) {
+        Ok(()) => Ok(()),
+        // Filesystems without fallocate: keep the sparse file.
+        Err(e) if e == rustix::io::Errno::OPNOTSUPP || e == rustix::io::Errno::NOSYS => Ok(()),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -219,9 +412,8 @@ impl BatchFilter for ReadFilter {
 /// set on open and cleared by [`WriteFilter::commit`].
 pub struct WriteFilter {
     path: PathBuf,
-    _file: File,
-    map: MmapMut,
-    header: Header,
+    file: File,
+    layers: Layers,
 }
 
 impl WriteFilter {
@@ -230,30 +422,37 @@ impl WriteFilter {
     /// # Errors
     /// When the file cannot be opened, locked or written, or is not a valid filter.
     pub fn open(path: &Path) -> Result<WriteFilter> {
-        let (file, header) = open_checked(path, true)?;
-        let map = map_write(&file, path)?;
-        check_map_len(map.len(), &header, path)?;
-        let mut w = WriteFilter {
+        let (file, mut header) = open_checked(path, true)?;
+        if file.metadata()?.len() > header.file_len() {
+            // Left by a run that crashed while adding a layer (decode accepts it
+            // only in a dirty file).
+            file.set_len(header.file_len())
+                .with_context(|| format!("cannot truncate {}", path.display()))?;
+        }
+        let maps = header
+            .layers
+            .iter()
+            .map(|l| map_write(&file, path, l))
+            .collect::<Result<_>>()?;
+        header.flags |= FLAG_DIRTY;
+        write_header(&file, path, &header)?;
+        file.sync_data()
+            .with_context(|| format!("cannot sync {}", path.display()))?;
+        Ok(WriteFilter {
             path: path.to_path_buf(),
-            _file: file,
-            map,
-            header,
-        };
-        w.header.flags |= FLAG_DIRTY;
-        w.write_header()?;
-        Ok(w)
-    }
-
-    fn write_header(&mut self) -> Result<()> {
-        self.map[..HEADER_LEN].copy_from_slice(&self.header.encode());
-        self.map
-            .flush_range(0, HEADER_LEN)
-            .with_context(|| format!("cannot write the header of {}", self.path.display()))
+            file,
+            layers: Layers {
+                header,
+                maps,
+                name: path.display().to_string(),
+                warned: 0,
+            },
+        })
     }
 
     /// The header as it will be committed.
     pub fn header(&self) -> &Header {
-        &self.header
+        &self.layers.header
     }
 
     /// Writes every changed bit to disk, then a clean header with updated counters.
@@ -261,26 +460,37 @@ impl WriteFilter {
     /// # Errors
     /// When the data or header cannot be written back (disk full, I/O error).
     pub fn commit(&mut self) -> Result<()> {
-        self.map
-            .flush()
-            .with_context(|| format!("cannot write {} back to disk", self.path.display()))?;
-        self.header.flags &= !FLAG_DIRTY;
-        self.header.updated = now();
-        self.write_header()
+        for m in &self.layers.maps {
+            m.flush()
+                .with_context(|| format!("cannot write {} back to disk", self.path.display()))?;
+        }
+        let h = &mut self.layers.header;
+        h.flags &= !FLAG_DIRTY;
+        h.updated = now();
+        write_header(&self.file, &self.path, h)?;
+        self.file
+            .sync_data()
+            .with_context(|| format!("cannot sync {}", self.path.display()))
     }
 }
 
 impl BatchFilter for WriteFilter {
     fn seed(&self) -> u64 {
-        self.header.seed
+        self.layers.header.seed
     }
 
     fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>) {
-        contains_in_layer(&self.map, &self.header, hashes, out);
+        contains_in(&self.layers.header, &self.layers.maps, hashes, out);
     }
 
-    fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> u64 {
-        insert_in_layer(&mut self.map, &mut self.header, hashes, out)
+    fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
+        let (file, path) = (&self.file, &self.path);
+        self.layers.insert(hashes, out, &mut |h| {
+            let map = extend(file, path, h)?;
+            // The file names its new layer from now on (still dirty).
+            write_header(file, path, h)?;
+            Ok(map)
+        })
     }
 }
 
@@ -304,16 +514,19 @@ fn resolve_links(path: &Path) -> PathBuf {
 pub struct NewFilter {
     target: PathBuf,
     tmp: tempfile::NamedTempFile,
-    map: MmapMut,
-    header: Header,
+    layers: Layers,
 }
 
 impl NewFilter {
-    /// Creates the temporary file for a filter sized by `plan`.
+    /// Creates the temporary file for a filter made for `spec`.
     ///
     /// # Errors
-    /// When the directory cannot be written or the disk has no room.
-    pub fn create(target: &Path, plan: &Plan, seed: u64) -> Result<NewFilter> {
+    /// When the directory cannot be written, the disk has no room, or `spec`
+    /// cannot be sized.
+    pub fn create(target: &Path, spec: &Spec, seed: u64) -> Result<NewFilter> {
+        let first = spec
+            .layer(0)
+            .context("cannot size the filter (-n/--capacity, -p/--fpp)")?;
         // Write through symbolic links, as `sort -o` does: the file a link names
         // is the one replaced, and the link stays.
         let resolved = resolve_links(target);
@@ -340,24 +553,7 @@ impl NewFilter {
                     target.display()
                 )
             })?;
-        let t = now();
-        let header = Header {
-            version_minor: VERSION_MINOR,
-            flags: 0,
-            hash_algorithm: HASH_XXH3_128_V1,
-            seed,
-            capacity: plan.capacity,
-            target_fpp: plan.target_fpp,
-            created: t,
-            updated: t,
-            layers: vec![LayerEntry {
-                offset: HEADER_LEN as u64,
-                layout: plan.layout,
-                capacity: plan.capacity,
-                target_fpp: plan.target_fpp,
-                inserts: 0,
-            }],
-        };
+        let header = new_header(spec, &first, seed);
         tmp.as_file().set_len(header.file_len()).with_context(|| {
             format!(
                 "cannot size a {}-byte filter in {}",
@@ -365,35 +561,30 @@ impl NewFilter {
                 dir.display()
             )
         })?;
-        // Reserve the blocks now: a sparse file on a full disk would fail later,
-        // on first write through the mapping, as SIGBUS instead of an error.
-        match rustix::fs::fallocate(
-            tmp.as_file(),
-            rustix::fs::FallocateFlags::empty(),
-            0,
-            header.file_len(),
-        ) {
-            Ok(()) => {}
-            // Filesystems without fallocate: keep the sparse file.
-            Err(e) if e == rustix::io::Errno::OPNOTSUPP || e == rustix::io::Errno::NOSYS => {}
-            Err(e) => {
-                return Err(std::io::Error::from(e)).with_context(|| {
-                    format!(
-                        "no room for a {}-byte filter in {}: free some space, choose \
-                         another directory, or lower -n / raise -p",
-                        header.file_len(),
-                        dir.display()
-                    )
-                });
-            }
-        }
-        let map = map_write(tmp.as_file(), tmp.path())?;
+        reserve(tmp.as_file(), 0, header.file_len()).with_context(|| {
+            format!(
+                "no room for a {}-byte filter in {}: free some space, choose \
+                 another directory, or lower -n / raise -p",
+                header.file_len(),
+                dir.display()
+            )
+        })?;
+        let map = map_write(tmp.as_file(), tmp.path(), &header.layers[0])?;
         Ok(NewFilter {
             target: target.to_path_buf(),
             tmp,
-            map,
-            header,
+            layers: Layers {
+                header,
+                maps: vec![map],
+                name: target.display().to_string(),
+                warned: 0,
+            },
         })
+    }
+
+    /// The header as it will be written.
+    pub fn header(&self) -> &Header {
+        &self.layers.header
     }
 
     /// Writes the header, syncs the file, renames it over the target (refusing to
@@ -403,16 +594,18 @@ impl NewFilter {
     /// When the data cannot be synced or the rename fails; the target is then
     /// unchanged and the temporary file removed.
     pub fn finish(mut self, replace: bool) -> Result<()> {
-        self.header.updated = now();
-        self.map[..HEADER_LEN].copy_from_slice(&self.header.encode());
-        self.map
-            .flush()
-            .with_context(|| format!("cannot write {}", self.tmp.path().display()))?;
+        let h = &mut self.layers.header;
+        h.updated = now();
+        write_header(self.tmp.as_file(), self.tmp.path(), h)?;
+        for m in &self.layers.maps {
+            m.flush()
+                .with_context(|| format!("cannot write {}", self.tmp.path().display()))?;
+        }
         self.tmp
             .as_file()
             .sync_all()
             .with_context(|| format!("cannot sync {}", self.tmp.path().display()))?;
-        drop(self.map);
+        drop(self.layers);
         let target = self.target;
         // Hold an exclusive lock on the file being replaced, so no writer that
         // has it open loses its changes to the rename.
@@ -453,77 +646,113 @@ impl NewFilter {
 
 impl BatchFilter for NewFilter {
     fn seed(&self) -> u64 {
-        self.header.seed
+        self.layers.header.seed
     }
 
     fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>) {
-        contains_in_layer(&self.map, &self.header, hashes, out);
+        contains_in(&self.layers.header, &self.layers.maps, hashes, out);
     }
 
-    fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> u64 {
-        insert_in_layer(&mut self.map, &mut self.header, hashes, out)
+    fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
+        let (file, path) = (self.tmp.as_file(), self.tmp.path());
+        self.layers
+            .insert(hashes, out, &mut |h| extend(file, path, h))
     }
 }
 
-/// An in-memory filter (anonymous mapping: pages cost nothing until touched).
+/// Anonymous memory for one layer (pages cost nothing until touched).
+fn anon(l: &LayerEntry) -> Result<MmapMut> {
+    let map = MmapMut::map_anon(l.layout.bytes() as usize)
+        .with_context(|| format!("cannot allocate {} bytes for the filter", l.layout.bytes()))?;
+    if std::env::var_os("SEEN_NO_HUGEPAGE").is_none() {
+        // Random probes over a large filter miss the TLB on every access with
+        // 4 KiB pages; 2 MiB pages remove most page walks. Only a hint.
+        let _ = map.advise(memmap2::Advice::HugePage);
+    }
+    Ok(map)
+}
+
+/// An in-memory filter (anonymous mappings), growing like a file-backed one.
 pub struct MemFilter {
-    layout: Layout,
-    seed: u64,
-    map: MmapMut,
-    inserts: u64,
+    layers: Layers,
 }
 
 impl MemFilter {
-    /// Allocates a zeroed filter for `plan`.
+    /// A fixed filter sized by `plan`.
     ///
     /// # Errors
     /// When the memory cannot be reserved.
     pub fn new(plan: &Plan, seed: u64) -> Result<MemFilter> {
-        let map = MmapMut::map_anon(plan.layout.bytes() as usize).with_context(|| {
-            format!(
-                "cannot allocate {} bytes for the filter",
-                plan.layout.bytes()
-            )
-        })?;
-        if std::env::var_os("SEEN_NO_HUGEPAGE").is_none() {
-            // Random probes over a large filter miss the TLB on every access with
-            // 4 KiB pages; 2 MiB pages remove most page walks. Only a hint.
-            let _ = map.advise(memmap2::Advice::HugePage);
-        }
+        let spec = Spec {
+            capacity: plan.capacity,
+            target_fpp: plan.target_fpp,
+            growth: None,
+        };
+        Self::build(&spec, plan, seed)
+    }
+
+    /// A filter made for `spec` (fixed or growing).
+    ///
+    /// # Errors
+    /// When `spec` cannot be sized or the memory cannot be reserved.
+    pub fn with_spec(spec: &Spec, seed: u64) -> Result<MemFilter> {
+        let first = spec
+            .layer(0)
+            .context("cannot size the filter (-n/--capacity, -p/--fpp)")?;
+        Self::build(spec, &first, seed)
+    }
+
+    fn build(spec: &Spec, first: &Plan, seed: u64) -> Result<MemFilter> {
+        let header = new_header(spec, first, seed);
+        let map = anon(&header.layers[0])?;
         Ok(MemFilter {
-            layout: plan.layout,
-            seed,
-            map,
-            inserts: 0,
+            layers: Layers {
+                header,
+                maps: vec![map],
+                name: "the in-memory filter".into(),
+                warned: 0,
+            },
         })
     }
 
     /// Touches every page now (writes a zero to each), so later probes pay no
     /// page faults; used by benchmarks to separate the two costs.
     pub fn prefault(&mut self) {
-        for page in self.map.chunks_mut(4096) {
-            page[0] = 0;
+        for m in &mut self.layers.maps {
+            for page in m.chunks_mut(4096) {
+                page[0] = 0;
+            }
         }
     }
 
     /// Keys recorded as new so far.
     pub fn inserts(&self) -> u64 {
-        self.inserts
+        self.layers.header.inserts()
+    }
+
+    /// The header this filter would have as a file (layers, counters).
+    pub fn header(&self) -> &Header {
+        &self.layers.header
+    }
+
+    /// Bit array of layer `i`.
+    pub fn layer_bits(&self, i: usize) -> &[u8] {
+        &self.layers.maps[i]
     }
 }
 
 impl BatchFilter for MemFilter {
     fn seed(&self) -> u64 {
-        self.seed
+        self.layers.header.seed
     }
 
     fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>) {
-        filter::contains_batch(&self.map, &self.layout, hashes, out);
+        contains_in(&self.layers.header, &self.layers.maps, hashes, out);
     }
 
-    fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> u64 {
-        let new = filter::insert_batch(&mut self.map, &self.layout, hashes, out);
-        self.inserts = self.inserts.saturating_add(new);
-        new
+    fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
+        self.layers.insert(hashes, out, &mut |h| {
+            anon(h.layers.last().expect("a filter has a layer"))
+        })
     }
 }

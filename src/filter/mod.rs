@@ -240,7 +240,11 @@ pub trait BatchFilter {
     /// Inserts the keys in order; `out[i]` = whether key `i` was (probably) present
     /// before its own insertion (so a key repeated inside the batch is new only
     /// the first time). Returns how many were new.
-    fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> u64;
+    ///
+    /// # Errors
+    /// When the filter had to grow (add a layer) and could not, e.g. no disk
+    /// space; the keys before that point are inserted and `out` covers them.
+    fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> anyhow::Result<u64>;
 }
 
 /// How many keys ahead [`insert_batch`] and [`contains_batch`] prefetch. On the
@@ -367,53 +371,87 @@ pub fn contains_key(bits: &[u8], layout: &Layout, h: Hash128) -> bool {
     true
 }
 
+/// One layer's bit array and geometry, read-only (the older layers of a
+/// growing filter, or every layer when looking up).
+#[derive(Clone, Copy)]
+pub struct LayerBits<'a> {
+    /// The bit array, exactly `layout.bytes()` long.
+    pub bits: &'a [u8],
+    /// Its geometry.
+    pub layout: Layout,
+}
+
 /// Calls `f` on each hash in order, with the blocks of the key
-/// [`PREFETCH_DISTANCE`] places ahead already requested from memory. `bits` is
-/// `&[u8]` or `&mut [u8]`, handed back to `f` for the probe itself.
+/// [`PREFETCH_DISTANCE`] places ahead already requested from memory, in `bits`
+/// and in every layer of `older`. `bits` is `&[u8]` or `&mut [u8]`, handed back
+/// to `f` for the probe itself.
 #[inline(always)]
 fn for_each_prefetched<S: AsRef<[u8]>>(
     bits: &mut S,
     layout: &Layout,
+    older: &[LayerBits],
     hashes: &[Hash128],
     mut f: impl FnMut(&mut S, Hash128),
 ) {
+    let ahead = |bits: &S, h: Hash128| {
+        prefetch_key(bits.as_ref(), layout, h);
+        for l in older {
+            prefetch_key(l.bits, &l.layout, h);
+        }
+    };
     for h in hashes.iter().take(PREFETCH_DISTANCE) {
-        prefetch_key(bits.as_ref(), layout, *h);
+        ahead(bits, *h);
     }
     for (i, h) in hashes.iter().enumerate() {
-        if let Some(ahead) = hashes.get(i + PREFETCH_DISTANCE) {
-            prefetch_key(bits.as_ref(), layout, *ahead);
+        if let Some(next) = hashes.get(i + PREFETCH_DISTANCE) {
+            ahead(bits, *next);
         }
         f(bits, *h);
     }
 }
 
-/// Inserts `hashes` in order into `bits`, recording per key whether it was
-/// already present; returns the number of new keys. Blocks are prefetched
-/// [`PREFETCH_DISTANCE`] keys ahead, and only written when a bit is missing.
+/// Whether any layer of `older` holds the key, newest layer first.
+#[inline(always)]
+fn in_older(older: &[LayerBits], h: Hash128) -> bool {
+    older
+        .iter()
+        .rev()
+        .any(|l| contains_key(l.bits, &l.layout, h))
+}
+
+/// Inserts `hashes` in order into `newest`, appending to `out` per key whether
+/// it was already present (in `newest` or in any layer of `older`, which are
+/// never changed); returns the number of new keys. A key found in an older layer
+/// is not inserted again. Blocks are prefetched [`PREFETCH_DISTANCE`] keys
+/// ahead, and only written when a bit is missing.
 pub fn insert_batch(
-    mut bits: &mut [u8],
+    older: &[LayerBits],
+    mut newest: &mut [u8],
     layout: &Layout,
     hashes: &[Hash128],
     out: &mut Vec<bool>,
 ) -> u64 {
-    out.clear();
     out.reserve(hashes.len());
     let mut new = 0;
-    for_each_prefetched(&mut bits, layout, hashes, |bits, h| {
-        let seen = test_and_set_key(bits, layout, h);
+    for_each_prefetched(&mut newest, layout, older, hashes, |bits, h| {
+        let seen = in_older(older, h) || test_and_set_key(bits, layout, h);
         new += u64::from(!seen);
         out.push(seen);
     });
     new
 }
 
-/// Looks `hashes` up in `bits`, prefetching ahead like [`insert_batch`].
-pub fn contains_batch(mut bits: &[u8], layout: &Layout, hashes: &[Hash128], out: &mut Vec<bool>) {
-    out.clear();
+/// Looks `hashes` up in `layers` (present when any layer holds every bit of the
+/// key), appending one verdict per key to `out`; prefetches like [`insert_batch`].
+pub fn contains_batch(layers: &[LayerBits], hashes: &[Hash128], out: &mut Vec<bool>) {
     out.reserve(hashes.len());
-    for_each_prefetched(&mut bits, layout, hashes, |bits, h| {
-        out.push(contains_key(bits, layout, h));
+    let Some((newest, older)) = layers.split_last() else {
+        out.extend(hashes.iter().map(|_| false));
+        return;
+    };
+    let mut bits = newest.bits;
+    for_each_prefetched(&mut bits, &newest.layout, older, hashes, |bits, h| {
+        out.push(contains_key(bits, &newest.layout, h) || in_older(older, h));
     });
 }
 

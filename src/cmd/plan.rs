@@ -1,0 +1,181 @@
+//! `seen plan`: the layout, size and false-positive rate a configuration gives,
+//! without writing anything.
+
+use super::spec;
+use crate::cli::{DEFAULT_CAPACITY, PlanArgs};
+use crate::file::format::HEADER_LEN;
+use crate::filter::BLOCK_BITS;
+use crate::filter::sizing::{self, Plan, classic_bits, classic_fpp, classic_k};
+use anyhow::{Context, Result};
+use indicatif::{HumanBytes, HumanCount};
+use std::io::Write;
+use std::process::ExitCode;
+
+fn layout_text(p: &Plan) -> String {
+    format!(
+        "blocked, {BLOCK_BITS}-bit blocks, {} block{}/key, k = {} bits per block",
+        p.layout.blocks_per_key,
+        if p.layout.blocks_per_key == 1 { "" } else { "s" },
+        p.layout.k
+    )
+}
+
+/// Runs `seen plan`.
+///
+/// # Errors
+/// A configuration that cannot be sized, or a failed write.
+pub fn run(a: PlanArgs) -> Result<ExitCode> {
+    let spec = spec(&a.size, || Ok(DEFAULT_CAPACITY))?;
+    let size = |i: u32| {
+        spec.layer(i)
+            .context("cannot size the filter (-n/--capacity, -p/--fpp)")
+    };
+    let first = size(0)?;
+    let mut out = crate::output::stdout();
+    let row = |out: &mut dyn Write, k: &str, v: String| writeln!(out, "{k:<16} {v}");
+    row(
+        &mut out,
+        "capacity",
+        format!(
+            "{}{}",
+            HumanCount(spec.capacity),
+            if spec.growth.is_some() {
+                " (first layer)"
+            } else {
+                ""
+            }
+        ),
+    )?;
+    row(
+        &mut out,
+        "target fpp",
+        format!(
+            "{:.1e}{}",
+            spec.target_fpp,
+            if spec.growth.is_some() {
+                " (compound, at any size)"
+            } else {
+                " (at capacity)"
+            }
+        ),
+    )?;
+    match spec.growth {
+        None => {
+            row(&mut out, "layout", layout_text(&first))?;
+            row(
+                &mut out,
+                "size",
+                format!(
+                    "{} ({} bits, {:.2} bits per key)",
+                    HumanBytes(first.layout.bytes()),
+                    HumanCount(first.layout.bits()),
+                    first.bits_per_key()
+                ),
+            )?;
+            row(
+                &mut out,
+                "file size",
+                format!(
+                    "{} bytes (with the {HEADER_LEN}-byte header)",
+                    HumanCount(first.layout.bytes() + HEADER_LEN as u64)
+                ),
+            )?;
+            row(
+                &mut out,
+                "expected fpp",
+                format!("{:.3e} at capacity", first.expected_fpp),
+            )?;
+        }
+        Some(g) => {
+            row(
+                &mut out,
+                "growth",
+                format!(
+                    "x{} capacity per layer, fpp ratio {} per layer",
+                    g.factor, g.ratio
+                ),
+            )?;
+            writeln!(out)?;
+            let head = [
+                "layer",
+                "capacity",
+                "total cap",
+                "layer fpp",
+                "x",
+                "k",
+                "size",
+                "total size",
+                "vs fixed",
+                "just grown",
+            ];
+            let mut rows = vec![head.map(String::from)];
+            let (mut total_cap, mut total_bits) = (0u64, 0u64);
+            for i in 0..a.layers {
+                let Ok(p) = spec.layer(i) else {
+                    writeln!(
+                        out,
+                        "(layer {i} cannot be sized: it would be too large or its rate too low)"
+                    )?;
+                    break;
+                };
+                let prior_cap = total_cap;
+                total_cap = total_cap.saturating_add(p.capacity);
+                total_bits = total_bits.saturating_add(p.layout.bits());
+                // Space against a fixed filter sized exactly for the keys held:
+                // with every layer full, and just after this layer was added.
+                let vs = |n: u64| {
+                    sizing::plan(n, spec.target_fpp)
+                        .map(|f| format!("{:.2}x", total_bits as f64 / f.layout.bits() as f64))
+                        .unwrap_or_else(|_| "-".into())
+                };
+                rows.push([
+                    i.to_string(),
+                    HumanCount(p.capacity).to_string(),
+                    HumanCount(total_cap).to_string(),
+                    format!("{:.1e}", p.target_fpp),
+                    p.layout.blocks_per_key.to_string(),
+                    p.layout.k.to_string(),
+                    HumanBytes(p.layout.bytes()).to_string(),
+                    HumanBytes(total_bits / 8).to_string(),
+                    vs(total_cap),
+                    if i == 0 { "-".into() } else { vs(prior_cap + 1) },
+                ]);
+            }
+            let widths: Vec<usize> = (0..head.len())
+                .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+                .collect();
+            for r in &rows {
+                let mut line = format!("{:<w$}", r[0], w = widths[0]);
+                for (c, cell) in r.iter().enumerate().skip(1) {
+                    line.push_str(&format!("  {cell:>w$}", w = widths[c]));
+                }
+                writeln!(out, "{line}")?;
+            }
+            writeln!(
+                out,
+                "\nvs fixed: bits of all layers / bits of a fixed filter for `total cap` keys at \
+                 {:.1e};\njust grown: the same when the layer above is full and this one empty.",
+                spec.target_fpp
+            )?;
+        }
+    }
+    if a.classic {
+        let n = spec.capacity;
+        let m = classic_bits(n, spec.target_fpp);
+        let k = classic_k(m, n);
+        row(
+            &mut out,
+            "classic filter",
+            format!(
+                "{} bits ({}, {:.2} bits per key), k = {k}, fpp {:.3e} at {} keys (textbook)",
+                HumanCount(m),
+                HumanBytes(m.div_ceil(8)),
+                m as f64 / n as f64,
+                classic_fpp(m, n, k),
+                HumanCount(n)
+            ),
+        )?;
+    }
+    out.flush().context("cannot write output")?;
+    Ok(ExitCode::SUCCESS)
+}
