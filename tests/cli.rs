@@ -455,9 +455,14 @@ fn dedup_capacity_and_fpp_flags() {
         a.push("in.txt");
         seen(d.path(), &a).ok().stdout(&expected);
     }
-    // Sized far below the distinct count: still works, and says so on stderr.
-    let r = seen(d.path(), ["dedup", "-n", "10", "-p", "0.01", "in.txt"]);
-    r.code(0).stderr_has("seen: warning:").stderr_has("-n");
+    // Fixed and sized far below the distinct count: still works, and says so on stderr.
+    let r = seen(
+        d.path(),
+        ["dedup", "--fixed", "-n", "10", "-p", "0.01", "in.txt"],
+    );
+    r.code(0)
+        .stderr_has("seen: warning:")
+        .stderr_has("fixed filter");
     // A small filter may drop new lines (false positives), never print one twice.
     assert_subsequence(&r.stdout, &expected);
     // Bad values name the flag.
@@ -774,15 +779,22 @@ fn build_from_files_is_sized_by_counting() {
 }
 
 #[test]
-fn build_from_stdin_needs_n() {
+fn build_from_stdin_grows_or_needs_n_when_fixed() {
     let d = tmp();
     let input = b"x\ny\nz\n";
-    seen_io(d.path(), ["build", "-o", "f.seen"], input)
+    seen_io(d.path(), ["build", "--fixed", "-o", "f.seen"], input)
         .error("-n")
         .no_stdout();
-    seen_io(d.path(), ["build", "-o", "f.seen", "-"], input).error("-n");
+    seen_io(d.path(), ["build", "--fixed", "-o", "f.seen", "-"], input).error("-n");
     assert!(!d.path().join("f.seen").exists());
     assert_no_temp_files(d.path());
+
+    // Without --fixed: a growing filter with the default first capacity.
+    seen_io(d.path(), ["build", "-o", "g.seen"], input).ok();
+    let s = stats_json(d.path(), "g.seen");
+    assert_eq!(s["capacity"], 10_000_000, "{s}");
+    assert_eq!(s["growth"]["factor"], 2, "{s}");
+    assert_eq!(s["inserts"], 3, "{s}");
 
     seen_io(d.path(), ["build", "-n", "1000", "-o", "f.seen"], input)
         .ok()
@@ -1130,12 +1142,22 @@ fn build_over_capacity_warns() {
     write(&d, "hundred.txt", &numbered("item", 0..100));
     let r = seen(
         d.path(),
-        ["build", "-n", "10", "-o", "small.seen", "hundred.txt"],
+        [
+            "build", "--fixed", "-n", "10", "-o", "small.seen", "hundred.txt",
+        ],
     );
     r.code(0)
         .no_stdout()
         .stderr_has("seen: warning: small.seen")
-        .stderr_has("100 distinct lines");
+        .stderr_has("more than 150% of the 10 distinct lines");
+    // A growing filter (the default) adds layers instead, silently.
+    seen(
+        d.path(),
+        ["build", "-n", "10", "-o", "grown.seen", "hundred.txt"],
+    )
+    .ok();
+    let s = stats_json(d.path(), "grown.seen");
+    assert!(s["layers"].as_array().unwrap().len() > 1, "{s}");
 }
 
 // ---------------------------------------------------------------------------
@@ -1370,7 +1392,17 @@ fn stats_human_output() {
     assert!(out.contains("est. fpp"), "{out}");
     assert!(row("est. items").len() > "est. items".len(), "{out}");
     assert!(row("file").contains("f.seen"), "{out}");
-    assert!(row("layout").contains("k = "), "{out}");
+    assert!(row("growth").contains("x2 per layer"), "{out}");
+    assert!(row("headroom").contains("next layer after 500 more"), "{out}");
+    // The per-layer table: a header and one row for the one layer.
+    let head = row("layer ");
+    for col in ["x", "k", "capacity", "inserts", "fill", "fpp now"] {
+        assert!(head.contains(col), "{out}");
+    }
+    let l0 = row("0 ");
+    let l0: Vec<&str> = l0.split_whitespace().collect();
+    assert_eq!(l0[5], "1,000", "{out}"); // size is two words: "4.00 KiB"
+    assert_eq!(l0[6], "500", "{out}");
     assert!(row("state").contains("clean"), "{out}");
 }
 
@@ -1456,7 +1488,9 @@ fn stats_warns_when_over_capacity() {
     write(&d, "hundred.txt", &numbered("item", 0..100));
     seen(
         d.path(),
-        ["build", "-n", "10", "-o", "small.seen", "hundred.txt"],
+        [
+            "build", "--fixed", "-n", "10", "-o", "small.seen", "hundred.txt",
+        ],
     )
     .code(0);
     let r = seen(d.path(), ["stats", "small.seen"]);
@@ -1612,15 +1646,15 @@ fn corrupt_unsupported_version() {
     let mut b = good.clone();
     b[8..10].copy_from_slice(&2u16.to_le_bytes());
     write(&d, "v2.seen", &b);
-    assert_rejected(&d, "v2.seen", "version 2.0 is not supported");
+    assert_rejected(&d, "v2.seen", "version 2.1 is not supported");
     reseal(&mut b);
     write(&d, "v2sealed.seen", &b);
-    assert_rejected(&d, "v2sealed.seen", "version 2.0 is not supported");
+    assert_rejected(&d, "v2sealed.seen", "version 2.1 is not supported");
     let mut b = good;
     b[8..10].copy_from_slice(&0u16.to_le_bytes());
     reseal(&mut b);
     write(&d, "v0.seen", &b);
-    assert_rejected(&d, "v0.seen", "version 0.0 is not supported");
+    assert_rejected(&d, "v0.seen", "version 0.1 is not supported");
 }
 
 #[test]
@@ -1733,7 +1767,8 @@ fn corrupt_k_and_blocks_per_key() {
         ("x3.seen", LAYER + 20, 3, "blocks per key = 3"),
         ("x0.seen", LAYER + 20, 0, "blocks per key = 0"),
         ("layers0.seen", 36, 0, "layer count"),
-        ("layers2.seen", 36, 2, "layer count"),
+        ("layers2.seen", 36, 2, "layer 1: block count 0"),
+        ("layers63.seen", 36, 63, "layer count"),
         ("hash.seen", 20, 77, "hash algorithm"),
         ("flags.seen", 16, 4, "flags"),
     ] {

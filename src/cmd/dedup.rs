@@ -47,7 +47,10 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
     let before = layer_counts(f.header());
     let result = dedup(&sources, opts, &mut f, a.repeated, &mut out);
     f.commit()?;
-    let recorded = f.header().inserts() - before.iter().sum::<u64>();
+    let recorded = f
+        .header()
+        .inserts()
+        .saturating_sub(before.iter().fold(0u64, |a, b| a.saturating_add(*b)));
     if result.is_err() && !a.repeated && recorded > 0 {
         // Until crash-safe commits exist (issue 5), say what may be lost: lines
         // are recorded as they are judged, ahead of the output.

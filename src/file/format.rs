@@ -219,7 +219,9 @@ impl Header {
 
     /// Total keys recorded as new over all layers.
     pub fn inserts(&self) -> u64 {
-        self.layers.iter().map(|l| l.inserts).sum()
+        self.layers
+            .iter()
+            .fold(0u64, |acc, l| acc.saturating_add(l.inserts))
     }
 
     /// Encodes the header into its 4096 bytes, checksum included.
