@@ -1143,7 +1143,13 @@ fn build_over_capacity_warns() {
     let r = seen(
         d.path(),
         [
-            "build", "--fixed", "-n", "10", "-o", "small.seen", "hundred.txt",
+            "build",
+            "--fixed",
+            "-n",
+            "10",
+            "-o",
+            "small.seen",
+            "hundred.txt",
         ],
     );
     r.code(0)
@@ -1393,7 +1399,10 @@ fn stats_human_output() {
     assert!(row("est. items").len() > "est. items".len(), "{out}");
     assert!(row("file").contains("f.seen"), "{out}");
     assert!(row("growth").contains("x2 per layer"), "{out}");
-    assert!(row("headroom").contains("next layer after 500 more"), "{out}");
+    assert!(
+        row("headroom").contains("next layer after 500 more"),
+        "{out}"
+    );
     // The per-layer table: a header and one row for the one layer.
     let head = row("layer ");
     for col in ["x", "k", "capacity", "inserts", "fill", "fpp now"] {
@@ -1489,7 +1498,13 @@ fn stats_warns_when_over_capacity() {
     seen(
         d.path(),
         [
-            "build", "--fixed", "-n", "10", "-o", "small.seen", "hundred.txt",
+            "build",
+            "--fixed",
+            "-n",
+            "10",
+            "-o",
+            "small.seen",
+            "hundred.txt",
         ],
     )
     .code(0);

@@ -15,7 +15,11 @@ fn layout_text(p: &Plan) -> String {
     format!(
         "blocked, {BLOCK_BITS}-bit blocks, {} block{}/key, k = {} bits per block",
         p.layout.blocks_per_key,
-        if p.layout.blocks_per_key == 1 { "" } else { "s" },
+        if p.layout.blocks_per_key == 1 {
+            ""
+        } else {
+            "s"
+        },
         p.layout.k
     )
 }
@@ -138,7 +142,11 @@ pub fn run(a: PlanArgs) -> Result<ExitCode> {
                     HumanBytes(p.layout.bytes()).to_string(),
                     HumanBytes(total_bits / 8).to_string(),
                     vs(total_cap),
-                    if i == 0 { "-".into() } else { vs(prior_cap + 1) },
+                    if i == 0 {
+                        "-".into()
+                    } else {
+                        vs(prior_cap + 1)
+                    },
                 ]);
             }
             let widths: Vec<usize> = (0..head.len())

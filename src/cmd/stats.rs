@@ -171,7 +171,10 @@ pub fn compute(f: &ReadFilter) -> Stats {
     }
     let bits: u64 = layers.iter().map(|l| l.bits).sum();
     let bits_set: u64 = layers.iter().map(|l| l.bits_set).sum();
-    let capacity = layers.iter().map(|l| l.capacity).fold(0u64, u64::saturating_add);
+    let capacity = layers
+        .iter()
+        .map(|l| l.capacity)
+        .fold(0u64, u64::saturating_add);
     let inserts = h.inserts();
     let any = |f: fn(&LayerStats) -> f64| 1.0 - layers.iter().map(|l| 1.0 - f(l)).product::<f64>();
     let newest = layers.last().expect("a filter has a layer");
@@ -284,7 +287,11 @@ fn table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
                 g.ratio,
                 s.layers.len(),
                 if s.layers.len() == 1 { "" } else { "s" },
-                if g.can_grow { "" } else { ", the most a file can have" }
+                if g.can_grow {
+                    ""
+                } else {
+                    ", the most a file can have"
+                }
             ),
             None => "fixed (one layer, never grows)".to_string(),
         },
@@ -352,7 +359,15 @@ fn table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
     )?;
     writeln!(out)?;
     let header = [
-        "layer", "x", "k", "size", "capacity", "inserts", "fill", "est. items", "fpp now",
+        "layer",
+        "x",
+        "k",
+        "size",
+        "capacity",
+        "inserts",
+        "fill",
+        "est. items",
+        "fpp now",
         "fpp at cap",
     ];
     let mut rows: Vec<[String; 10]> = vec![header.map(String::from)];

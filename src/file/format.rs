@@ -339,10 +339,7 @@ impl Header {
             0 => return Err(bad("growth ratio", "is set on a filter that does not grow")),
             2..=MAX_GROWTH if ratio > 0.0 && ratio < 1.0 => Some(Growth { factor, ratio }),
             2..=MAX_GROWTH => {
-                return Err(bad(
-                    "growth ratio",
-                    format!("= {ratio} is not in (0, 1)"),
-                ));
+                return Err(bad("growth ratio", format!("= {ratio} is not in (0, 1)")));
             }
             _ => {
                 return Err(bad(
@@ -351,7 +348,11 @@ impl Header {
                 ));
             }
         };
-        if b[84..88].iter().chain(&b[96..CHECKSUM_OFFSET]).any(|&x| x != 0) {
+        if b[84..88]
+            .iter()
+            .chain(&b[96..CHECKSUM_OFFSET])
+            .any(|&x| x != 0)
+        {
             return Err(bad("reserved bytes 84..88, 96..120", "are not zero"));
         }
         let target_fpp = f64::from_bits(u64_at(b, 56));
@@ -495,7 +496,10 @@ mod tests {
         bad.layers[1].offset = 4096 * 2;
         assert!(matches!(
             Header::decode(&bad.encode(), bad.file_len()),
-            Err(FormatError::BadField { field: "layer offset", .. })
+            Err(FormatError::BadField {
+                field: "layer offset",
+                ..
+            })
         ));
         // Format 1.0 files: no growth fields, a fixed filter.
         let mut fixed = sample();
@@ -623,7 +627,10 @@ mod tests {
         reseal(&mut b);
         assert!(matches!(
             Header::decode(&b, l),
-            Err(FormatError::BadField { field: "reserved bytes 84..88, 96..120", .. })
+            Err(FormatError::BadField {
+                field: "reserved bytes 84..88, 96..120",
+                ..
+            })
         ));
 
         // Layer data overlapping the header.

@@ -222,15 +222,29 @@ impl Layers {
         let mut new = 0;
         while done < hashes.len() {
             let last = *self.header.layers.last().expect("a filter has a layer");
-            let room = if self.can_grow() {
+            // Runs end where the layer is full (growing) or where a capacity
+            // warning is due (fixed), so both happen at an exact count.
+            let limit = if self.can_grow() {
                 if last.inserts >= last.capacity {
                     self.add_layer(grow)?;
                     continue;
                 }
-                usize::try_from(last.capacity - last.inserts).unwrap_or(usize::MAX)
+                last.capacity
             } else {
-                usize::MAX
+                let over = last.capacity.saturating_add(1);
+                let far = last
+                    .capacity
+                    .saturating_add(last.capacity / 2)
+                    .saturating_add(1);
+                if last.inserts < over {
+                    over
+                } else if last.inserts < far {
+                    far
+                } else {
+                    u64::MAX
+                }
             };
+            let room = usize::try_from(limit - last.inserts).unwrap_or(usize::MAX);
             let batch = &hashes[done..done + room.min(hashes.len() - done)];
             let (newest, older) = self.maps.split_last_mut().expect("a filter has a layer");
             let older = views(&self.header, older);

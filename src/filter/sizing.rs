@@ -447,6 +447,54 @@ pub fn expected_false_positives(layers: &[(Layout, u64, u64)]) -> f64 {
 mod tests {
     use super::*;
 
+    /// Space of a grown filter: with every layer full, all layers together take
+    /// at most 2.5x the bits of a fixed filter sized exactly for the keys they
+    /// hold (the target), for growth 2 and 4, up to 12 layers.
+    #[test]
+    fn grown_filter_space_against_fixed() {
+        for factor in [2, 4] {
+            for p in [1e-2, 1e-4, 1e-6, 1e-9] {
+                let g = Growth::new(factor);
+                let c0 = 100_000;
+                let (mut cap, mut bits) = (0u64, 0u64);
+                for i in 0..12 {
+                    let l = g.layer_plan(c0, p, i).unwrap();
+                    assert!(l.expected_fpp <= g.layer_fpp(p, i));
+                    cap += l.capacity;
+                    bits += l.layout.bits();
+                    let fixed = plan(cap, p).unwrap().layout.bits();
+                    let ratio = bits as f64 / fixed as f64;
+                    assert!(
+                        ratio <= 2.5,
+                        "growth {factor} p {p} layers {}: {ratio:.2}",
+                        i + 1
+                    );
+                }
+                // The compound target holds: the layers' rates sum below p.
+                let sum: f64 = (0..62).map(|i| g.layer_fpp(p, i)).sum();
+                assert!(sum < p);
+            }
+        }
+    }
+
+    #[test]
+    fn expected_false_positives_integrates_the_rate() {
+        let l = plan(10_000, 0.01).unwrap().layout;
+        assert_eq!(expected_false_positives(&[(l, 5, 5)]), 0.0);
+        // Rising rate: the integral lies between the ends' rates times the count.
+        let e = expected_false_positives(&[(l, 0, 10_000)]);
+        assert!(e > 0.0 && e < 10_000.0 * layer_fpp(&l, 10_000), "{e}");
+        // A full older layer adds its rate to every insert into the next one.
+        let l2 = plan(20_000, 0.01).unwrap().layout;
+        let both = expected_false_positives(&[(l, 10_000, 10_000), (l2, 0, 20_000)]);
+        let alone = expected_false_positives(&[(l2, 0, 20_000)]);
+        let older = layer_fpp(&l, 10_000);
+        assert!(
+            both > alone + 0.9 * older * 20_000.0,
+            "{both} {alone} {older}"
+        );
+    }
+
     #[test]
     fn classic_reference_values() {
         // Seed tables: 1M @ 1 % -> 9,585,059 bits, k = 7; 100M @ 1 % -> 958,505,838 bits.
