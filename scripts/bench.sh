@@ -10,7 +10,8 @@
 #    /dev/null; medians, M lines/s, peak RSS (/usr/bin/time), lines lost vs the
 #    exact answer; seen also with output to a file.
 # 3. build and query throughput.
-# 4. --scale: lines/s and ns/line for 1M, 10M and 100M lines of a synthetic
+# 4. layers: dedup and query speed with a growing filter of 1, 4 and 8 layers.
+# 5. --scale: lines/s and ns/line for 1M, 10M and 100M lines of a synthetic
 #    stream (100M lines is ~7 GB in target/bench/; needs the disk and a minute).
 # Prints markdown tables (they go into the README).
 set -euo pipefail
@@ -107,6 +108,25 @@ awk -v t="$T" -v k="$M" -v l="$lines" 'BEGIN { printf "| seen build -n %d (%d li
 head -n 1000000 "$corpus" > "$dir/q1m.txt"
 time_cmd query /dev/null "$seen" query -c "$dir/b.seen" --file "$dir/q1m.txt"
 awk -v t="$T" -v k="$M" 'BEGIN { printf "| seen query -c of 1M lines against it | %.2f | %.1f | %d |\n", t, 1e6 / t / 1e6, k / 1024 }'
+
+echo
+echo "## layers: a growing filter with 1, 4 and 8 layers (same input; -n chosen so $distinct distinct lines fill that many layers), median of $runs"
+echo
+echo "| layers | filter MiB | dedup s | dedup M lines/s | query 1M present s | query 1M absent s | M lookups/s (absent) |"
+echo "|---|---|---|---|---|---|---|"
+sed 's/^/absent-/' "$dir/q1m.txt" > "$dir/q1m-absent.txt"
+for layers in 1 4 8; do
+    c=$(( (distinct + (1 << layers) - 2) / ((1 << layers) - 1) ))
+    time_cmd layersd /dev/null "$seen" dedup -n "$c" "$corpus"
+    dt=$T
+    "$seen" build --force -n "$c" -o "$dir/l.seen" "$corpus"
+    got=$("$seen" stats --json "$dir/l.seen" | python3 -c 'import json,sys; s=json.load(sys.stdin); print(len(s["layers"]), s["bytes"])')
+    time_cmd layersqp /dev/null "$seen" query -c "$dir/l.seen" --file "$dir/q1m.txt"
+    qp=$T
+    time_cmd layersqa /dev/null "$seen" query -c "$dir/l.seen" --file "$dir/q1m-absent.txt"
+    awk -v got="$got" -v dt="$dt" -v qp="$qp" -v qa="$T" -v l="$lines" 'BEGIN { split(got, g, " ");
+        printf "| %d | %.0f | %.2f | %.1f | %.2f | %.2f | %.1f |\n", g[1], g[2] / 1048576, dt, l / dt / 1e6, qp, qa, 1 / qa }'
+done
 
 if [ "$scale" = 1 ]; then
     echo

@@ -107,7 +107,9 @@ pub struct RecordArgs {
 pub struct SizeArgs {
     /// Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole
     /// capacity with --fixed, else the first layer's (the filter grows past it).
-    /// Default: the number of lines in the input files, else 10M.
+    /// Default: the number of lines in the input files, else 10M. (`dedup` of
+    /// files without -f sizes a fixed filter for their line count: it cannot
+    /// overflow.)
     #[arg(short = 'n', long = "capacity", value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub capacity: Option<u64>,
 

@@ -25,9 +25,17 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
     let sources = sources(&a.files);
     let mut out = stdout();
     let Some(path) = &a.filter else {
-        let spec = spec(&a.size, || {
-            Ok(counted(&sources, term)?.unwrap_or(DEFAULT_CAPACITY))
+        let mut counted_lines = None;
+        let mut spec = spec(&a.size, || {
+            counted_lines = counted(&sources, term)?;
+            Ok(counted_lines.unwrap_or(DEFAULT_CAPACITY))
         })?;
+        if counted_lines.is_some() && a.size.growth.is_none() {
+            // The line count bounds the distinct lines: this filter never needs
+            // to grow, and one layer at the target rate is smaller and faster
+            // than a growing filter's tighter first layer.
+            spec.growth = None;
+        }
         let mut f = MemFilter::with_spec(&spec, DEFAULT_SEED)?;
         let (read, new, written) = dedup(&sources, opts, &mut f, a.repeated, &mut out)?;
         if a.summary {

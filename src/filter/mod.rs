@@ -393,18 +393,19 @@ fn for_each_prefetched<S: AsRef<[u8]>>(
     hashes: &[Hash128],
     mut f: impl FnMut(&mut S, Hash128),
 ) {
-    let ahead = |bits: &S, h: Hash128| {
-        prefetch_key(bits.as_ref(), layout, h);
+    #[inline(always)]
+    fn ahead(bits: &[u8], layout: &Layout, older: &[LayerBits], h: Hash128) {
+        prefetch_key(bits, layout, h);
         for l in older {
             prefetch_key(l.bits, &l.layout, h);
         }
-    };
+    }
     for h in hashes.iter().take(PREFETCH_DISTANCE) {
-        ahead(bits, *h);
+        ahead(bits.as_ref(), layout, older, *h);
     }
     for (i, h) in hashes.iter().enumerate() {
         if let Some(next) = hashes.get(i + PREFETCH_DISTANCE) {
-            ahead(bits, *next);
+            ahead(bits.as_ref(), layout, older, *next);
         }
         f(bits, *h);
     }
