@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Whole-command benchmark of `seen` against its peers, as a program you can rerun.
 #
-#   scripts/bench.sh [--lines N] [--runs R] [--scale] [--quick]
+#   scripts/bench.sh [--lines N] [--runs R] [--scale] [--quick] [--layers-only]
 #
 # 1. Corpus: N URL-like lines (default 10M, ~79 bytes average, 30 % repeats with a
 #    skewed repetition, fixed seed), generated once into target/bench/.
@@ -17,14 +17,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-lines=10000000 runs=5 scale=0
+lines=10000000 runs=5 scale=0 layers_only=0
 while [ $# -gt 0 ]; do
     case $1 in
+        --layers-only) layers_only=1; shift ;;
         --lines) lines=$2; shift 2 ;;
         --runs) runs=$2; shift 2 ;;
         --scale) scale=1; shift ;;
         --quick) lines=2000000 runs=3; shift ;;
-        *) echo "usage: $0 [--lines N] [--runs R] [--scale] [--quick]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--lines N] [--runs R] [--scale] [--quick] [--layers-only]" >&2; exit 2 ;;
     esac
 done
 
@@ -64,6 +65,7 @@ row() { # name seconds kib lost
         printf "| %s | %.2f | %.1f | %.0f | %d | %s | %s |\n", n, t, l / t / 1e6, 1e9 * t / l, k / 1024, lost, (base > 0 ? sprintf("%.1f×", base / t) : "") }'
 }
 
+if [ "$layers_only" = 0 ]; then
 echo "## dedup: $lines lines ($((bytes / 1000000)) MB), $distinct distinct, median of $runs runs, output to /dev/null"
 echo
 echo "| command | seconds | M lines/s | ns/line | peak RSS MiB | lines lost | speed-up vs sort -u |"
@@ -108,12 +110,14 @@ awk -v t="$T" -v k="$M" -v l="$lines" 'BEGIN { printf "| seen build -n %d (%d li
 head -n 1000000 "$corpus" > "$dir/q1m.txt"
 time_cmd query /dev/null "$seen" query -c "$dir/b.seen" --file "$dir/q1m.txt"
 awk -v t="$T" -v k="$M" 'BEGIN { printf "| seen query -c of 1M lines against it | %.2f | %.1f | %d |\n", t, 1e6 / t / 1e6, k / 1024 }'
+fi
 
 echo
 echo "## layers: a growing filter with 1, 4 and 8 layers (same input; -n chosen so $distinct distinct lines fill that many layers), median of $runs"
 echo
 echo "| layers | filter MiB | dedup s | dedup M lines/s | query 1M present s | query 1M absent s | M lookups/s (absent) |"
 echo "|---|---|---|---|---|---|---|"
+[ -s "$dir/q1m.txt" ] || head -n 1000000 "$corpus" > "$dir/q1m.txt"
 sed 's/^/absent-/' "$dir/q1m.txt" > "$dir/q1m-absent.txt"
 for layers in 1 4 8; do
     c=$(( (distinct + (1 << layers) - 2) / ((1 << layers) - 1) ))
@@ -123,7 +127,8 @@ for layers in 1 4 8; do
     got=$("$seen" stats --json "$dir/l.seen" | python3 -c 'import json,sys; s=json.load(sys.stdin); print(len(s["layers"]), s["bytes"])')
     time_cmd layersqp /dev/null "$seen" query -c "$dir/l.seen" --file "$dir/q1m.txt"
     qp=$T
-    time_cmd layersqa /dev/null "$seen" query -c "$dir/l.seen" --file "$dir/q1m-absent.txt"
+    # -v: count the absent ones (all of them), so the status is 0.
+    time_cmd layersqa /dev/null "$seen" query -c -v "$dir/l.seen" --file "$dir/q1m-absent.txt"
     awk -v got="$got" -v dt="$dt" -v qp="$qp" -v qa="$T" -v l="$lines" 'BEGIN { split(got, g, " ");
         printf "| %d | %.0f | %.2f | %.1f | %.2f | %.2f | %.1f |\n", g[1], g[2] / 1048576, dt, l / dt / 1e6, qp, qa, 1 / qa }'
 done

@@ -1855,6 +1855,12 @@ fn crafted_max_insert_counter_is_not_a_panic() {
     reseal(&mut b);
     write(&d, "ins.seen", &b);
     assert_no_crash(&d, "ins.seen");
+    // The same as a fixed filter (no growth fields): no endless loop either.
+    put_u32(&mut b, 80, 0);
+    put_u64(&mut b, 88, 0);
+    reseal(&mut b);
+    write(&d, "fixed.seen", &b);
+    assert_no_crash(&d, "fixed.seen");
 }
 
 #[test]

@@ -99,18 +99,18 @@ impl Summary {
             let _ = writeln!(err, "seen: {k:<16} {v:>14}");
         }
         if let Some(w) = self.written {
-            let _ = writeln!(err, "seen: {:<16} {:>14}", "lines written", HumanCount(w));
+            let w = HumanCount(w).to_string();
+            let _ = writeln!(err, "seen: {:<16} {w:>14}", "lines written");
         }
         let _ = writeln!(
             err,
-            "seen: {:<16} {:>14.2}  (new lines expected to be taken for seen ones)",
+            "seen: {:<16} {:>14.2}  (expected: new lines taken for seen ones)",
             "false positives", self.expected_false_positives
         );
         let _ = writeln!(
             err,
-            "seen: {:<16} {:>14}  ({} layer{}, false-positive rate now {:.1e})",
+            "seen: {:<16} {} layer{}, false-positive rate now {:.1e}",
             "filter",
-            "",
             self.layers,
             if self.layers == 1 { "" } else { "s" },
             self.fpp_now

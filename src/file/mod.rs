@@ -244,7 +244,11 @@ impl Layers {
                     u64::MAX
                 }
             };
-            let room = usize::try_from(limit - last.inserts).unwrap_or(usize::MAX);
+            // `limit > inserts` except for a crafted counter at u64::MAX.
+            let room = match limit.checked_sub(last.inserts) {
+                Some(r) if r > 0 && limit != u64::MAX => usize::try_from(r).unwrap_or(usize::MAX),
+                _ => usize::MAX,
+            };
             let batch = &hashes[done..done + room.min(hashes.len() - done)];
             let (newest, older) = self.maps.split_last_mut().expect("a filter has a layer");
             let older = views(&self.header, older);
