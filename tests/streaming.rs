@@ -199,6 +199,60 @@ fn filter_too_large_for_the_disk_is_an_error() {
     assert_eq!(left, vec![std::ffi::OsString::from("in.txt")]);
 }
 
+/// A persistent filter that cannot grow (here: the file-size limit) stops the
+/// run with exit 2 and a message, and stays a valid filter holding every line the
+/// run printed; a later run without the limit goes on growing it.
+#[test]
+fn growth_past_the_file_size_limit_is_an_error_and_keeps_the_file_valid() {
+    let dir = tmp();
+    let input: String = (0..200_000)
+        .map(|i| format!("https://x.org/{i}\n"))
+        .collect();
+    common::write(&dir, "in.txt", input.as_bytes());
+    let bin = assert_cmd::cargo::cargo_bin!("seen");
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "trap '' XFSZ; ulimit -f 200; SEEN_CHUNK_BYTES=65536 exec '{}' dedup -n 1000 -p 1e-3 -f g.seen in.txt",
+            bin.display()
+        ))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot add layer") && err.contains("no room"),
+        "{err}"
+    );
+    let printed = out.stdout.iter().filter(|&&b| b == b'\n').count();
+    assert!(printed > 10_000 && printed < 200_000, "{printed}");
+    common::write(&dir, "printed.txt", &out.stdout);
+    let run = |args: &[&str]| seen().args(args).current_dir(dir.path()).output().unwrap();
+    let stats = run(&["stats", "--json", "g.seen"]);
+    assert!(
+        stats.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stats.stderr)
+    );
+    let q = run(&["query", "-c", "g.seen", "-f", "printed.txt"]);
+    assert_eq!(
+        String::from_utf8_lossy(&q.stdout).trim(),
+        printed.to_string()
+    );
+    // Without the limit the same filter grows on; nothing printed before comes back.
+    let again = run(&["dedup", "-f", "g.seen", "in.txt"]);
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let again = String::from_utf8_lossy(&again.stdout).into_owned();
+    let before: std::collections::HashSet<&str> =
+        std::str::from_utf8(&out.stdout).unwrap().lines().collect();
+    assert!(again.lines().all(|l| !before.contains(l)));
+}
+
 /// Filter paths that are symbolic links are written through (as `sort -o`
 /// does): `build --force` replaces the file the link names and keeps the link;
 /// `dedup -f` on a dangling link creates the file it names.

@@ -402,17 +402,24 @@ fn write_header(file: &File, path: &Path, header: &Header) -> Result<()> {
 /// growing) is cut off first, so the new layer starts all zero.
 fn extend(file: &File, path: &Path, header: &Header) -> Result<MmapMut> {
     let l = header.layers.last().expect("a filter has a layer");
-    file.set_len(l.offset)
+    let grown = file
+        .set_len(l.offset)
         .and_then(|()| file.set_len(l.offset + l.layout.bytes()))
-        .with_context(|| format!("cannot extend {}", path.display()))?;
-    reserve(file, l.offset, l.layout.bytes()).with_context(|| {
+        .and_then(|()| reserve(file, l.offset, l.layout.bytes()))
+        .map_err(anyhow::Error::from)
+        .and_then(|()| map_write(file, path, l));
+    if grown.is_err() {
+        // Back to the length the header describes, so the file stays valid.
+        let _ = file.set_len(l.offset);
+    }
+    grown.with_context(|| {
         format!(
-            "no room for {} more bytes in {}: free some space or move it",
+            "no room for {} more bytes in {} (disk full or file size limit): \
+             free some space, or move the filter",
             l.layout.bytes(),
             path.display()
         )
-    })?;
-    map_write(file, path, l)
+    })
 }
 
 /// Allocates the blocks of a file range now: a sparse file on a full disk would
