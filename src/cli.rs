@@ -1,7 +1,7 @@
 //! Command-line definitions (clap derive). Only definitions live here: the doc
 //! comments are the `--help` text, and every flag is documented where it is declared.
 
-use crate::units::{parse_count, parse_fpp, parse_fraction, parse_seed};
+use crate::units::{Every, parse_count, parse_every, parse_fpp, parse_fraction, parse_seed};
 use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -230,6 +230,14 @@ pub struct DedupArgs {
     /// new lines were probably dropped as false positives.
     #[arg(long)]
     pub summary: bool,
+
+    /// With -f: record printed lines in FILTER (and let other processes at it)
+    /// at least this often: a duration (2s, 500ms) or a line count (100k)
+    /// [default: 1s or 1M lines, whichever comes first]. A line is recorded
+    /// only after it was written out, so a killed run loses nothing; it may
+    /// print again, in the next run, the lines of its last window.
+    #[arg(long, value_name = "WHEN", value_parser = parse_every, requires = "filter")]
+    pub commit_every: Option<Every>,
 
     /// Print only the lines that were seen before (each repeat), the inverse of the default.
     #[arg(short = 'd', long = "repeated")]

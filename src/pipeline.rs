@@ -21,7 +21,12 @@ use crate::hash::{Hash128, hash};
 use crate::input::{Reader, Source};
 use anyhow::{Context, Result, anyhow};
 use rayon::prelude::*;
-use std::sync::mpsc::{channel, sync_channel};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use std::collections::HashSet;
+use std::hash::BuildHasherDefault;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{RecvTimeoutError, channel, sync_channel};
+use std::time::{Duration, Instant};
 
 /// Default bytes of records per chunk.
 pub const CHUNK_BYTES: usize = 4 << 20;
@@ -97,6 +102,8 @@ pub struct Chunk {
     pieces: Vec<Piece>,
     used: usize,
     flush: bool,
+    /// Keys judged new in this chunk, to record once it is written (deferred mode).
+    new_keys: Vec<Hash128>,
 }
 
 impl Chunk {
@@ -210,14 +217,144 @@ pub enum Mode {
     Insert,
     /// Look every key up; the filter is not changed.
     Lookup,
+    /// Judge every key in order as [`Mode::Insert`] does, but record a new key
+    /// in the filter only after the sink has written its chunk (for
+    /// `dedup -f`: a line is never recorded before it is printed). See [`Commit`].
+    Deferred(Commit),
+}
+
+/// When a deferred pipeline records what it has printed.
+///
+/// Keys judged new wait in an exact in-memory set (their 128-bit hashes)
+/// until the writer has handed their chunk to the kernel; at the end of each
+/// *commit window* (`lines` records, `every` elapsed, a pause in the input, or
+/// the end), the pipeline waits for the writer, syncs standard output when
+/// `sync_output` (a regular file), then inserts the waiting keys into the filter
+/// and ends the window ([`BatchFilter::end_window`]: counters written, lock
+/// released). A window holds the filter's lock from its first judgement to its
+/// commit, so processes sharing a file take turns per window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Commit {
+    /// Records per window at most.
+    pub lines: u64,
+    /// Time per window at most.
+    pub every: Duration,
+    /// Sync standard output before recording (it is a regular file).
+    pub sync_output: bool,
+}
+
+/// How often the inserter looks for a signal while waiting for input.
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// SIGINT or SIGTERM received during a run (0: none).
+static SIGNALLED: AtomicUsize = AtomicUsize::new(0);
+
+/// From now on, SIGINT and SIGTERM stop the pipeline cleanly instead of
+/// killing the process: see [`run`].
+fn catch_signals() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for sig in [SIGINT, SIGTERM] {
+            // SAFETY: the handler only stores to an atomic (async-signal-safe).
+            let _ = unsafe {
+                signal_hook::low_level::register(sig, move || {
+                    SIGNALLED.store(sig as usize, Ordering::SeqCst);
+                })
+            };
+        }
+    });
+}
+
+/// The exact set of keys judged new but not yet recorded: the key's own 128
+/// bits are already uniformly random, so the set hashes them with nothing more
+/// than a fold.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u128(&mut self, v: u128) {
+        self.0 = (v as u64) ^ ((v >> 64) as u64);
+    }
+}
+
+type Pending = HashSet<u128, BuildHasherDefault<KeyHasher>>;
+
+fn key128(h: Hash128) -> u128 {
+    (u128::from(h.hi) << 64) | u128::from(h.lo)
+}
+
+/// The inserter's state in [`Mode::Deferred`].
+struct Deferred {
+    commit: Commit,
+    /// Judged new, not yet recorded (includes `acked`).
+    pending: Pending,
+    /// Judged new and written out, in input order: recorded at the window's end.
+    acked: Vec<Hash128>,
+    /// Chunks sent to the writer and not yet acknowledged.
+    in_flight: usize,
+    window_open: bool,
+    window_lines: u64,
+    window_start: Instant,
+}
+
+impl Deferred {
+    /// Judges a chunk: present in the filter, or judged new earlier and not yet
+    /// recorded, means seen; otherwise new (and now pending).
+    fn judge<B: BatchFilter>(&mut self, filter: &B, chunk: &mut Chunk) -> u64 {
+        chunk.new_keys.clear();
+        let mut new = 0;
+        for p in &mut chunk.pieces[..chunk.used] {
+            filter.contains_batch(&p.hashes, &mut p.verdicts);
+            for (h, v) in p.hashes.iter().zip(p.verdicts.iter_mut()) {
+                if !*v && self.pending.insert(key128(*h)) {
+                    chunk.new_keys.push(*h);
+                    new += 1;
+                } else {
+                    *v = true;
+                }
+            }
+        }
+        new
+    }
+
+    /// Records what has been written (after syncing the output when asked)
+    /// and ends the window.
+    fn commit<B: BatchFilter>(&mut self, filter: &mut B) -> Result<()> {
+        if self.commit.sync_output {
+            rustix::fs::fdatasync(std::io::stdout())
+                .map_err(std::io::Error::from)
+                .context("cannot sync standard output before recording its lines")?;
+        }
+        let mut scratch = Vec::new();
+        filter.insert_batch(&self.acked, &mut scratch)?;
+        self.acked.clear();
+        self.pending.clear();
+        self.window_open = false;
+        filter.end_window()
+    }
 }
 
 /// Runs the three stages over `sources`. `sink` sees every chunk in input order
-/// on the writer thread and returns `false` to stop early (e.g. `query -q`).
+/// on the writer thread and returns `false` to stop early (e.g. `query -q`); in
+/// [`Mode::Deferred`], when it returns the chunk's output must have been handed
+/// to the kernel (flushed).
+///
+/// SIGINT and SIGTERM, in [`Mode::Insert`] and [`Mode::Deferred`], stop reading;
+/// what was judged is written, recorded (deferred) or abandoned
+/// ([`BatchFilter::interrupted`]), and the process exits with 128 + the signal.
 ///
 /// # Errors
 /// The first input error (after everything read before it has gone through the
-/// sink), or the sink's error (e.g. a closed stdout).
+/// sink), the sink's error (e.g. a closed stdout), or a filter error; in
+/// deferred mode whatever was written before the error is recorded.
 pub fn run<B, S>(
     sources: &[Source],
     opts: Options,
@@ -231,10 +368,27 @@ where
 {
     let seed = filter.seed();
     let mut counts = Counts::default();
+    if mode != Mode::Lookup {
+        catch_signals();
+    }
+    let mut deferred = match mode {
+        Mode::Deferred(commit) => Some(Deferred {
+            commit,
+            pending: Pending::default(),
+            acked: Vec::new(),
+            in_flight: 0,
+            window_open: false,
+            window_lines: 0,
+            window_start: Instant::now(),
+        }),
+        _ => None,
+    };
     std::thread::scope(|scope| {
         let (to_inserter, from_reader) = sync_channel::<Result<Chunk>>(1);
         let (to_writer, from_inserter) = sync_channel::<Chunk>(1);
         let (recycle, recycled) = channel::<Chunk>();
+        let (ack, acks) = channel::<Vec<Hash128>>();
+        let acking = deferred.is_some();
         let mut reader = Reader::new(sources, opts.term);
         let reader = std::thread::Builder::new()
             .name("seen-reader".into())
@@ -270,53 +424,138 @@ where
         let writer = std::thread::Builder::new()
             .name("seen-writer".into())
             .spawn_scoped(scope, move || -> Result<()> {
-                for chunk in from_inserter {
+                for mut chunk in from_inserter {
                     if !sink(&chunk)? {
                         return Ok(());
+                    }
+                    if acking {
+                        let _ = ack.send(std::mem::take(&mut chunk.new_keys));
                     }
                     let _ = recycle.send(chunk);
                 }
                 Ok(())
             })
             .context("cannot start the writer thread")?;
+        let signalled = || SIGNALLED.load(Ordering::SeqCst);
         let mut input_error = None;
-        for msg in from_reader {
-            match msg {
-                Ok(mut chunk) => {
-                    let mut failed = None;
-                    for p in &mut chunk.pieces[..chunk.used] {
-                        counts.read += p.hashes.len() as u64;
-                        match mode {
-                            Mode::Insert => match filter.insert_batch(&p.hashes, &mut p.verdicts) {
-                                Ok(n) => counts.new += n,
-                                Err(e) => {
-                                    failed = Some(e);
-                                    break;
-                                }
-                            },
-                            Mode::Lookup => filter.contains_batch(&p.hashes, &mut p.verdicts),
-                        }
-                    }
-                    if let Some(e) = failed {
-                        // The filter could not grow: nothing of this chunk is
-                        // written (the caller reports what was recorded).
-                        input_error = Some(e);
-                        break;
-                    }
-                    if to_writer.send(chunk).is_err() {
-                        break;
-                    }
-                }
+        loop {
+            if signalled() != 0 {
+                break;
+            }
+            let msg = match from_reader.recv_timeout(SIGNAL_POLL) {
+                Ok(msg) => msg,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
+            let mut chunk = match msg {
+                Ok(chunk) => chunk,
                 Err(e) => {
                     input_error = Some(e);
                     break;
                 }
+            };
+            let mut failed = None;
+            match (&mut deferred, mode) {
+                (Some(d), _) => {
+                    if !d.window_open {
+                        if let Err(e) = filter.begin_window() {
+                            input_error = Some(e);
+                            break;
+                        }
+                        d.window_open = true;
+                        d.window_lines = 0;
+                        d.window_start = Instant::now();
+                    }
+                    while let Ok(keys) = acks.try_recv() {
+                        d.in_flight -= 1;
+                        d.acked.extend(keys);
+                    }
+                    let n: usize = chunk.pieces[..chunk.used]
+                        .iter()
+                        .map(|p| p.hashes.len())
+                        .sum();
+                    counts.read += n as u64;
+                    d.window_lines += n as u64;
+                    counts.new += d.judge(filter, &mut chunk);
+                }
+                (None, Mode::Insert) => {
+                    for p in &mut chunk.pieces[..chunk.used] {
+                        counts.read += p.hashes.len() as u64;
+                        match filter.insert_batch(&p.hashes, &mut p.verdicts) {
+                            Ok(n) => counts.new += n,
+                            Err(e) => {
+                                failed = Some(e);
+                                break;
+                            }
+                        }
+                    }
+                }
+                (None, _) => {
+                    for p in &mut chunk.pieces[..chunk.used] {
+                        counts.read += p.hashes.len() as u64;
+                        filter.contains_batch(&p.hashes, &mut p.verdicts);
+                    }
+                }
+            }
+            if let Some(e) = failed {
+                // The filter could not grow: nothing of this chunk is
+                // written (the caller reports what was recorded).
+                input_error = Some(e);
+                break;
+            }
+            let pause = chunk.flush;
+            if to_writer.send(chunk).is_err() {
+                break;
+            }
+            if let Some(d) = &mut deferred {
+                d.in_flight += 1;
+                if pause
+                    || d.window_lines >= d.commit.lines
+                    || d.window_start.elapsed() >= d.commit.every
+                {
+                    // Wait for the writer to finish the window's chunks.
+                    while d.in_flight > 0 {
+                        match acks.recv() {
+                            Ok(keys) => {
+                                d.in_flight -= 1;
+                                d.acked.extend(keys);
+                            }
+                            Err(_) => break, // the writer stopped (its error comes at join)
+                        }
+                    }
+                    if d.in_flight > 0 {
+                        break;
+                    }
+                    if let Err(e) = d.commit(filter) {
+                        input_error = Some(e);
+                        break;
+                    }
+                }
             }
         }
+        // Unblock a reader waiting to hand over a chunk, and let the writer end.
+        drop(from_reader);
         drop(to_writer);
         let written = writer
             .join()
             .map_err(|_| anyhow!("the writer thread panicked"))?;
+        if let Some(d) = &mut deferred {
+            // Everything acknowledged was written out: record it.
+            while let Ok(keys) = acks.try_recv() {
+                d.acked.extend(keys);
+            }
+            if d.window_open {
+                let recorded = d.commit(filter);
+                if input_error.is_none() {
+                    input_error = recorded.err();
+                }
+            }
+        }
+        let sig = signalled();
+        if sig != 0 {
+            filter.interrupted();
+            std::process::exit(128 + sig as i32);
+        }
         reader
             .join()
             .map_err(|_| anyhow!("the reader thread panicked"))?;

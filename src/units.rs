@@ -88,6 +88,41 @@ pub fn parse_fraction(s: &str) -> Result<f64, String> {
     }
 }
 
+/// How often `dedup -f` records what it has printed: every so many lines, or
+/// every so much time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Every {
+    /// At most this many lines per commit window.
+    Lines(u64),
+    /// At most this long per commit window.
+    Time(std::time::Duration),
+}
+
+/// Parses `--commit-every`: a duration (`500ms`, `2s`, `1m`) or a line count
+/// (`100000`, `1M`).
+///
+/// # Errors
+/// A message with the accepted forms.
+pub fn parse_every(s: &str) -> Result<Every, String> {
+    let t = s.trim();
+    let bad = || format!("`{s}` is not a duration or a line count: use e.g. 2s, 500ms, 1m or 100k");
+    for (suffix, ms) in [("ms", 1u64), ("s", 1000), ("m", 60_000)] {
+        if let Some(n) = t.strip_suffix(suffix) {
+            let v: f64 = n.trim().parse().map_err(|_| bad())?;
+            if !(v.is_finite() && v > 0.0 && v * ms as f64 <= 86_400_000.0) {
+                return Err(bad());
+            }
+            return Ok(Every::Time(std::time::Duration::from_micros(
+                (v * ms as f64 * 1000.0).round() as u64,
+            )));
+        }
+    }
+    match parse_count(t) {
+        Ok(n) => Ok(Every::Lines(n)),
+        Err(_) => Err(bad()),
+    }
+}
+
 /// Parses a seed: decimal or `0x` hexadecimal, 64 bits.
 ///
 /// # Errors
@@ -150,6 +185,26 @@ mod tests {
             "0", "1", "-0.1", "nan", "NaN", "inf", "1e-16", "2", "100%", "x", "",
         ] {
             assert!(parse_fpp(s).is_err(), "{s}");
+        }
+    }
+
+    #[test]
+    fn commit_intervals() {
+        use std::time::Duration;
+        assert_eq!(parse_every("2s"), Ok(Every::Time(Duration::from_secs(2))));
+        assert_eq!(
+            parse_every("500ms"),
+            Ok(Every::Time(Duration::from_millis(500)))
+        );
+        assert_eq!(parse_every("1m"), Ok(Every::Time(Duration::from_secs(60))));
+        assert_eq!(
+            parse_every("0.5s"),
+            Ok(Every::Time(Duration::from_millis(500)))
+        );
+        assert_eq!(parse_every("100k"), Ok(Every::Lines(100_000)));
+        assert_eq!(parse_every("1M"), Ok(Every::Lines(1_000_000)));
+        for s in ["0s", "-1s", "xs", "", "0", "2d", "nan s"] {
+            assert!(parse_every(s).is_err(), "{s}");
         }
     }
 

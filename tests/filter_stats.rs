@@ -8,6 +8,7 @@ use seen::filter::sizing::{Plan, blocked_fpp, plan, plan_with_spread};
 use seen::filter::{self, BatchFilter};
 use seen::hash::{DEFAULT_SEED, hash};
 use seen::input::Source;
+use seen::pipeline::Mode;
 use seen::pipeline::Options;
 
 mod common;
@@ -177,6 +178,7 @@ fn run_dedup_with(
         opts,
         &mut filter,
         keep == Keep::Repeated,
+        Mode::Insert,
         &mut out,
     )
     .unwrap();

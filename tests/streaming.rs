@@ -3,6 +3,7 @@
 //! while its input is still open, as `grep -q` does. Each wait is bounded, so a
 //! regression fails the test instead of hanging it.
 
+use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -200,20 +201,20 @@ fn filter_too_large_for_the_disk_is_an_error() {
 }
 
 /// A persistent filter that cannot grow (here: the file-size limit) stops the
-/// run with exit 2 and a message, and stays a valid filter holding every line the
-/// run printed; a later run without the limit goes on growing it.
+/// run with exit 2 and a message, and stays a valid filter; nothing is lost: a
+/// later run without the limit prints every line the first run did not.
 #[test]
 fn growth_past_the_file_size_limit_is_an_error_and_keeps_the_file_valid() {
     let dir = tmp();
-    let input: String = (0..200_000)
-        .map(|i| format!("https://x.org/{i}\n"))
-        .collect();
+    let n = 200_000;
+    let input: String = (0..n).map(|i| format!("https://x.org/{i}\n")).collect();
     common::write(&dir, "in.txt", input.as_bytes());
     let bin = assert_cmd::cargo::cargo_bin!("seen");
     let out = Command::new("bash")
         .arg("-c")
         .arg(format!(
-            "trap '' XFSZ; ulimit -f 200; SEEN_CHUNK_BYTES=65536 exec '{}' dedup -n 1000 -p 1e-3 -f g.seen in.txt",
+            "trap '' XFSZ; ulimit -f 200; SEEN_CHUNK_BYTES=65536 exec '{}' dedup -n 1000 -p 1e-3 \
+             --commit-every 10k -f g.seen in.txt",
             bin.display()
         ))
         .current_dir(dir.path())
@@ -225,9 +226,8 @@ fn growth_past_the_file_size_limit_is_an_error_and_keeps_the_file_valid() {
         err.contains("cannot add layer") && err.contains("no room"),
         "{err}"
     );
-    let printed = out.stdout.iter().filter(|&&b| b == b'\n').count();
-    assert!(printed > 10_000 && printed < 200_000, "{printed}");
-    common::write(&dir, "printed.txt", &out.stdout);
+    let first: HashSet<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
+    assert!(first.len() > 10_000 && first.len() < n, "{}", first.len());
     let run = |args: &[&str]| seen().args(args).current_dir(dir.path()).output().unwrap();
     let stats = run(&["stats", "--json", "g.seen"]);
     assert!(
@@ -235,12 +235,7 @@ fn growth_past_the_file_size_limit_is_an_error_and_keeps_the_file_valid() {
         "{}",
         String::from_utf8_lossy(&stats.stderr)
     );
-    let q = run(&["query", "-c", "g.seen", "-f", "printed.txt"]);
-    assert_eq!(
-        String::from_utf8_lossy(&q.stdout).trim(),
-        printed.to_string()
-    );
-    // Without the limit the same filter grows on; nothing printed before comes back.
+    // Without the limit the same filter grows on.
     let again = run(&["dedup", "-f", "g.seen", "in.txt"]);
     assert!(
         again.status.success(),
@@ -248,9 +243,13 @@ fn growth_past_the_file_size_limit_is_an_error_and_keeps_the_file_valid() {
         String::from_utf8_lossy(&again.stderr)
     );
     let again = String::from_utf8_lossy(&again.stdout).into_owned();
-    let before: std::collections::HashSet<&str> =
-        std::str::from_utf8(&out.stdout).unwrap().lines().collect();
-    assert!(again.lines().all(|l| !before.contains(l)));
+    let union: HashSet<&str> = first.iter().copied().chain(again.lines()).collect();
+    // Lost = neither printed: only false positives (p = 1e-3: ~200 expected).
+    assert!(
+        union.len() >= n - 1000,
+        "{} of {n} lines printed",
+        union.len()
+    );
 }
 
 /// Filter paths that are symbolic links are written through (as `sort -o`

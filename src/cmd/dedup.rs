@@ -7,12 +7,27 @@ use crate::filter::BatchFilter;
 use crate::hash::DEFAULT_SEED;
 use crate::input::sources;
 use crate::output::stdout;
-use crate::pipeline::{Chunk, Mode, Options, run as pipeline};
+use crate::pipeline::{Chunk, Commit, Mode, Options, run as pipeline};
+use crate::units::Every;
 use anyhow::Context;
 use anyhow::Result;
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
+use std::time::Duration;
+
+/// Lines per commit window of `dedup -f` by default.
+pub const DEFAULT_COMMIT_LINES: u64 = 1_000_000;
+/// Time per commit window of `dedup -f` by default.
+pub const DEFAULT_COMMIT_TIME: Duration = Duration::from_secs(1);
+
+/// Whether standard output is a regular file (its data must be synced before the
+/// lines it holds are recorded).
+fn stdout_is_file() -> bool {
+    rustix::fs::fstat(std::io::stdout())
+        .map(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file())
+        .unwrap_or(false)
+}
 
 /// Runs `seen dedup`.
 ///
@@ -37,7 +52,8 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
             spec.growth = None;
         }
         let mut f = MemFilter::with_spec(&spec, DEFAULT_SEED)?;
-        let (read, new, written) = dedup(&sources, opts, &mut f, a.repeated, &mut out)?;
+        let (read, new, written) =
+            dedup(&sources, opts, &mut f, a.repeated, Mode::Insert, &mut out)?;
         if a.summary {
             Summary::new(read, new, Some(written), &[], f.header()).print();
         }
@@ -53,22 +69,28 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
     }
     let mut f = WriteFilter::open(path)?;
     let before = layer_counts(f.header());
-    let result = dedup(&sources, opts, &mut f, a.repeated, &mut out);
+    let commit = Commit {
+        lines: match a.commit_every {
+            Some(Every::Lines(n)) => n,
+            Some(Every::Time(_)) => u64::MAX,
+            None => DEFAULT_COMMIT_LINES,
+        },
+        every: match a.commit_every {
+            Some(Every::Time(t)) => t,
+            Some(Every::Lines(_)) => Duration::MAX,
+            None => DEFAULT_COMMIT_TIME,
+        },
+        sync_output: stdout_is_file(),
+    };
+    // With --repeated, the lines printed are the ones already seen: the new
+    // ones are never printed, so nothing waits for the output.
+    let mode = if a.repeated {
+        Mode::Insert
+    } else {
+        Mode::Deferred(commit)
+    };
+    let result = dedup(&sources, opts, &mut f, a.repeated, mode, &mut out);
     f.commit()?;
-    let recorded = f
-        .header()
-        .inserts()
-        .saturating_sub(before.iter().fold(0u64, |a, b| a.saturating_add(*b)));
-    if result.is_err() && !a.repeated && recorded > 0 {
-        // Until crash-safe commits exist (issue 5), say what may be lost: lines
-        // are recorded as they are judged, ahead of the output.
-        eprintln!(
-            "seen: warning: this run recorded {recorded} new lines in {} but its output \
-             failed before all of them were written; those not written will not be \
-             printed by later runs: rerun this input without -f to recover them",
-            path.display()
-        );
-    }
     let (read, new, written) = result?;
     if a.summary {
         Summary::new(read, new, Some(written), &before, f.header()).print();
@@ -87,17 +109,18 @@ pub fn dedup<B: BatchFilter, W: Write + Send>(
     opts: Options,
     filter: &mut B,
     repeated: bool,
+    mode: Mode,
     out: &mut W,
 ) -> Result<(u64, u64, u64)> {
     let mut written = 0u64;
-    let counts = pipeline(sources, opts, filter, Mode::Insert, |c: &Chunk| {
+    let counts = pipeline(sources, opts, filter, mode, |c: &Chunk| {
         c.for_each_run(repeated, |bytes, n| {
             written += n;
             out.write_all(bytes).context("cannot write output")
         })?;
-        if c.wants_flush() {
-            out.flush().context("cannot write output")?;
-        }
+        // Every chunk goes to the kernel before the next: a deferred pipeline
+        // records it only then, and a signal ends the run after it.
+        out.flush().context("cannot write output")?;
         Ok(true)
     })?;
     out.flush().context("cannot write output")?;

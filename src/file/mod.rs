@@ -13,7 +13,6 @@ use anyhow::{Context, Result, bail};
 use format::{FLAG_DIRTY, HEADER_LEN, Header, LayerEntry, VERSION_MINOR};
 use memmap2::{Mmap, MmapMut, MmapOptions};
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::Read;
 use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -107,10 +106,10 @@ fn open_locked(path: &Path, write: bool) -> Result<File> {
 }
 
 /// Reads and validates the header of an open file.
-fn read_header(mut file: &File, path: &Path) -> Result<Header> {
+fn read_header(file: &File, path: &Path) -> Result<Header> {
     let len = file.metadata()?.len();
     let mut buf = vec![0u8; HEADER_LEN.min(len as usize)];
-    file.read_exact(&mut buf)
+    file.read_exact_at(&mut buf, 0)
         .with_context(|| format!("cannot read {}", path.display()))?;
     Header::decode(&buf, len).with_context(|| format!("{} is not a usable filter", path.display()))
 }
@@ -128,7 +127,8 @@ fn warn_dirty(header: &Header, path: &Path) {
     if header.is_dirty() {
         eprintln!(
             "seen: warning: {} was not closed cleanly (a run was killed or crashed); \
-             its bits are valid but its insert counter may be low",
+             its bits are valid but its insert counters may be low (a writer recounts \
+             them from the bits)",
             path.display()
         );
     }
@@ -434,45 +434,122 @@ fn reserve(file: &File, offset: u64, len: u64) -> std::io::Result<()> {
 }
 
 /// A filter file opened for writing under an exclusive lock. The dirty flag is
-/// set on open and cleared by [`WriteFilter::commit`].
+/// set while the lock is held and cleared when counters are written back
+/// ([`WriteFilter::commit`], or the end of each commit window).
 pub struct WriteFilter {
     path: PathBuf,
     file: File,
     layers: Layers,
+    /// Whether this process holds the exclusive lock now.
+    locked: bool,
 }
 
 impl WriteFilter {
     /// Opens, locks (exclusive) and validates a filter file, then marks it dirty.
+    /// A file found dirty gets its counters recounted from the bits.
     ///
     /// # Errors
     /// When the file cannot be opened, locked or written, or is not a valid filter.
     pub fn open(path: &Path) -> Result<WriteFilter> {
-        let (file, mut header) = open_checked(path, true)?;
-        if file.metadata()?.len() > header.file_len() {
-            // Left by a run that crashed while adding a layer (decode accepts it
-            // only in a dirty file).
-            file.set_len(header.file_len())
-                .with_context(|| format!("cannot truncate {}", path.display()))?;
-        }
-        let maps = header
-            .layers
-            .iter()
-            .map(|l| map_write(&file, path, l))
-            .collect::<Result<_>>()?;
-        header.flags |= FLAG_DIRTY;
-        write_header(&file, path, &header)?;
-        file.sync_data()
-            .with_context(|| format!("cannot sync {}", path.display()))?;
-        Ok(WriteFilter {
+        let (file, header) = open_checked(path, true)?;
+        let mut w = WriteFilter {
             path: path.to_path_buf(),
             file,
             layers: Layers {
-                header,
-                maps,
+                header: header.clone(),
+                maps: vec![],
                 name: path.display().to_string(),
                 warned: 0,
             },
-        })
+            locked: true,
+        };
+        w.adopt(header)?;
+        w.mark_dirty()?;
+        Ok(w)
+    }
+
+    /// Takes `header` (just read from the file, under the lock) as the current
+    /// state: cuts off what an interrupted growth left, maps layers added since,
+    /// and recounts counters if a writer died with the file dirty.
+    fn adopt(&mut self, mut header: Header) -> Result<()> {
+        let path = &self.path;
+        if self.file.metadata()?.len() > header.file_len() {
+            // Left by a run that crashed while adding a layer (decode accepts it
+            // only in a dirty file).
+            self.file
+                .set_len(header.file_len())
+                .with_context(|| format!("cannot truncate {}", path.display()))?;
+        }
+        let mapped = self.layers.maps.len();
+        if header.layers.len() < mapped
+            || header.layers[..mapped]
+                != self.layers.header.layers[..mapped]
+                    .iter()
+                    .zip(&header.layers)
+                    .map(|(mine, theirs)| LayerEntry {
+                        inserts: theirs.inserts,
+                        ..*mine
+                    })
+                    .collect::<Vec<_>>()[..]
+        {
+            bail!(
+                "{} was rewritten by something other than seen during this run; \
+                 its new contents were not used",
+                path.display()
+            );
+        }
+        for l in &header.layers[mapped..] {
+            let map = map_write(&self.file, path, l)?;
+            self.layers.maps.push(map);
+        }
+        if header.is_dirty() {
+            for (l, bits) in header.layers.iter_mut().zip(&self.layers.maps) {
+                let est = filter::occupancy(bits, &l.layout).estimated_items.round() as u64;
+                l.inserts = l.inserts.max(est);
+            }
+        }
+        self.layers.header = header;
+        Ok(())
+    }
+
+    fn mark_dirty(&mut self) -> Result<()> {
+        self.layers.header.flags |= FLAG_DIRTY;
+        write_header(&self.file, &self.path, &self.layers.header)?;
+        self.file
+            .sync_data()
+            .with_context(|| format!("cannot sync {}", self.path.display()))
+    }
+
+    /// Takes the lock again after a window released it, and picks up what other
+    /// processes committed meanwhile.
+    fn relock(&mut self) -> Result<()> {
+        if self.locked {
+            return Ok(());
+        }
+        self.file
+            .lock()
+            .with_context(|| format!("cannot lock {}", self.path.display()))?;
+        self.locked = true;
+        let ours = self.file.metadata()?;
+        match std::fs::metadata(&self.path) {
+            Ok(now) if now.ino() == ours.ino() && now.dev() == ours.dev() => {}
+            _ => bail!(
+                "{} was replaced or removed by another process during this run; \
+                 the lines judged since were recorded in the old file: rerun them",
+                self.path.display()
+            ),
+        }
+        let header = read_header(&self.file, &self.path)?;
+        warn_dirty(&header, &self.path);
+        self.adopt(header)
+    }
+
+    /// Writes the header with the dirty flag cleared and the time updated.
+    fn write_clean(&mut self) -> Result<()> {
+        let h = &mut self.layers.header;
+        h.flags &= !FLAG_DIRTY;
+        h.updated = now();
+        write_header(&self.file, &self.path, h)
     }
 
     /// The header as it will be committed.
@@ -485,14 +562,12 @@ impl WriteFilter {
     /// # Errors
     /// When the data or header cannot be written back (disk full, I/O error).
     pub fn commit(&mut self) -> Result<()> {
+        self.relock()?;
         for m in &self.layers.maps {
             m.flush()
                 .with_context(|| format!("cannot write {} back to disk", self.path.display()))?;
         }
-        let h = &mut self.layers.header;
-        h.flags &= !FLAG_DIRTY;
-        h.updated = now();
-        write_header(&self.file, &self.path, h)?;
+        self.write_clean()?;
         self.file
             .sync_data()
             .with_context(|| format!("cannot sync {}", self.path.display()))
@@ -516,6 +591,29 @@ impl BatchFilter for WriteFilter {
             write_header(file, path, h)?;
             Ok(map)
         })
+    }
+
+    fn begin_window(&mut self) -> Result<()> {
+        if !self.locked {
+            self.relock()?;
+            self.mark_dirty()?;
+        }
+        Ok(())
+    }
+
+    fn end_window(&mut self) -> Result<()> {
+        self.write_clean()?;
+        self.file
+            .unlock()
+            .with_context(|| format!("cannot unlock {}", self.path.display()))?;
+        self.locked = false;
+        Ok(())
+    }
+
+    fn interrupted(&mut self) {
+        if let Err(e) = self.commit() {
+            eprintln!("seen: error: {e:#}");
+        }
     }
 }
 
@@ -672,6 +770,11 @@ impl NewFilter {
 impl BatchFilter for NewFilter {
     fn seed(&self) -> u64 {
         self.layers.header.seed
+    }
+
+    fn interrupted(&mut self) {
+        // The process exits without running destructors: remove it now.
+        let _ = std::fs::remove_file(self.tmp.path());
     }
 
     fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>) {

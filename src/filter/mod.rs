@@ -245,6 +245,29 @@ pub trait BatchFilter {
     /// When the filter had to grow (add a layer) and could not, e.g. no disk
     /// space; the keys before that point are inserted and `out` covers them.
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> anyhow::Result<u64>;
+
+    /// Starts a commit window (see `pipeline::Mode::Deferred`): a shared,
+    /// persistent filter takes its lock and picks up what other processes
+    /// committed. Nothing for other filters.
+    ///
+    /// # Errors
+    /// When the lock cannot be taken or the file has become unusable.
+    fn begin_window(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    /// Ends a commit window: counters written, lock released.
+    ///
+    /// # Errors
+    /// When the header cannot be written.
+    fn end_window(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    /// The run was interrupted by a signal and the process is about to exit:
+    /// leave the filter in a valid state (commit counters, or remove an
+    /// unfinished temporary file).
+    fn interrupted(&mut self) {}
 }
 
 /// How many keys ahead [`insert_batch`] and [`contains_batch`] prefetch. On the
