@@ -325,18 +325,37 @@ impl Deferred {
         new
     }
 
+    /// Takes the keys of a chunk the writer has handed to the kernel. Unless
+    /// the output must be synced first, they are recorded at once (so the
+    /// pending set stays a few chunks small).
+    fn written<B: BatchFilter>(&mut self, filter: &mut B, keys: Vec<Hash128>) -> Result<()> {
+        self.in_flight -= 1;
+        if self.commit.sync_output {
+            self.acked.extend(keys);
+            return Ok(());
+        }
+        self.record(filter, &keys)
+    }
+
+    fn record<B: BatchFilter>(&mut self, filter: &mut B, keys: &[Hash128]) -> Result<()> {
+        let mut scratch = Vec::new();
+        filter.insert_batch(keys, &mut scratch)?;
+        for k in keys {
+            self.pending.remove(&key128(*k));
+        }
+        Ok(())
+    }
+
     /// Records what has been written (after syncing the output when asked)
     /// and ends the window.
     fn commit<B: BatchFilter>(&mut self, filter: &mut B) -> Result<()> {
-        if self.commit.sync_output {
+        if !self.acked.is_empty() {
             rustix::fs::fdatasync(std::io::stdout())
                 .map_err(std::io::Error::from)
                 .context("cannot sync standard output before recording its lines")?;
+            let acked = std::mem::take(&mut self.acked);
+            self.record(filter, &acked)?;
         }
-        let mut scratch = Vec::new();
-        filter.insert_batch(&self.acked, &mut scratch)?;
-        self.acked.clear();
-        self.pending.clear();
         self.window_open = false;
         filter.end_window()
     }
@@ -467,8 +486,9 @@ where
                         d.window_start = Instant::now();
                     }
                     while let Ok(keys) = acks.try_recv() {
-                        d.in_flight -= 1;
-                        d.acked.extend(keys);
+                        if let Err(e) = d.written(filter, keys) {
+                            failed = Some(e);
+                        }
                     }
                     let n: usize = chunk.pieces[..chunk.used]
                         .iter()
@@ -517,13 +537,15 @@ where
                     while d.in_flight > 0 {
                         match acks.recv() {
                             Ok(keys) => {
-                                d.in_flight -= 1;
-                                d.acked.extend(keys);
+                                if let Err(e) = d.written(filter, keys) {
+                                    input_error = Some(e);
+                                    break;
+                                }
                             }
                             Err(_) => break, // the writer stopped (its error comes at join)
                         }
                     }
-                    if d.in_flight > 0 {
+                    if d.in_flight > 0 || input_error.is_some() {
                         break;
                     }
                     if let Err(e) = d.commit(filter) {
@@ -542,7 +564,9 @@ where
         if let Some(d) = &mut deferred {
             // Everything acknowledged was written out: record it.
             while let Ok(keys) = acks.try_recv() {
-                d.acked.extend(keys);
+                if let Err(e) = d.written(filter, keys) {
+                    input_error.get_or_insert(e);
+                }
             }
             if d.window_open {
                 let recorded = d.commit(filter);

@@ -512,12 +512,12 @@ impl WriteFilter {
         Ok(())
     }
 
+    /// Sets the dirty flag in the file. Not synced: the flag is for the next
+    /// process (a killed run leaves the page cache intact); syncing here would
+    /// also write back every bit changed since the last window.
     fn mark_dirty(&mut self) -> Result<()> {
         self.layers.header.flags |= FLAG_DIRTY;
-        write_header(&self.file, &self.path, &self.layers.header)?;
-        self.file
-            .sync_data()
-            .with_context(|| format!("cannot sync {}", self.path.display()))
+        write_header(&self.file, &self.path, &self.layers.header)
     }
 
     /// Takes the lock again after a window released it, and picks up what other
