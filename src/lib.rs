@@ -3,7 +3,7 @@
 //! modules; the library exists so benchmarks and tests can reach the core.
 //!
 //! Arrows point one way: `cmd` → `pipeline` → `filter`, `cmd` → `file` → `filter`,
-//! and `hash`, `input`, `output`, `units` are leaves.
+//! and `hash`, `input`, `output`, `signals`, `units` are leaves.
 
 pub mod cli;
 pub mod cmd;
@@ -13,4 +13,5 @@ pub mod hash;
 pub mod input;
 pub mod output;
 pub mod pipeline;
+pub mod signals;
 pub mod units;

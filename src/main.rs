@@ -3,11 +3,15 @@
 //! maps errors to `seen: error: …` and exit status 2.
 
 use clap::Parser;
-use seen::{cli, cmd, output};
+use seen::{cli, cmd, output, signals};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    if matches!(cli.command, cli::Command::Build(_) | cli::Command::Dedup(_)) {
+        // Runs that write a filter stop at a safe point on SIGINT/SIGTERM.
+        signals::catch();
+    }
     let result = match cli.command {
         cli::Command::Build(a) => cmd::build::run(a),
         cli::Command::Query(a) => cmd::query::run(a),
@@ -18,6 +22,8 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        // Interrupted before anything needed saving (e.g. waiting for a lock).
+        Err(_) if signals::received() != 0 => ExitCode::from(128 + signals::received() as u8),
         Err(e) => {
             eprintln!("seen: error: {e:#}");
             ExitCode::from(2)

@@ -21,10 +21,8 @@ use crate::hash::{Hash128, hash};
 use crate::input::{Reader, Source};
 use anyhow::{Context, Result, anyhow};
 use rayon::prelude::*;
-use signal_hook::consts::{SIGINT, SIGTERM};
 use std::collections::HashSet;
 use std::hash::BuildHasherDefault;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, channel, sync_channel};
 use std::time::{Duration, Instant};
 
@@ -246,25 +244,6 @@ pub struct Commit {
 /// How often the inserter looks for a signal while waiting for input.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
-/// SIGINT or SIGTERM received during a run (0: none).
-static SIGNALLED: AtomicUsize = AtomicUsize::new(0);
-
-/// From now on, SIGINT and SIGTERM stop the pipeline cleanly instead of
-/// killing the process: see [`run`].
-fn catch_signals() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        for sig in [SIGINT, SIGTERM] {
-            // SAFETY: the handler only stores to an atomic (async-signal-safe).
-            let _ = unsafe {
-                signal_hook::low_level::register(sig, move || {
-                    SIGNALLED.store(sig as usize, Ordering::SeqCst);
-                })
-            };
-        }
-    });
-}
-
 /// The exact set of keys judged new but not yet recorded: the key's own 128
 /// bits are already uniformly random, so the set hashes them with nothing more
 /// than a fold.
@@ -388,7 +367,7 @@ where
     let seed = filter.seed();
     let mut counts = Counts::default();
     if mode != Mode::Lookup {
-        catch_signals();
+        crate::signals::catch();
     }
     let mut deferred = match mode {
         Mode::Deferred(commit) => Some(Deferred {
@@ -455,7 +434,7 @@ where
                 Ok(())
             })
             .context("cannot start the writer thread")?;
-        let signalled = || SIGNALLED.load(Ordering::SeqCst);
+        let signalled = crate::signals::received;
         let mut input_error = None;
         loop {
             if signalled() != 0 {

@@ -52,34 +52,48 @@ fn map_write(file: &File, path: &Path, l: &LayerEntry) -> Result<MmapMut> {
     .with_context(|| format!("cannot memory-map {} for writing", path.display()))
 }
 
-/// Takes a shared or exclusive `flock`, saying on stderr when it has to wait.
+/// How long to wait for a lock before saying so on stderr (processes sharing a
+/// filter take short turns by design; only a long wait is news).
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Takes a shared or exclusive `flock`, saying on stderr when it has waited
+/// [`LOCK_PATIENCE`]. SIGINT/SIGTERM (when caught) end the wait with an error.
 fn lock(file: &File, path: &Path, exclusive: bool) -> Result<()> {
-    let tried = if exclusive {
-        file.try_lock()
-    } else {
-        file.try_lock_shared()
-    };
-    match tried {
-        Ok(()) => Ok(()),
-        Err(TryLockError::WouldBlock) => {
-            eprintln!(
-                "seen: waiting for {} lock on {} (another process is using it)",
-                if exclusive {
-                    "an exclusive"
-                } else {
-                    "a shared"
-                },
-                path.display()
-            );
-            if exclusive {
-                file.lock()
-            } else {
-                file.lock_shared()
+    let start = std::time::Instant::now();
+    let mut said = false;
+    loop {
+        let tried = if exclusive {
+            file.try_lock()
+        } else {
+            file.try_lock_shared()
+        };
+        match tried {
+            Ok(()) => return Ok(()),
+            Err(TryLockError::WouldBlock) => {
+                if crate::signals::received() != 0 {
+                    bail!(
+                        "interrupted while waiting for the lock on {}",
+                        path.display()
+                    );
+                }
+                if !said && start.elapsed() >= LOCK_PATIENCE {
+                    eprintln!(
+                        "seen: waiting for {} lock on {} (another process is using it)",
+                        if exclusive {
+                            "an exclusive"
+                        } else {
+                            "a shared"
+                        },
+                        path.display()
+                    );
+                    said = true;
+                }
+                // flock has no timeout: poll (a few hundred times a second at most).
+                std::thread::sleep(std::time::Duration::from_millis(3));
             }
-            .with_context(|| format!("cannot lock {}", path.display()))
-        }
-        Err(TryLockError::Error(e)) => {
-            Err(e).with_context(|| format!("cannot lock {}", path.display()))
+            Err(TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("cannot lock {}", path.display()));
+            }
         }
     }
 }
@@ -526,9 +540,8 @@ impl WriteFilter {
         if self.locked {
             return Ok(());
         }
-        self.file
-            .lock()
-            .with_context(|| format!("cannot lock {}", self.path.display()))?;
+        // SIGINT/SIGTERM end the wait: nothing is pending between windows.
+        lock(&self.file, &self.path, true)?;
         self.locked = true;
         let ours = self.file.metadata()?;
         match std::fs::metadata(&self.path) {
@@ -611,7 +624,10 @@ impl BatchFilter for WriteFilter {
     }
 
     fn interrupted(&mut self) {
-        if let Err(e) = self.commit() {
+        // Between windows everything is recorded and counted already.
+        if self.locked
+            && let Err(e) = self.commit()
+        {
             eprintln!("seen: error: {e:#}");
         }
     }

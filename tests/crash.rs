@@ -1,0 +1,489 @@
+//! Breaking things on purpose (issue 5): SIGKILL at random moments, several
+//! processes on one filter file, SIGINT/SIGTERM, and corrupted filter files.
+//!
+//! Sizes are small enough for the suite; `scripts/kill-harness.sh` and
+//! `scripts/fuzz-files.sh` run the same tests with many more trials
+//! (`SEEN_KILL_TRIALS`, `SEEN_FUZZ_CASES`) and print the tallies. Fixed seeds;
+//! nothing sleeps: a kill happens after reading a chosen number of output bytes.
+
+use std::collections::HashSet;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+mod common;
+use common::{Rng, tmp, write};
+
+fn bin() -> std::path::PathBuf {
+    assert_cmd::cargo::cargo_bin!("seen").to_path_buf()
+}
+
+fn env_count(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Lines `0..n` of a URL-like universe, each repeated a few times, shuffled.
+fn input(n: u64, rng: &mut Rng) -> (Vec<u8>, HashSet<Vec<u8>>) {
+    let mut lines: Vec<Vec<u8>> = Vec::new();
+    for i in 0..n {
+        let l = format!("https://site-{}.example/{i}/page", i % 97).into_bytes();
+        for _ in 0..1 + rng.below(3) {
+            lines.push(l.clone());
+        }
+    }
+    for i in (1..lines.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        lines.swap(i, j);
+    }
+    let distinct = lines.iter().cloned().collect();
+    let mut data = Vec::new();
+    for l in &lines {
+        data.extend_from_slice(l);
+        data.push(b'\n');
+    }
+    (data, distinct)
+}
+
+fn lines_of(out: &[u8]) -> Vec<Vec<u8>> {
+    out.split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+/// Runs `seen ARGS` with stdout piped; after `kill_after` bytes of output (if
+/// it gets that far) sends SIGKILL; returns everything it wrote and whether it
+/// was killed.
+fn run_killed(dir: &Path, args: &[&str], kill_after: usize) -> (Vec<u8>, bool) {
+    let mut child = Command::new(bin())
+        .current_dir(dir)
+        .env("SEEN_CHUNK_BYTES", "65536")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    while out.len() < kill_after {
+        let want = buf.len().min(kill_after - out.len());
+        match stdout.read(&mut buf[..want]) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let killed = out.len() == kill_after;
+    if killed {
+        let _ = child.kill();
+    }
+    // What the process wrote before it died is still in the pipe.
+    stdout.read_to_end(&mut out).unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    if !killed {
+        assert_eq!(status.code(), Some(0), "{args:?}: {err}");
+    }
+    assert!(!err.contains("panicked"), "{err}");
+    (out, killed)
+}
+
+/// Invariant 3: SIGKILL at any moment never loses a line. Each trial feeds the
+/// same input to `dedup -f` runs killed after a random number of output bytes,
+/// then one run to completion; together they must print every distinct line
+/// (false positives aside: at p = 1e-9 the budget is 0) and no run prints a
+/// line twice.
+#[test]
+fn sigkill_at_random_moments_loses_no_line() {
+    let trials = env_count("SEEN_KILL_TRIALS", 16);
+    let mut rng = Rng(0x5EED_C0DE);
+    let (data, distinct) = input(40_000, &mut rng);
+    let total_out: usize = distinct.iter().map(|l| l.len() + 1).sum();
+    let expected_fp = distinct.len() as f64 * 1e-9;
+    let budget = (expected_fp + 3.0 * expected_fp.sqrt()).floor() as usize;
+    let (mut kills, mut lost_total, mut reemitted) = (0u64, 0usize, 0usize);
+    for trial in 0..trials {
+        let d = tmp();
+        write(&d, "in.txt", &data);
+        let mut printed: Vec<Vec<u8>> = Vec::new();
+        for _ in 0..3 {
+            // Anywhere from the first byte to past the end of the output.
+            let at = rng.below(total_out as u64 * 11 / 10) as usize;
+            let (out, killed) = run_killed(
+                d.path(),
+                &[
+                    "dedup",
+                    "-p",
+                    "1e-9",
+                    "-n",
+                    "20k",
+                    "--commit-every",
+                    "3k",
+                    "-f",
+                    "f.seen",
+                    "in.txt",
+                ],
+                at,
+            );
+            kills += u64::from(killed);
+            let run = lines_of(&out);
+            let unique: HashSet<&Vec<u8>> = run.iter().collect();
+            assert_eq!(
+                unique.len(),
+                run.len(),
+                "trial {trial}: a run printed a line twice"
+            );
+            printed.extend(run);
+        }
+        let (out, _) = run_killed(
+            d.path(),
+            &["dedup", "-f", "f.seen", "in.txt"],
+            usize::MAX >> 1,
+        );
+        printed.extend(lines_of(&out));
+        let union: HashSet<&Vec<u8>> = printed.iter().collect();
+        assert!(union.iter().all(|l| distinct.contains(*l)));
+        let lost = distinct.len() - union.len();
+        lost_total += lost;
+        reemitted += printed.len() - union.len();
+        assert!(
+            lost <= budget,
+            "trial {trial}: {lost} lines never printed (false-positive budget {budget})"
+        );
+    }
+    println!(
+        "kill harness: {trials} trials, {kills} runs killed, {lost_total} lines lost, \
+         {reemitted} lines re-emitted after a kill"
+    );
+    assert!(kills >= trials, "too few runs were killed to test anything");
+}
+
+/// Invariant 5: several processes on one filter file, overlapping inputs:
+/// every distinct line printed exactly once over all of them.
+#[test]
+fn concurrent_writers_print_each_line_exactly_once() {
+    let d = tmp();
+    let mut rng = Rng(77);
+    let universe: Vec<String> = (0..150_000).map(|i| format!("u{i}")).collect();
+    let procs = 4;
+    let mut all_inputs = HashSet::new();
+    for p in 0..procs {
+        // Each process gets about 60 % of the universe, in its own order.
+        let mut mine: Vec<&String> = universe.iter().filter(|_| rng.below(10) < 6).collect();
+        for i in (1..mine.len()).rev() {
+            let j = rng.below(i as u64 + 1) as usize;
+            mine.swap(i, j);
+        }
+        all_inputs.extend(mine.iter().map(|s| s.as_str().to_owned()));
+        let text: String = mine.iter().map(|s| format!("{s}\n")).collect();
+        write(&d, &format!("in{p}.txt"), text.as_bytes());
+    }
+    // Create the filter first so the processes do not race to create it.
+    write(&d, "empty.txt", b"");
+    let st = Command::new(bin())
+        .current_dir(d.path())
+        .args([
+            "dedup",
+            "-n",
+            "200k",
+            "-p",
+            "1e-9",
+            "-f",
+            "f.seen",
+            "empty.txt",
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let children: Vec<_> = (0..procs)
+        .map(|p| {
+            Command::new(bin())
+                .current_dir(d.path())
+                .env("SEEN_CHUNK_BYTES", "8192")
+                .args(["dedup", "--commit-every", "2k", "-f", "f.seen"])
+                .arg(format!("in{p}.txt"))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    // Read every output at once: a process blocked on a full pipe holds the
+    // lock for its window, as it must (its judged lines are not recorded yet).
+    let readers: Vec<_> = children
+        .into_iter()
+        .map(|c| std::thread::spawn(move || c.wait_with_output().unwrap()))
+        .collect();
+    let mut printed: Vec<String> = Vec::new();
+    for r in readers {
+        let o = r.join().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        printed.extend(
+            String::from_utf8(o.stdout)
+                .unwrap()
+                .lines()
+                .map(String::from),
+        );
+    }
+    let union: HashSet<&String> = printed.iter().collect();
+    println!(
+        "{procs} concurrent writers: {} lines printed, {} distinct, {} inputs distinct",
+        printed.len(),
+        union.len(),
+        all_inputs.len()
+    );
+    assert_eq!(
+        printed.len(),
+        union.len(),
+        "a line was printed by two processes"
+    );
+    assert_eq!(union.len(), all_inputs.len(), "a line was lost");
+}
+
+/// Runs `seen ARGS` reading stdin from a pipe we hold; writes `lines`, reads
+/// `expect` lines of output (so they have been judged and written), then sends
+/// `sig` and returns the exit code and stderr.
+fn signal_midway(dir: &Path, args: &[&str], lines: &str, expect: usize, sig: i32) -> (i32, String) {
+    let mut child = Command::new(bin())
+        .current_dir(dir)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(lines.as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while got.iter().filter(|&&b| b == b'\n').count() < expect {
+        let n = stdout.read(&mut buf).unwrap();
+        assert!(n > 0, "output ended early");
+        got.extend_from_slice(&buf[..n]);
+    }
+    let st = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let status = child.wait().unwrap();
+    drop(stdin);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (
+        status
+            .code()
+            .expect("killed by the signal instead of exiting"),
+        err,
+    )
+}
+
+/// SIGTERM / SIGINT while `dedup -f` waits for more input: exit 143 / 130,
+/// every line printed so far recorded, the file clean.
+#[test]
+fn sigterm_and_sigint_commit_and_exit() {
+    for (sig, code) in [(15, 143), (2, 130)] {
+        let d = tmp();
+        let lines: String = (0..500).map(|i| format!("l{i}\n")).collect();
+        let (got, err) = signal_midway(d.path(), &["dedup", "-f", "f.seen"], &lines, 500, sig);
+        assert_eq!(got, code, "{err}");
+        let o = Command::new(bin())
+            .current_dir(d.path())
+            .args(["stats", "--json", "f.seen"])
+            .output()
+            .unwrap();
+        let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(s["clean"], true, "{s}");
+        assert_eq!(s["inserts"], 500, "{s}");
+        // build from a pipe: interrupted, it leaves neither the filter nor a
+        // temporary file. (Writing more than a pipe holds returns only once
+        // `seen` is reading, so the signal cannot come before its handler.)
+        let big: String = (0..100_000).map(|i| format!("b{i}\n")).collect();
+        let (got, err) = signal_midway(d.path(), &["build", "-o", "b.seen"], &big, 0, sig);
+        assert_eq!(got, code, "{err}");
+        let names: Vec<String> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec!["f.seen".to_string()], "{names:?}");
+    }
+}
+
+/// Mutated filter files (bit flips, resealed field changes, truncations,
+/// extensions) never crash `seen`: exit 0, 1 or 2, no panic, no signal.
+#[test]
+fn corrupted_files_never_crash() {
+    let cases = env_count("SEEN_FUZZ_CASES", 600);
+    let d = tmp();
+    let text: String = (0..3000).map(|i| format!("k{i}\n")).collect();
+    write(&d, "in.txt", text.as_bytes());
+    let st = Command::new(bin())
+        .current_dir(d.path())
+        .args([
+            "build",
+            "-n",
+            "500",
+            "-p",
+            "0.01",
+            "-o",
+            "good.seen",
+            "in.txt",
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let good = std::fs::read(d.path().join("good.seen")).unwrap();
+    let mut rng = Rng(0xF022);
+    let mut tally = [0u64; 3];
+    for case in 0..cases {
+        let mut b = good.clone();
+        match rng.below(5) {
+            0 => {
+                for _ in 0..1 + rng.below(4) {
+                    let bit = rng.below(b.len() as u64 * 8) as usize;
+                    b[bit / 8] ^= 1 << (bit % 8);
+                }
+            }
+            1 | 2 => {
+                // A header field set to something random, checksum fixed up:
+                // what a crafted file looks like.
+                let at = rng.below(200) as usize & !3;
+                let v = match rng.below(4) {
+                    0 => 0,
+                    1 => u64::MAX,
+                    2 => rng.below(1 << 20),
+                    _ => rng.next(),
+                };
+                let n = if rng.below(2) == 0 { 4 } else { 8 };
+                b[at..at + n].copy_from_slice(&v.to_le_bytes()[..n]);
+                reseal(&mut b);
+            }
+            3 => b.truncate(rng.below(b.len() as u64) as usize),
+            _ => b.extend(std::iter::repeat_n(0u8, 1 + rng.below(9000) as usize)),
+        }
+        write(&d, "x.seen", &b);
+        let args: &[&str] = match case % 4 {
+            0 => &["stats", "x.seen"],
+            1 => &["query", "-c", "x.seen", "-f", "in.txt"],
+            2 => &["dedup", "-f", "x.seen", "in.txt"],
+            _ => &["build", "--add", "-o", "x.seen", "in.txt"],
+        };
+        let o = Command::new(bin())
+            .current_dir(d.path())
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        let code = o
+            .status
+            .code()
+            .unwrap_or_else(|| panic!("case {case} {args:?}: killed by a signal: {err}"));
+        assert!(code <= 2, "case {case} {args:?}: exit {code}: {err}");
+        assert!(!err.contains("panicked"), "case {case} {args:?}: {err}");
+        tally[code as usize] += 1;
+    }
+    println!(
+        "corruption fuzzer: {cases} files, exit 0: {}, 1: {}, 2: {}, crashes: 0",
+        tally[0], tally[1], tally[2]
+    );
+}
+
+/// Recomputes the header checksum (XXH3-64 of the header with the field zeroed).
+fn reseal(b: &mut [u8]) {
+    if b.len() < 4096 {
+        return;
+    }
+    let mut h = b[..4096].to_vec();
+    h[120..128].fill(0);
+    let sum = xxhash_rust::xxh3::xxh3_64(&h);
+    b[120..128].copy_from_slice(&sum.to_le_bytes());
+}
+
+/// Locks are held per commit window, not per run: while one `dedup -f` waits on
+/// a quiet input stream, another process records into the same file, and the
+/// first one then sees those lines as seen.
+#[test]
+fn a_waiting_stream_does_not_block_other_writers() {
+    let d = tmp();
+    let mut a = Command::new(bin())
+        .current_dir(d.path())
+        .args(["dedup", "-f", "f.seen"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut a_in = a.stdin.take().unwrap();
+    let mut a_out = std::io::BufReader::new(a.stdout.take().unwrap());
+    let read_lines = |r: &mut std::io::BufReader<std::process::ChildStdout>, n: usize| {
+        use std::io::BufRead;
+        (0..n)
+            .map(|_| {
+                let mut l = String::new();
+                r.read_line(&mut l).unwrap();
+                l
+            })
+            .collect::<Vec<_>>()
+    };
+    let first: String = (0..100).map(|i| format!("a{i}\n")).collect();
+    a_in.write_all(first.as_bytes()).unwrap();
+    a_in.flush().unwrap();
+    assert_eq!(read_lines(&mut a_out, 100).concat(), first);
+    // A second writer, while the first waits for input: it must finish.
+    let b_input: String = (0..50)
+        .map(|i| format!("a{i}\n"))
+        .chain((0..100).map(|i| format!("b{i}\n")))
+        .collect();
+    write(&d, "b.txt", b_input.as_bytes());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let dir = d.path().to_path_buf();
+    std::thread::spawn(move || {
+        let o = Command::new(bin())
+            .current_dir(dir)
+            .args(["dedup", "-f", "f.seen", "b.txt"])
+            .output()
+            .unwrap();
+        let _ = tx.send(o);
+    });
+    let b = match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+        Ok(o) => o,
+        Err(_) => {
+            let _ = a.kill();
+            panic!("the second writer waited for the first one's whole run");
+        }
+    };
+    assert_eq!(b.status.code(), Some(0));
+    let want_b: String = (0..100).map(|i| format!("b{i}\n")).collect();
+    assert_eq!(String::from_utf8_lossy(&b.stdout), want_b);
+    // The first writer sees what the second recorded.
+    let more: String = (0..10)
+        .map(|i| format!("b{i}\n"))
+        .chain((0..10).map(|i| format!("c{i}\n")))
+        .collect();
+    a_in.write_all(more.as_bytes()).unwrap();
+    drop(a_in);
+    let rest = read_lines(&mut a_out, 10).concat();
+    let want_c: String = (0..10).map(|i| format!("c{i}\n")).collect();
+    assert_eq!(rest, want_c);
+    assert_eq!(a.wait().unwrap().code(), Some(0));
+}
