@@ -64,12 +64,18 @@ Exit status: 0 if at least one item was selected (with --all: every item),
     #[command(after_help = "\
 Examples:
   seen dedup urls.txt > unique.txt                  # like awk '!seen[$0]++', any size
-  zcat huge.log.gz | seen dedup -n 500M > unique.log
+  zcat huge.log.gz | seen dedup > unique.log       # the filter grows as needed
   crawl-links | seen dedup -f crawled.seen > new.txt  # remembers across runs
+  ls batches/* | xargs -P 4 -n 1 seen dedup -f crawled.seen > new.txt
   seen dedup --repeated urls.txt                    # only the lines seen before
 
 A false positive drops a line that was in fact new, with probability about -p
-(default 1e-6) per new line; a line is never printed twice.")]
+(default 1e-6) per new line; a line is never printed twice.
+
+With -f, a line is recorded only after it was written out: a killed run loses
+nothing (the next run prints what it did not). Several processes may share one
+filter (e.g. under xargs -P): they take turns per commit window and print each
+line once between them. SIGINT/SIGTERM record what was printed, then exit 130/143.")]
     Dedup(DedupArgs),
     /// Report a filter's parameters, fill ratio, estimated items and false-positive rate.
     #[command(after_help = "\

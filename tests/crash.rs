@@ -108,7 +108,11 @@ fn run_killed(dir: &Path, args: &[&str], kill_after: usize) -> (Vec<u8>, bool) {
 fn sigkill_at_random_moments_loses_no_line() {
     let trials = env_count("SEEN_KILL_TRIALS", 16);
     let mut rng = Rng(0x5EED_C0DE);
-    let (data, distinct) = input(40_000, &mut rng);
+    let n = env_count("SEEN_KILL_LINES", 40_000);
+    let (data, distinct) = input(n, &mut rng);
+    // A first layer of half the distinct lines: every trial grows the filter.
+    let first_layer = (n / 2).to_string();
+    let window = (n / 12).max(1).to_string();
     let total_out: usize = distinct.iter().map(|l| l.len() + 1).sum();
     let expected_fp = distinct.len() as f64 * 1e-9;
     let budget = (expected_fp + 3.0 * expected_fp.sqrt()).floor() as usize;
@@ -127,9 +131,9 @@ fn sigkill_at_random_moments_loses_no_line() {
                     "-p",
                     "1e-9",
                     "-n",
-                    "20k",
+                    &first_layer,
                     "--commit-every",
-                    "3k",
+                    &window,
                     "-f",
                     "f.seen",
                     "in.txt",
@@ -161,6 +165,13 @@ fn sigkill_at_random_moments_loses_no_line() {
             lost <= budget,
             "trial {trial}: {lost} lines never printed (false-positive budget {budget})"
         );
+        if (trial + 1) % 100 == 0 {
+            println!(
+                "kill harness: {} trials so far, {kills} runs killed, {lost_total} lines lost, \
+                 {reemitted} re-emitted",
+                trial + 1
+            );
+        }
     }
     println!(
         "kill harness: {trials} trials, {kills} runs killed, {lost_total} lines lost, \
