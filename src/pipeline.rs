@@ -317,8 +317,7 @@ impl Deferred {
     }
 
     fn record<B: BatchFilter>(&mut self, filter: &mut B, keys: &[Hash128]) -> Result<()> {
-        let mut scratch = Vec::new();
-        filter.insert_batch(keys, &mut scratch)?;
+        filter.record_batch(keys)?;
         for k in keys {
             self.pending.remove(&key128(*k));
         }

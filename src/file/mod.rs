@@ -231,7 +231,20 @@ impl Layers {
         out: &mut Vec<bool>,
         grow: &mut dyn FnMut(&Header) -> Result<MmapMut>,
     ) -> Result<u64> {
-        out.clear();
+        self.add(hashes, Some(out), grow)
+    }
+
+    /// [`Layers::insert`] with `out` (verdicts wanted, keys tested), or without
+    /// (keys known to be new: their bits are set without a test, each counts).
+    fn add(
+        &mut self,
+        hashes: &[Hash128],
+        mut out: Option<&mut Vec<bool>>,
+        grow: &mut dyn FnMut(&Header) -> Result<MmapMut>,
+    ) -> Result<u64> {
+        if let Some(out) = out.as_deref_mut() {
+            out.clear();
+        }
         let mut done = 0;
         let mut new = 0;
         while done < hashes.len() {
@@ -265,8 +278,16 @@ impl Layers {
             };
             let batch = &hashes[done..done + room.min(hashes.len() - done)];
             let (newest, older) = self.maps.split_last_mut().expect("a filter has a layer");
-            let older = views(&self.header, older);
-            let n = filter::insert_batch(&older, newest, &last.layout, batch, out);
+            let n = match out.as_deref_mut() {
+                Some(out) => {
+                    let older = views(&self.header, older);
+                    filter::insert_batch(&older, newest, &last.layout, batch, out)
+                }
+                None => {
+                    filter::set_batch(newest, &last.layout, batch);
+                    batch.len() as u64
+                }
+            };
             let last = self.header.layers.last_mut().expect("a filter has a layer");
             last.inserts = last.inserts.saturating_add(n);
             new += n;
@@ -601,6 +622,15 @@ impl BatchFilter for WriteFilter {
         self.layers.insert(hashes, out, &mut |h| {
             let map = extend(file, path, h)?;
             // The file names its new layer from now on (still dirty).
+            write_header(file, path, h)?;
+            Ok(map)
+        })
+    }
+
+    fn record_batch(&mut self, hashes: &[Hash128]) -> Result<u64> {
+        let (file, path) = (&self.file, &self.path);
+        self.layers.add(hashes, None, &mut |h| {
+            let map = extend(file, path, h)?;
             write_header(file, path, h)?;
             Ok(map)
         })

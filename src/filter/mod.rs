@@ -246,6 +246,18 @@ pub trait BatchFilter {
     /// space; the keys before that point are inserted and `out` covers them.
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> anyhow::Result<u64>;
 
+    /// Records keys already judged new (by a lookup, with their lines printed
+    /// since): like [`BatchFilter::insert_batch`], but every key counts as new
+    /// and no verdicts are produced. Returns how many were recorded.
+    ///
+    /// # Errors
+    /// As [`BatchFilter::insert_batch`].
+    fn record_batch(&mut self, hashes: &[Hash128]) -> anyhow::Result<u64> {
+        let mut out = Vec::new();
+        self.insert_batch(hashes, &mut out)?;
+        Ok(hashes.len() as u64)
+    }
+
     /// Starts a commit window (see `pipeline::Mode::Deferred`): a shared,
     /// persistent filter takes its lock and picks up what other processes
     /// committed. Nothing for other filters.
@@ -379,6 +391,29 @@ pub fn test_and_set_key(bits: &mut [u8], layout: &Layout, h: Hash128) -> bool {
         }
     }
     seen
+}
+
+/// Sets every bit of a key without testing them first (for keys already judged
+/// new, e.g. recorded after their line was printed).
+#[inline]
+pub fn set_key(bits: &mut [u8], layout: &Layout, h: Hash128) {
+    let blocks = layout.blocks(h);
+    let mut pos = Positions::new(h);
+    for &b in blocks.iter().take(layout.blocks_per_key as usize) {
+        let blk = block_of_mut(bits, b);
+        for _ in 0..layout.k {
+            let p = pos.next();
+            blk[p >> 3] |= 1 << (p & 7);
+        }
+    }
+}
+
+/// Sets the bits of every key in `bits` (prefetching ahead like
+/// [`insert_batch`]), without asking whether they were present.
+pub fn set_batch(mut bits: &mut [u8], layout: &Layout, hashes: &[Hash128]) {
+    for_each_prefetched(&mut bits, layout, &[], hashes, |bits, h| {
+        set_key(bits, layout, h);
+    });
 }
 
 /// [`contains`] without a [`Probe`]: stops at the first block missing a bit.
