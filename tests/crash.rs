@@ -498,3 +498,44 @@ fn a_waiting_stream_does_not_block_other_writers() {
     assert_eq!(rest, want_c);
     assert_eq!(a.wait().unwrap().code(), Some(0));
 }
+
+/// A writer killed inside a window leaves the file dirty, its counters behind
+/// its bits; the next writer says so and recounts them from the bits.
+#[test]
+fn dirty_file_counters_are_recounted_from_the_bits() {
+    let d = tmp();
+    let text: String = (0..5000).map(|i| format!("r{i}\n")).collect();
+    write(&d, "in.txt", text.as_bytes());
+    write(&d, "empty.txt", b"");
+    let run = |args: &[&str]| {
+        Command::new(bin())
+            .current_dir(d.path())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = run(&[
+        "build", "--fixed", "-n", "10000", "-p", "0.01", "-o", "f.seen", "in.txt",
+    ]);
+    assert!(o.status.success());
+    let mut b = std::fs::read(d.path().join("f.seen")).unwrap();
+    b[16] |= 1; // dirty
+    b[128 + 40..128 + 48].copy_from_slice(&0u64.to_le_bytes()); // layer 0 inserts
+    reseal(&mut b);
+    write(&d, "f.seen", &b);
+    let o = run(&["dedup", "-f", "f.seen", "empty.txt"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("not closed cleanly") && err.contains("recounts"),
+        "{err}"
+    );
+    let o = run(&["stats", "--json", "f.seen"]);
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(s["clean"], true, "{s}");
+    let inserts = s["inserts"].as_f64().unwrap();
+    assert!(
+        (inserts - 5000.0).abs() < 100.0,
+        "recounted {inserts}, inserted 5000: {s}"
+    );
+}
