@@ -86,6 +86,14 @@ Examples:
 
 Exit status: 0 healthy, 1 past --max-fpp or --max-fill, 2 error.")]
     Stats(StatsArgs),
+    /// Check a filter file: its header and every data segment against its checksum.
+    #[command(after_help = "\
+Examples:
+  seen verify crawled.seen && echo intact
+
+Exit status: 0 intact, 1 a data segment is damaged (each is named), 2 the file is
+not a usable filter (header, length) or cannot be read.")]
+    Verify(VerifyArgs),
     /// Show the layout, size and false-positive rate a filter would have, without writing anything.
     #[command(after_help = "\
 Examples:
@@ -276,6 +284,14 @@ pub struct StatsArgs {
     /// Exit 1 when the fill ratio (bits set / bits, over all layers) is above F (e.g. 0.5, 50%).
     #[arg(long, value_name = "F", value_parser = parse_fraction)]
     pub max_fill: Option<f64>,
+}
+
+/// Options of `seen verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Filter file to check.
+    #[arg(value_name = "FILTER")]
+    pub filter: PathBuf,
 }
 
 /// Options of `seen plan`.

@@ -18,6 +18,7 @@ fn main() -> ExitCode {
         cli::Command::Dedup(a) => cmd::dedup::run(a),
         cli::Command::Stats(a) => cmd::stats::run(a),
         cli::Command::Plan(a) => cmd::plan::run(a),
+        cli::Command::Verify(a) => cmd::verify::run(a),
     };
     match result {
         Ok(code) => code,

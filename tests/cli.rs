@@ -1667,15 +1667,15 @@ fn corrupt_unsupported_version() {
     let mut b = good.clone();
     b[8..10].copy_from_slice(&2u16.to_le_bytes());
     write(&d, "v2.seen", &b);
-    assert_rejected(&d, "v2.seen", "version 2.1 is not supported");
+    assert_rejected(&d, "v2.seen", "version 2.2 is not supported");
     reseal(&mut b);
     write(&d, "v2sealed.seen", &b);
-    assert_rejected(&d, "v2sealed.seen", "version 2.1 is not supported");
+    assert_rejected(&d, "v2sealed.seen", "version 2.2 is not supported");
     let mut b = good;
     b[8..10].copy_from_slice(&0u16.to_le_bytes());
     reseal(&mut b);
     write(&d, "v0.seen", &b);
-    assert_rejected(&d, "v0.seen", "version 0.1 is not supported");
+    assert_rejected(&d, "v0.seen", "version 0.2 is not supported");
 }
 
 #[test]
@@ -1744,13 +1744,21 @@ fn corrupt_oversized_block_count() {
     // Far more blocks than the file holds: reported as truncation.
     let mut b = good.clone();
     put_u64(&mut b, LAYER + 8, 1 << 40);
+    // (its checksum table moved along: right after the bits, 8 bytes per MiB)
+    put_u64(&mut b, LAYER + 48, 4096 + (1 << 46));
     reseal(&mut b);
     write(&d, "huge.seen", &b);
     assert_rejected(&d, "huge.seen", "truncated");
     seen(d.path(), ["stats", "huge.seen"]).stderr_has(&format!(
         "needs {} bytes but it has {len}",
-        4096 + (1u64 << 46)
+        4096 + (1u64 << 46) + (1u64 << 29)
     ));
+    // The same without moving the table: the table is where it cannot be.
+    let mut b = good.clone();
+    put_u64(&mut b, LAYER + 8, 1 << 40);
+    reseal(&mut b);
+    write(&d, "table.seen", &b);
+    assert_rejected(&d, "table.seen", "checksum table offset");
     // A block count whose byte size overflows 64 bits.
     let mut b = good.clone();
     put_u64(&mut b, LAYER + 8, u64::MAX - 63);

@@ -5,6 +5,7 @@ pub mod dedup;
 pub mod plan;
 pub mod query;
 pub mod stats;
+pub mod verify;
 
 use crate::cli::{DEFAULT_FPP, RecordArgs, SizeArgs};
 use crate::file::format::Header;

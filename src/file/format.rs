@@ -14,7 +14,7 @@ pub const MAGIC: [u8; 8] = *b"\x89SEEN\r\n\x1a";
 /// Format major version written and understood by this build.
 pub const VERSION_MAJOR: u16 = 1;
 /// Format minor version written by this build.
-pub const VERSION_MINOR: u16 = 1;
+pub const VERSION_MINOR: u16 = 2;
 /// Bytes of header (fixed part + layer table); bit arrays start after it.
 pub const HEADER_LEN: usize = 4096;
 /// Alignment of every bit array in the file.
@@ -29,6 +29,8 @@ pub const MAX_LAYERS: usize = (HEADER_LEN - LAYER_TABLE_OFFSET) / LAYER_ENTRY_LE
 pub const CHECKSUM_OFFSET: usize = 120;
 /// Flag bit: the file was being modified and was not closed cleanly.
 pub const FLAG_DIRTY: u32 = 1;
+/// Bytes of bit array covered by one checksum (the last segment may be shorter).
+pub const SEGMENT_BYTES: u64 = 1 << 20;
 
 /// One bit array of the filter.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -43,6 +45,41 @@ pub struct LayerEntry {
     pub target_fpp: f64,
     /// Keys recorded as new in this layer.
     pub inserts: u64,
+    /// Offset of the layer's checksum table (one XXH3-64 per segment of
+    /// [`SEGMENT_BYTES`], right after the bit array), or 0 when the layer has
+    /// none (files written before format 1.2).
+    pub checksums: u64,
+}
+
+impl LayerEntry {
+    /// Number of checksummed segments of the bit array.
+    pub fn segments(&self) -> u64 {
+        self.layout.bytes().div_ceil(SEGMENT_BYTES)
+    }
+
+    /// Bytes of the checksum table, padded to [`ALIGN`] (0 without one).
+    pub fn table_len(&self) -> u64 {
+        if self.checksums == 0 {
+            0
+        } else {
+            (self.segments() * 8).next_multiple_of(ALIGN)
+        }
+    }
+
+    /// End of the layer's bytes in the file (bit array, then checksum table).
+    pub fn end(&self) -> u64 {
+        if self.checksums == 0 {
+            self.offset + self.layout.bytes()
+        } else {
+            self.checksums + self.table_len()
+        }
+    }
+
+    /// Byte range of segment `s` inside the bit array.
+    pub fn segment(&self, s: u64) -> std::ops::Range<usize> {
+        let start = s * SEGMENT_BYTES;
+        start as usize..(start + SEGMENT_BYTES).min(self.layout.bytes()) as usize
+    }
 }
 
 /// The decoded header of a filter file.
@@ -209,7 +246,7 @@ impl Header {
     pub fn file_len(&self) -> u64 {
         self.layers
             .last()
-            .map_or(HEADER_LEN as u64, |l| l.offset + l.layout.bytes())
+            .map_or(HEADER_LEN as u64, LayerEntry::end)
     }
 
     /// Whether the dirty flag is set.
@@ -259,6 +296,7 @@ impl Header {
             put(&mut b, o + 24, &l.capacity.to_le_bytes());
             put(&mut b, o + 32, &l.target_fpp.to_bits().to_le_bytes());
             put(&mut b, o + 40, &l.inserts.to_le_bytes());
+            put(&mut b, o + 48, &l.checksums.to_le_bytes());
         }
         let sum = header_checksum(&b);
         put(&mut b, CHECKSUM_OFFSET, &sum.to_le_bytes());
@@ -390,17 +428,35 @@ impl Header {
                 .ok_or_else(|| bad("layer", format!("{i} ends past 2^64 bytes")))?;
             let l_fpp = f64::from_bits(u64_at(e, 32));
             check_fpp("layer target fpp", l_fpp)?;
-            if e[48..].iter().any(|&x| x != 0) {
+            let checksums = u64_at(e, 48);
+            if checksums != 0 && checksums != layer_end {
+                return Err(bad(
+                    "checksum table offset",
+                    format!("{i} = {checksums} is not the end of the layer's bits ({layer_end})"),
+                ));
+            }
+            if e[56..].iter().any(|&x| x != 0) {
                 return Err(bad("layer reserved bytes", format!("{i} are not zero")));
             }
-            layers.push(LayerEntry {
+            let entry = LayerEntry {
                 offset,
                 layout,
                 capacity: u64_at(e, 24),
                 target_fpp: l_fpp,
                 inserts: u64_at(e, 40),
-            });
-            end = layer_end;
+                checksums,
+            };
+            if entry
+                .layout
+                .bytes()
+                .checked_add(entry.table_len())
+                .and_then(|n| offset.checked_add(n))
+                .is_none()
+            {
+                return Err(bad("layer", format!("{i} ends past 2^64 bytes")));
+            }
+            end = entry.end();
+            layers.push(entry);
         }
         if file_len < end {
             return Err(FormatError::Truncated {
@@ -457,6 +513,7 @@ mod tests {
                 capacity: 1000,
                 target_fpp: 1e-6,
                 inserts: 17,
+                checksums: HEADER_LEN as u64 + 128 * 64,
             }],
         }
     }
@@ -476,7 +533,8 @@ mod tests {
         let h = sample();
         let b = h.encode();
         assert_eq!(Header::decode(&b, len(&h)).unwrap(), h);
-        assert_eq!(h.file_len(), 4096 + 128 * 64);
+        // Header, bits, then one 4 KiB page of checksums.
+        assert_eq!(h.file_len(), 4096 + 128 * 64 + 4096);
     }
 
     #[test]
@@ -487,6 +545,7 @@ mod tests {
             offset: h.file_len(),
             capacity: 2000,
             inserts: 5,
+            checksums: h.file_len() + l0.layout.bytes(),
             ..l0
         });
         let b = h.encode();
@@ -501,10 +560,21 @@ mod tests {
                 ..
             })
         ));
-        // Format 1.0 files: no growth fields, a fixed filter.
+        // The checksum table sits right after the layer's bits, or nowhere.
+        let mut bad = h.clone();
+        bad.layers[0].checksums += 4096;
+        assert!(matches!(
+            Header::decode(&bad.encode(), bad.file_len()),
+            Err(FormatError::BadField {
+                field: "checksum table offset",
+                ..
+            })
+        ));
+        // Format 1.0 files: no growth fields, no checksums, a fixed filter.
         let mut fixed = sample();
         fixed.growth = None;
         fixed.version_minor = 0;
+        fixed.layers[0].checksums = 0;
         let b = fixed.encode();
         assert!(b[80..120].iter().all(|&x| x == 0));
         assert_eq!(Header::decode(&b, fixed.file_len()).unwrap(), fixed);
@@ -570,6 +640,7 @@ mod tests {
         // Oversized block count: checksum valid, data would be far past the end.
         let mut b = good;
         b[128 + 8..128 + 16].copy_from_slice(&(1u64 << 50).to_le_bytes());
+        b[128 + 48..128 + 56].copy_from_slice(&(4096 + (1u64 << 56)).to_le_bytes());
         reseal(&mut b);
         assert!(matches!(
             Header::decode(&b, l),
@@ -707,6 +778,7 @@ mod tests {
             h.capacity = cap;
             h.flags = if dirty { FLAG_DIRTY } else { 0 };
             h.layers[0].layout = Layout { nblocks: pages * 64, k, blocks_per_key: x };
+            h.layers[0].checksums = h.layers[0].offset + pages * 4096;
             h.layers[0].inserts = inserts;
             h.layers[0].target_fpp = fpp;
             let b = h.encode();

@@ -148,14 +148,68 @@ fn warn_dirty(header: &Header, path: &Path) {
     }
 }
 
-/// The layer table entry that follows the last layer of `header`, sized by `plan`.
+/// The layer table entry that follows the last layer of `header`, sized by
+/// `plan`, with its checksum table right after its bits.
 fn next_entry(header: &Header, plan: &Plan) -> LayerEntry {
+    let offset = header.file_len().next_multiple_of(format::ALIGN);
     LayerEntry {
-        offset: header.file_len().next_multiple_of(format::ALIGN),
+        offset,
         layout: plan.layout,
         capacity: plan.capacity,
         target_fpp: plan.target_fpp,
         inserts: 0,
+        checksums: offset + plan.layout.bytes(),
+    }
+}
+
+/// Segments whose checksum must be recomputed, per layer.
+#[derive(Default)]
+struct Stale(Vec<Vec<bool>>);
+
+impl Stale {
+    /// Makes room for `layers` layers; the segments of the ones not covered
+    /// yet start `stale` (a new layer: its table is still zero) or not (layers
+    /// read from a file, whose tables are current).
+    fn cover(&mut self, layers: &[LayerEntry], stale: bool) {
+        for l in &layers[self.0.len().min(layers.len())..] {
+            self.0.push(vec![stale; l.segments() as usize]);
+        }
+    }
+
+    /// Marks every segment of every layer stale.
+    fn all(&mut self) {
+        for v in &mut self.0 {
+            v.fill(true);
+        }
+    }
+
+    /// Marks the segment holding the key's blocks (one page, so one segment).
+    fn mark(&mut self, layer: usize, l: &LayerEntry, h: Hash128) {
+        let block = l.layout.blocks(h)[0];
+        let seg = (block * filter::BLOCK_BYTES as u64 / format::SEGMENT_BYTES) as usize;
+        if let Some(s) = self.0.get_mut(layer).and_then(|v| v.get_mut(seg)) {
+            *s = true;
+        }
+    }
+
+    /// Recomputes the stale checksums of `maps` and writes them into `file`.
+    fn write(&mut self, file: &File, path: &Path, header: &Header, maps: &[MmapMut]) -> Result<()> {
+        for ((l, bits), stale) in header.layers.iter().zip(maps).zip(&mut self.0) {
+            if l.checksums == 0 {
+                continue;
+            }
+            for (s, flag) in stale.iter_mut().enumerate() {
+                if *flag {
+                    let sum = xxhash_rust::xxh3::xxh3_64(&bits[l.segment(s as u64)]);
+                    file.write_all_at(&sum.to_le_bytes(), l.checksums + 8 * s as u64)
+                        .with_context(|| {
+                            format!("cannot write the checksums of {}", path.display())
+                        })?;
+                    *flag = false;
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -213,6 +267,8 @@ struct Layers {
     name: String,
     /// Capacity warnings given so far: 1 past 100 %, 2 past 150 %.
     warned: u8,
+    /// Segments changed since their checksums were last written.
+    stale: Stale,
 }
 
 impl Layers {
@@ -278,13 +334,24 @@ impl Layers {
             };
             let batch = &hashes[done..done + room.min(hashes.len() - done)];
             let (newest, older) = self.maps.split_last_mut().expect("a filter has a layer");
+            let top = self.header.layers.len() - 1;
             let n = match out.as_deref_mut() {
                 Some(out) => {
                     let older = views(&self.header, older);
-                    filter::insert_batch(&older, newest, &last.layout, batch, out)
+                    let from = out.len();
+                    let n = filter::insert_batch(&older, newest, &last.layout, batch, out);
+                    for (h, seen) in batch.iter().zip(&out[from..]) {
+                        if !seen {
+                            self.stale.mark(top, &last, *h);
+                        }
+                    }
+                    n
                 }
                 None => {
                     filter::set_batch(newest, &last.layout, batch);
+                    for h in batch {
+                        self.stale.mark(top, &last, *h);
+                    }
                     batch.len() as u64
                 }
             };
@@ -319,6 +386,7 @@ impl Layers {
         match grow(&self.header) {
             Ok(map) => {
                 self.maps.push(map);
+                self.stale.cover(&self.header.layers, true);
                 Ok(())
             }
             Err(e) => {
@@ -371,7 +439,7 @@ impl Layers {
 /// A filter file opened for reading under a shared lock.
 pub struct ReadFilter {
     path: PathBuf,
-    _file: File,
+    file: File,
     maps: Vec<Mmap>,
     header: Header,
 }
@@ -390,7 +458,7 @@ impl ReadFilter {
             .collect::<Result<_>>()?;
         Ok(ReadFilter {
             path: path.to_path_buf(),
-            _file: file,
+            file,
             maps,
             header,
         })
@@ -409,6 +477,25 @@ impl ReadFilter {
     /// Bit array of layer `i`.
     pub fn layer_bits(&self, i: usize) -> &[u8] {
         &self.maps[i]
+    }
+
+    /// The stored checksums of layer `i`'s segments (empty when it has none).
+    ///
+    /// # Errors
+    /// When the table cannot be read.
+    pub fn checksums(&self, i: usize) -> Result<Vec<u64>> {
+        let l = &self.header.layers[i];
+        if l.checksums == 0 {
+            return Ok(vec![]);
+        }
+        let mut buf = vec![0u8; l.segments() as usize * 8];
+        self.file
+            .read_exact_at(&mut buf, l.checksums)
+            .with_context(|| format!("cannot read the checksums of {}", self.path.display()))?;
+        Ok(buf
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect())
     }
 }
 
@@ -439,8 +526,8 @@ fn extend(file: &File, path: &Path, header: &Header) -> Result<MmapMut> {
     let l = header.layers.last().expect("a filter has a layer");
     let grown = file
         .set_len(l.offset)
-        .and_then(|()| file.set_len(l.offset + l.layout.bytes()))
-        .and_then(|()| reserve(file, l.offset, l.layout.bytes()))
+        .and_then(|()| file.set_len(l.end()))
+        .and_then(|()| reserve(file, l.offset, l.end() - l.offset))
         .map_err(anyhow::Error::from)
         .and_then(|()| map_write(file, path, l));
     if grown.is_err() {
@@ -495,6 +582,7 @@ impl WriteFilter {
                 maps: vec![],
                 name: path.display().to_string(),
                 warned: 0,
+                stale: Stale::default(),
             },
             locked: true,
         };
@@ -537,11 +625,14 @@ impl WriteFilter {
             let map = map_write(&self.file, path, l)?;
             self.layers.maps.push(map);
         }
+        self.layers.stale.cover(&header.layers, false);
         if header.is_dirty() {
             for (l, bits) in header.layers.iter_mut().zip(&self.layers.maps) {
                 let est = filter::occupancy(bits, &l.layout).estimated_items.round() as u64;
                 l.inserts = l.inserts.max(est);
             }
+            // A writer stopped between changing bits and writing their checksums.
+            self.layers.stale.all();
         }
         self.layers.header = header;
         Ok(())
@@ -578,8 +669,11 @@ impl WriteFilter {
         self.adopt(header)
     }
 
-    /// Writes the header with the dirty flag cleared and the time updated.
+    /// Writes the stale checksums, then the header with the dirty flag cleared
+    /// and the time updated.
     fn write_clean(&mut self) -> Result<()> {
+        let l = &mut self.layers;
+        l.stale.write(&self.file, &self.path, &l.header, &l.maps)?;
         let h = &mut self.layers.header;
         h.flags &= !FLAG_DIRTY;
         h.updated = now();
@@ -743,6 +837,11 @@ impl NewFilter {
             target: target.to_path_buf(),
             tmp,
             layers: Layers {
+                stale: {
+                    let mut s = Stale::default();
+                    s.cover(&header.layers, true);
+                    s
+                },
                 header,
                 maps: vec![map],
                 name: target.display().to_string(),
@@ -763,6 +862,9 @@ impl NewFilter {
     /// When the data cannot be synced or the rename fails; the target is then
     /// unchanged and the temporary file removed.
     pub fn finish(mut self, replace: bool) -> Result<()> {
+        let l = &mut self.layers;
+        l.stale
+            .write(self.tmp.as_file(), self.tmp.path(), &l.header, &l.maps)?;
         let h = &mut self.layers.header;
         h.updated = now();
         write_header(self.tmp.as_file(), self.tmp.path(), h)?;
@@ -885,6 +987,7 @@ impl MemFilter {
                 maps: vec![map],
                 name: "the in-memory filter".into(),
                 warned: 0,
+                stale: Stale::default(),
             },
         })
     }
