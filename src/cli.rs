@@ -15,8 +15,10 @@ pub const DEFAULT_CAPACITY: u64 = 10_000_000;
 const EXIT_CODES: &str = "\
 Exit status:
   0  success; for `query`, at least one item was selected
-  1  `query`: no item was selected (with --all: not every item)
+  1  `query`: no item was selected (with --all: not every item);
+     `stats`: past --max-fpp/--max-fill; `verify`: a data segment is damaged
   2  error (bad flag, unreadable input, corrupt filter, ...)
+  130/143  `build`/`dedup` stopped by SIGINT/SIGTERM (after recording what was printed)
 
 A closed standard output (e.g. `seen dedup big.txt | head`) ends the run quietly.";
 
