@@ -23,7 +23,7 @@ use anyhow::{Context, Result, anyhow};
 use rayon::prelude::*;
 use std::collections::HashSet;
 use std::hash::BuildHasherDefault;
-use std::sync::mpsc::{RecvTimeoutError, channel, sync_channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel, sync_channel};
 use std::time::{Duration, Instant};
 
 /// Default bytes of records per chunk.
@@ -304,6 +304,47 @@ impl Deferred {
         new
     }
 
+    /// Opens a window if none is open: the filter's lock, then a fresh count.
+    fn begin<B: BatchFilter>(&mut self, filter: &mut B) -> Result<()> {
+        if !self.window_open {
+            filter.begin_window()?;
+            self.window_open = true;
+            self.window_lines = 0;
+            self.window_start = Instant::now();
+        }
+        Ok(())
+    }
+
+    /// Whether the window has run its course after a chunk (`pause`: the input
+    /// paused after it).
+    fn due(&self, pause: bool) -> bool {
+        pause
+            || self.window_lines >= self.commit.lines
+            || self.window_start.elapsed() >= self.commit.every
+    }
+
+    /// Takes the writer's acknowledgements waiting now, or with `wait` every
+    /// chunk still in flight (unless the writer stopped, its error coming at
+    /// its join). Returns whether no chunk is left in flight.
+    fn drain<B: BatchFilter>(
+        &mut self,
+        filter: &mut B,
+        acks: &Receiver<Vec<Hash128>>,
+        wait: bool,
+    ) -> Result<bool> {
+        loop {
+            let keys = if wait && self.in_flight > 0 {
+                acks.recv().ok()
+            } else {
+                acks.try_recv().ok()
+            };
+            match keys {
+                Some(keys) => self.written(filter, keys)?,
+                None => return Ok(self.in_flight == 0),
+            }
+        }
+    }
+
     /// Takes the keys of a chunk the writer has handed to the kernel. Unless
     /// the output must be synced first, they are recorded at once (so the
     /// pending set stays a few chunks small).
@@ -454,27 +495,18 @@ where
             let mut failed = None;
             match (&mut deferred, mode) {
                 (Some(d), _) => {
-                    if !d.window_open {
-                        if let Err(e) = filter.begin_window() {
-                            input_error = Some(e);
-                            break;
+                    match d.begin(filter).and_then(|()| d.drain(filter, &acks, false)) {
+                        Ok(_) => {
+                            let n: usize = chunk.pieces[..chunk.used]
+                                .iter()
+                                .map(|p| p.hashes.len())
+                                .sum();
+                            counts.read += n as u64;
+                            d.window_lines += n as u64;
+                            counts.new += d.judge(filter, &mut chunk);
                         }
-                        d.window_open = true;
-                        d.window_lines = 0;
-                        d.window_start = Instant::now();
+                        Err(e) => failed = Some(e),
                     }
-                    while let Ok(keys) = acks.try_recv() {
-                        if let Err(e) = d.written(filter, keys) {
-                            failed = Some(e);
-                        }
-                    }
-                    let n: usize = chunk.pieces[..chunk.used]
-                        .iter()
-                        .map(|p| p.hashes.len())
-                        .sum();
-                    counts.read += n as u64;
-                    d.window_lines += n as u64;
-                    counts.new += d.judge(filter, &mut chunk);
                 }
                 (None, Mode::Insert) => {
                     for p in &mut chunk.pieces[..chunk.used] {
@@ -496,8 +528,8 @@ where
                 }
             }
             if let Some(e) = failed {
-                // The filter could not grow: nothing of this chunk is
-                // written (the caller reports what was recorded).
+                // The filter could not grow (or be locked): nothing of this
+                // chunk is written.
                 input_error = Some(e);
                 break;
             }
@@ -507,24 +539,15 @@ where
             }
             if let Some(d) = &mut deferred {
                 d.in_flight += 1;
-                if pause
-                    || d.window_lines >= d.commit.lines
-                    || d.window_start.elapsed() >= d.commit.every
-                {
+                if d.due(pause) {
                     // Wait for the writer to finish the window's chunks.
-                    while d.in_flight > 0 {
-                        match acks.recv() {
-                            Ok(keys) => {
-                                if let Err(e) = d.written(filter, keys) {
-                                    input_error = Some(e);
-                                    break;
-                                }
-                            }
-                            Err(_) => break, // the writer stopped (its error comes at join)
+                    match d.drain(filter, &acks, true) {
+                        Ok(true) => {}
+                        Ok(false) => break, // the writer stopped
+                        Err(e) => {
+                            input_error = Some(e);
+                            break;
                         }
-                    }
-                    if d.in_flight > 0 || input_error.is_some() {
-                        break;
                     }
                     if let Err(e) = d.commit(filter) {
                         input_error = Some(e);
@@ -541,10 +564,8 @@ where
             .map_err(|_| anyhow!("the writer thread panicked"))?;
         if let Some(d) = &mut deferred {
             // Everything acknowledged was written out: record it.
-            while let Ok(keys) = acks.try_recv() {
-                if let Err(e) = d.written(filter, keys) {
-                    input_error.get_or_insert(e);
-                }
+            if let Err(e) = d.drain(filter, &acks, false) {
+                input_error.get_or_insert(e);
             }
             if d.window_open {
                 let recorded = d.commit(filter);

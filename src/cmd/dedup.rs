@@ -69,17 +69,14 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
     }
     let mut f = WriteFilter::open(path)?;
     let before = layer_counts(f.header());
+    let (lines, every) = match a.commit_every {
+        Some(Every::Lines(n)) => (n, Duration::MAX),
+        Some(Every::Time(t)) => (u64::MAX, t),
+        None => (DEFAULT_COMMIT_LINES, DEFAULT_COMMIT_TIME),
+    };
     let commit = Commit {
-        lines: match a.commit_every {
-            Some(Every::Lines(n)) => n,
-            Some(Every::Time(_)) => u64::MAX,
-            None => DEFAULT_COMMIT_LINES,
-        },
-        every: match a.commit_every {
-            Some(Every::Time(t)) => t,
-            Some(Every::Lines(_)) => Duration::MAX,
-            None => DEFAULT_COMMIT_TIME,
-        },
+        lines,
+        every,
         sync_output: stdout_is_file(),
     };
     // With --repeated, the lines printed are the ones already seen: the new

@@ -43,6 +43,33 @@ pub fn spec(size: &SizeArgs, default_capacity: impl FnOnce() -> Result<u64>) -> 
     })
 }
 
+/// One `key  value` line of a human report (`stats`, `plan`).
+///
+/// # Errors
+/// A failed write.
+pub fn field(out: &mut dyn Write, key: &str, value: String) -> std::io::Result<()> {
+    writeln!(out, "{key:<16} {value}")
+}
+
+/// Prints `rows` (the first one a header) as aligned columns: the first column
+/// left-aligned, the others (numbers) right-aligned, two spaces apart.
+///
+/// # Errors
+/// A failed write.
+pub fn columns<const N: usize>(out: &mut dyn Write, rows: &[[String; N]]) -> std::io::Result<()> {
+    let widths: Vec<usize> = (0..N)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for r in rows {
+        let mut line = format!("{:<w$}", r[0], w = widths[0]);
+        for (cell, w) in r.iter().zip(&widths).skip(1) {
+            line.push_str(&format!("  {cell:>w$}"));
+        }
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
 /// Keys per layer, to compare a filter before and after a run.
 pub fn layer_counts(h: &Header) -> Vec<u64> {
     h.layers.iter().map(|l| l.inserts).collect()

@@ -36,7 +36,7 @@ pub fn run(a: PlanArgs) -> Result<ExitCode> {
     };
     let first = size(0)?;
     let mut out = crate::output::stdout();
-    let row = |out: &mut dyn Write, k: &str, v: String| writeln!(out, "{k:<16} {v}");
+    let row = super::field;
     row(
         &mut out,
         "capacity",
@@ -149,16 +149,7 @@ pub fn run(a: PlanArgs) -> Result<ExitCode> {
                     },
                 ]);
             }
-            let widths: Vec<usize> = (0..head.len())
-                .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-                .collect();
-            for r in &rows {
-                let mut line = format!("{:<w$}", r[0], w = widths[0]);
-                for (c, cell) in r.iter().enumerate().skip(1) {
-                    line.push_str(&format!("  {cell:>w$}", w = widths[c]));
-                }
-                writeln!(out, "{line}")?;
-            }
+            super::columns(&mut out, &rows)?;
             writeln!(
                 out,
                 "\nvs fixed: bits of all layers / bits of a fixed filter for `total cap` keys at \

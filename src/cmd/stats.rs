@@ -266,7 +266,7 @@ fn utc(secs: u64) -> String {
 }
 
 fn table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
-    let row = |out: &mut dyn Write, k: &str, v: String| writeln!(out, "{k:<16} {v}");
+    let row = super::field;
     let count = |x: f64| HumanCount(x.round() as u64).to_string();
     row(out, "file", s.file.clone())?;
     row(
@@ -385,22 +385,7 @@ fn table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
             format!("{:.2e}", l.fpp_at_capacity),
         ]);
     }
-    let widths: Vec<usize> = (0..10)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    for r in &rows {
-        let mut line = String::new();
-        for (c, cell) in r.iter().enumerate() {
-            // First column left-aligned, numbers right-aligned.
-            if c == 0 {
-                line.push_str(&format!("{cell:<w$}", w = widths[c]));
-            } else {
-                line.push_str(&format!("  {cell:>w$}", w = widths[c]));
-            }
-        }
-        writeln!(out, "{line}")?;
-    }
-    Ok(())
+    super::columns(out, &rows)
 }
 
 /// Runs `seen stats`.

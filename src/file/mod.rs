@@ -277,21 +277,13 @@ impl Layers {
         self.header.growth.is_some() && self.header.layers.len() < format::MAX_LAYERS
     }
 
-    /// Inserts keys in order (see [`BatchFilter::insert_batch`]), growing when the
-    /// newest layer is full: keys are fed in runs no longer than the room left in
-    /// the newest layer, so a layer never holds more than its capacity, and
-    /// where a layer ends does not depend on how the input was cut into batches.
-    fn insert(
-        &mut self,
-        hashes: &[Hash128],
-        out: &mut Vec<bool>,
-        grow: &mut dyn FnMut(&Header) -> Result<MmapMut>,
-    ) -> Result<u64> {
-        self.add(hashes, Some(out), grow)
-    }
-
-    /// [`Layers::insert`] with `out` (verdicts wanted, keys tested), or without
-    /// (keys known to be new: their bits are set without a test, each counts).
+    /// Inserts keys in order, growing when the newest layer is full: keys are
+    /// fed in runs no longer than the room left in the newest layer, so a layer
+    /// never holds more than its capacity, and where a layer ends does not
+    /// depend on how the input was cut into batches. With `out`, keys are tested
+    /// and their verdicts given (see [`BatchFilter::insert_batch`]); without, they
+    /// are known to be new ([`BatchFilter::record_batch`]): their bits are set
+    /// without a test and each counts.
     fn add(
         &mut self,
         hashes: &[Hash128],
@@ -409,12 +401,7 @@ impl Layers {
             return;
         }
         self.warned = level;
-        let fpp = sizing::blocked_fpp(
-            l.inserts as f64,
-            l.layout.nblocks as f64,
-            l.layout.k,
-            l.layout.blocks_per_key,
-        );
+        let fpp = sizing::layer_fpp(&l.layout, l.inserts);
         let why = if self.header.growth.is_some() {
             "it has all the layers a filter can have"
         } else {
@@ -685,6 +672,17 @@ impl WriteFilter {
         &self.layers.header
     }
 
+    /// [`Layers::add`], growing at the end of the file.
+    fn add(&mut self, hashes: &[Hash128], out: Option<&mut Vec<bool>>) -> Result<u64> {
+        let (file, path) = (&self.file, &self.path);
+        self.layers.add(hashes, out, &mut |h| {
+            let map = extend(file, path, h)?;
+            // The file names its new layer from now on (still dirty).
+            write_header(file, path, h)?;
+            Ok(map)
+        })
+    }
+
     /// Writes every changed bit to disk, then a clean header with updated counters.
     ///
     /// # Errors
@@ -712,22 +710,11 @@ impl BatchFilter for WriteFilter {
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
-        let (file, path) = (&self.file, &self.path);
-        self.layers.insert(hashes, out, &mut |h| {
-            let map = extend(file, path, h)?;
-            // The file names its new layer from now on (still dirty).
-            write_header(file, path, h)?;
-            Ok(map)
-        })
+        self.add(hashes, Some(out))
     }
 
     fn record_batch(&mut self, hashes: &[Hash128]) -> Result<u64> {
-        let (file, path) = (&self.file, &self.path);
-        self.layers.add(hashes, None, &mut |h| {
-            let map = extend(file, path, h)?;
-            write_header(file, path, h)?;
-            Ok(map)
-        })
+        self.add(hashes, None)
     }
 
     fn begin_window(&mut self) -> Result<()> {
@@ -932,7 +919,7 @@ impl BatchFilter for NewFilter {
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
         let (file, path) = (self.tmp.as_file(), self.tmp.path());
         self.layers
-            .insert(hashes, out, &mut |h| extend(file, path, h))
+            .add(hashes, Some(out), &mut |h| extend(file, path, h))
     }
 }
 
@@ -1028,7 +1015,7 @@ impl BatchFilter for MemFilter {
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
-        self.layers.insert(hashes, out, &mut |h| {
+        self.layers.add(hashes, Some(out), &mut |h| {
             anon(h.layers.last().expect("a filter has a layer"))
         })
     }
