@@ -18,6 +18,15 @@ fn bin() -> std::path::PathBuf {
     assert_cmd::cargo::cargo_bin!("seen").to_path_buf()
 }
 
+/// Runs `seen ARGS` in `dir` to completion and returns what it did.
+fn run(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(bin())
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 fn env_count(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -160,11 +169,7 @@ fn sigkill_at_random_moments_loses_no_line() {
         );
         printed.extend(lines_of(&out));
         // The complete run left the file clean with every checksum current.
-        let v = Command::new(bin())
-            .current_dir(d.path())
-            .args(["verify", "f.seen"])
-            .output()
-            .unwrap();
+        let v = run(d.path(), &["verify", "f.seen"]);
         assert!(
             v.status.success(),
             "trial {trial}: {}",
@@ -216,9 +221,9 @@ fn concurrent_writers_print_each_line_exactly_once() {
     }
     // Create the filter first so the processes do not race to create it.
     write(&d, "empty.txt", b"");
-    let st = Command::new(bin())
-        .current_dir(d.path())
-        .args([
+    let st = run(
+        d.path(),
+        &[
             "dedup",
             "-n",
             "200k",
@@ -227,9 +232,9 @@ fn concurrent_writers_print_each_line_exactly_once() {
             "-f",
             "f.seen",
             "empty.txt",
-        ])
-        .status()
-        .unwrap();
+        ],
+    )
+    .status;
     assert!(st.success());
     let children: Vec<_> = (0..procs)
         .map(|p| {
@@ -275,11 +280,7 @@ fn concurrent_writers_print_each_line_exactly_once() {
         "a line was printed by two processes"
     );
     assert_eq!(union.len(), all_inputs.len(), "a line was lost");
-    let v = Command::new(bin())
-        .current_dir(d.path())
-        .args(["verify", "f.seen"])
-        .output()
-        .unwrap();
+    let v = run(d.path(), &["verify", "f.seen"]);
     assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
 }
 
@@ -338,11 +339,7 @@ fn sigterm_and_sigint_commit_and_exit() {
         let lines: String = (0..500).map(|i| format!("l{i}\n")).collect();
         let (got, err) = signal_midway(d.path(), &["dedup", "-f", "f.seen"], &lines, 500, sig);
         assert_eq!(got, code, "{err}");
-        let o = Command::new(bin())
-            .current_dir(d.path())
-            .args(["stats", "--json", "f.seen"])
-            .output()
-            .unwrap();
+        let o = run(d.path(), &["stats", "--json", "f.seen"]);
         let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(s["clean"], true, "{s}");
         assert_eq!(s["inserts"], 500, "{s}");
@@ -368,9 +365,9 @@ fn corrupted_files_never_crash() {
     let d = tmp();
     let text: String = (0..3000).map(|i| format!("k{i}\n")).collect();
     write(&d, "in.txt", text.as_bytes());
-    let st = Command::new(bin())
-        .current_dir(d.path())
-        .args([
+    let st = run(
+        d.path(),
+        &[
             "build",
             "-n",
             "500",
@@ -379,9 +376,9 @@ fn corrupted_files_never_crash() {
             "-o",
             "good.seen",
             "in.txt",
-        ])
-        .status()
-        .unwrap();
+        ],
+    )
+    .status;
     assert!(st.success());
     let good = std::fs::read(d.path().join("good.seen")).unwrap();
     let mut rng = Rng(0xF022);
@@ -419,11 +416,7 @@ fn corrupted_files_never_crash() {
             2 => &["dedup", "-f", "x.seen", "in.txt"],
             _ => &["build", "--add", "-o", "x.seen", "in.txt"],
         };
-        let o = Command::new(bin())
-            .current_dir(d.path())
-            .args(args)
-            .output()
-            .unwrap();
+        let o = run(d.path(), args);
         let err = String::from_utf8_lossy(&o.stderr);
         let code = o
             .status
@@ -489,12 +482,7 @@ fn a_waiting_stream_does_not_block_other_writers() {
     let (tx, rx) = std::sync::mpsc::channel();
     let dir = d.path().to_path_buf();
     std::thread::spawn(move || {
-        let o = Command::new(bin())
-            .current_dir(dir)
-            .args(["dedup", "-f", "f.seen", "b.txt"])
-            .output()
-            .unwrap();
-        let _ = tx.send(o);
+        let _ = tx.send(run(&dir, &["dedup", "-f", "f.seen", "b.txt"]));
     });
     let b = match rx.recv_timeout(std::time::Duration::from_secs(60)) {
         Ok(o) => o,
@@ -527,13 +515,7 @@ fn dirty_file_counters_are_recounted_from_the_bits() {
     let text: String = (0..5000).map(|i| format!("r{i}\n")).collect();
     write(&d, "in.txt", text.as_bytes());
     write(&d, "empty.txt", b"");
-    let run = |args: &[&str]| {
-        Command::new(bin())
-            .current_dir(d.path())
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let run = |args: &[&str]| run(d.path(), args);
     let o = run(&[
         "build", "--fixed", "-n", "10000", "-p", "0.01", "-o", "f.seen", "in.txt",
     ]);
@@ -568,13 +550,7 @@ fn verify_names_damaged_segments() {
     let d = tmp();
     let text: String = (0..200_000).map(|i| format!("v{i}\n")).collect();
     write(&d, "in.txt", text.as_bytes());
-    let run = |args: &[&str]| {
-        Command::new(bin())
-            .current_dir(d.path())
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let run = |args: &[&str]| run(d.path(), args);
     // 1M lines at 1e-3, fixed: about 1.8 MiB of bits, two segments.
     let o = run(&[
         "build", "--fixed", "-n", "1M", "-p", "1e-3", "-o", "f.seen", "in.txt",
