@@ -267,8 +267,9 @@ struct Layers {
     name: String,
     /// Capacity warnings given so far: 1 past 100 %, 2 past 150 %.
     warned: u8,
-    /// Segments changed since their checksums were last written.
-    stale: Stale,
+    /// Segments changed since their checksums were last written; `None` for
+    /// an in-memory filter, which has no checksums to keep.
+    stale: Option<Stale>,
 }
 
 impl Layers {
@@ -332,17 +333,21 @@ impl Layers {
                     let older = views(&self.header, older);
                     let from = out.len();
                     let n = filter::insert_batch(&older, newest, &last.layout, batch, out);
-                    for (h, seen) in batch.iter().zip(&out[from..]) {
-                        if !seen {
-                            self.stale.mark(top, &last, *h);
+                    if let Some(stale) = &mut self.stale {
+                        for (h, seen) in batch.iter().zip(&out[from..]) {
+                            if !seen {
+                                stale.mark(top, &last, *h);
+                            }
                         }
                     }
                     n
                 }
                 None => {
                     filter::set_batch(newest, &last.layout, batch);
-                    for h in batch {
-                        self.stale.mark(top, &last, *h);
+                    if let Some(stale) = &mut self.stale {
+                        for h in batch {
+                            stale.mark(top, &last, *h);
+                        }
                     }
                     batch.len() as u64
                 }
@@ -378,7 +383,9 @@ impl Layers {
         match grow(&self.header) {
             Ok(map) => {
                 self.maps.push(map);
-                self.stale.cover(&self.header.layers, true);
+                if let Some(stale) = &mut self.stale {
+                    stale.cover(&self.header.layers, true);
+                }
                 Ok(())
             }
             Err(e) => {
@@ -569,7 +576,7 @@ impl WriteFilter {
                 maps: vec![],
                 name: path.display().to_string(),
                 warned: 0,
-                stale: Stale::default(),
+                stale: Some(Stale::default()),
             },
             locked: true,
         };
@@ -612,14 +619,15 @@ impl WriteFilter {
             let map = map_write(&self.file, path, l)?;
             self.layers.maps.push(map);
         }
-        self.layers.stale.cover(&header.layers, false);
+        let stale = self.layers.stale.get_or_insert_default();
+        stale.cover(&header.layers, false);
         if header.is_dirty() {
             for (l, bits) in header.layers.iter_mut().zip(&self.layers.maps) {
                 let est = filter::occupancy(bits, &l.layout).estimated_items.round() as u64;
                 l.inserts = l.inserts.max(est);
             }
             // A writer stopped between changing bits and writing their checksums.
-            self.layers.stale.all();
+            stale.all();
         }
         self.layers.header = header;
         Ok(())
@@ -660,7 +668,9 @@ impl WriteFilter {
     /// and the time updated.
     fn write_clean(&mut self) -> Result<()> {
         let l = &mut self.layers;
-        l.stale.write(&self.file, &self.path, &l.header, &l.maps)?;
+        if let Some(stale) = &mut l.stale {
+            stale.write(&self.file, &self.path, &l.header, &l.maps)?;
+        }
         let h = &mut self.layers.header;
         h.flags &= !FLAG_DIRTY;
         h.updated = now();
@@ -827,7 +837,7 @@ impl NewFilter {
                 stale: {
                     let mut s = Stale::default();
                     s.cover(&header.layers, true);
-                    s
+                    Some(s)
                 },
                 header,
                 maps: vec![map],
@@ -850,8 +860,9 @@ impl NewFilter {
     /// unchanged and the temporary file removed.
     pub fn finish(mut self, replace: bool) -> Result<()> {
         let l = &mut self.layers;
-        l.stale
-            .write(self.tmp.as_file(), self.tmp.path(), &l.header, &l.maps)?;
+        if let Some(stale) = &mut l.stale {
+            stale.write(self.tmp.as_file(), self.tmp.path(), &l.header, &l.maps)?;
+        }
         let h = &mut self.layers.header;
         h.updated = now();
         write_header(self.tmp.as_file(), self.tmp.path(), h)?;
@@ -974,7 +985,7 @@ impl MemFilter {
                 maps: vec![map],
                 name: "the in-memory filter".into(),
                 warned: 0,
-                stale: Stale::default(),
+                stale: None,
             },
         })
     }
