@@ -598,16 +598,19 @@ impl WriteFilter {
                 .with_context(|| format!("cannot truncate {}", path.display()))?;
         }
         let mapped = self.layers.maps.len();
+        // The layers already mapped must be where and what they were (only
+        // their counters move).
+        let moved = |(mine, theirs): (&LayerEntry, &LayerEntry)| {
+            LayerEntry {
+                inserts: theirs.inserts,
+                ..*mine
+            } != *theirs
+        };
         if header.layers.len() < mapped
-            || header.layers[..mapped]
-                != self.layers.header.layers[..mapped]
-                    .iter()
-                    .zip(&header.layers)
-                    .map(|(mine, theirs)| LayerEntry {
-                        inserts: theirs.inserts,
-                        ..*mine
-                    })
-                    .collect::<Vec<_>>()[..]
+            || self.layers.header.layers[..mapped]
+                .iter()
+                .zip(&header.layers)
+                .any(moved)
         {
             bail!(
                 "{} was rewritten by something other than seen during this run; \
