@@ -1,6 +1,7 @@
 //! Command-line definitions (clap derive). Only definitions live here: the doc
 //! comments are the `--help` text, and every flag is documented where it is declared.
 
+use crate::keys::{DEFAULT_DELIMITER, KeySpec, parse_delimiter};
 use crate::units::{Every, parse_count, parse_every, parse_fpp, parse_fraction, parse_seed};
 use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
@@ -103,6 +104,92 @@ Examples:
   seen plan -n 100M -p 1e-6 --fixed    # one fixed layer
   seen plan -n 1M -p 1% --classic      # the textbook (unblocked) filter, for comparison")]
     Plan(PlanArgs),
+    /// Print a completion script for a shell (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = "\
+Examples:
+  seen completions bash > ~/.local/share/bash-completion/completions/seen
+  seen completions zsh > ~/.zfunc/_seen          # with fpath+=(~/.zfunc) before compinit
+  seen completions fish > ~/.config/fish/completions/seen.fish
+
+The same scripts are committed under completions/ in the source tree.")]
+    Completions(CompletionsArgs),
+}
+
+/// Options of `seen completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+/// Which part of a record is compared (hashed). The whole record is always
+/// what is printed.
+#[derive(Debug, Args, Clone, Copy, Default)]
+#[command(next_help_heading = "Keys (what is compared)")]
+pub struct KeyArgs {
+    /// Compare records by field N only (1-based, split on -t, like `cut -f N`);
+    /// a record with fewer fields has an empty key (as in awk).
+    #[arg(short = 'k', long = "key", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub field: Option<u16>,
+
+    /// Field delimiter for -k: one byte (e.g. ',' or ';'), '\t' or 0x1f [default: tab].
+    #[arg(short = 't', long = "delimiter", value_name = "CHAR", value_parser = parse_delimiter, requires = "field")]
+    pub delimiter: Option<u8>,
+
+    /// Strip whitespace (space, tab, CR, VT, FF) around the key.
+    #[arg(long)]
+    pub trim: bool,
+
+    /// Compare URLs in canonical form: scheme and host lower-cased, default port,
+    /// fragment and `.`/`..` path segments dropped (WHATWG parsing). Keys that
+    /// are not absolute URLs are compared as they are (counted by --summary).
+    #[arg(long)]
+    pub url: bool,
+
+    /// With --url: also sort the query parameters (`?b=2&a=1` = `?a=1&b=2`).
+    #[arg(long, requires = "url")]
+    pub url_sort_query: bool,
+
+    /// Compare keys case-insensitively (Unicode lower case for UTF-8 keys).
+    #[arg(short = 'i', long)]
+    pub ignore_case: bool,
+
+    /// Compare whole records as they are, ignoring key options recorded in the filter.
+    #[arg(long, conflicts_with_all = ["field", "trim", "url", "ignore_case"])]
+    pub raw_keys: bool,
+}
+
+impl KeyArgs {
+    /// The key spec these flags ask for, or `None` when no key flag was given
+    /// (a filter's recorded options then apply).
+    pub fn spec(&self) -> Option<KeySpec> {
+        if self.raw_keys {
+            return Some(KeySpec::RAW);
+        }
+        let spec = KeySpec {
+            field: self.field,
+            delimiter: self.delimiter.unwrap_or(DEFAULT_DELIMITER),
+            trim: self.trim,
+            url: self.url,
+            url_sort_query: self.url_sort_query,
+            ignore_case: self.ignore_case,
+        };
+        (!spec.is_raw()).then_some(spec)
+    }
+}
+
+/// Progress on standard error.
+#[derive(Debug, Args, Clone, Copy, Default)]
+pub struct ProgressArgs {
+    /// Show progress on stderr even when it is not a terminal (by default it is
+    /// shown only on a terminal, and only for work that lasts over a second).
+    #[arg(long, conflicts_with = "quiet")]
+    pub progress: bool,
+
+    /// No progress and no notes on stderr (warnings and errors still print).
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }
 
 /// How records are read and hashed.
@@ -175,6 +262,10 @@ pub struct BuildArgs {
     #[arg(long)]
     pub summary: bool,
 
+    /// With --summary: print it as one JSON object (schema in docs/JSON.md).
+    #[arg(long, requires = "summary")]
+    pub json: bool,
+
     /// Hash seed for a new filter (decimal or 0x-hex); the default is fixed, so
     /// rebuilding from the same lines gives the same file bits.
     #[arg(long, value_name = "SEED", value_parser = parse_seed)]
@@ -183,6 +274,14 @@ pub struct BuildArgs {
     /// Record format.
     #[command(flatten)]
     pub records: RecordArgs,
+
+    /// Keys (recorded in a new filter).
+    #[command(flatten)]
+    pub keys: KeyArgs,
+
+    /// Progress.
+    #[command(flatten)]
+    pub progress: ProgressArgs,
 
     /// Input files; `-` or none means standard input.
     #[arg(value_name = "FILE")]
@@ -225,9 +324,22 @@ pub struct QueryArgs {
     #[arg(long)]
     pub all: bool,
 
+    /// Print one JSON object per item with its verdict (schema in docs/JSON.md),
+    /// instead of the selected items.
+    #[arg(long, conflicts_with_all = ["count", "quiet", "invert"])]
+    pub json: bool,
+
+    /// Show progress on stderr even when it is not a terminal.
+    #[arg(long, conflicts_with = "quiet")]
+    pub progress: bool,
+
     /// Record format.
     #[command(flatten)]
     pub records: RecordArgs,
+
+    /// Keys (default: the options recorded in FILTER).
+    #[command(flatten)]
+    pub keys: KeyArgs,
 }
 
 /// Options of `seen dedup`.
@@ -255,6 +367,10 @@ pub struct DedupArgs {
     #[arg(long, value_name = "WHEN", value_parser = parse_every, requires = "filter")]
     pub commit_every: Option<Every>,
 
+    /// With --summary: print it as one JSON object (schema in docs/JSON.md).
+    #[arg(long, requires = "summary")]
+    pub json: bool,
+
     /// Print only the lines that were seen before (each repeat), the inverse of the default.
     #[arg(short = 'd', long = "repeated")]
     pub repeated: bool,
@@ -262,6 +378,14 @@ pub struct DedupArgs {
     /// Record format.
     #[command(flatten)]
     pub records: RecordArgs,
+
+    /// Keys (recorded in a new -f filter; default: the options recorded in it).
+    #[command(flatten)]
+    pub keys: KeyArgs,
+
+    /// Progress.
+    #[command(flatten)]
+    pub progress: ProgressArgs,
 
     /// Input files; `-` or none means standard input.
     #[arg(value_name = "FILE")]
@@ -286,6 +410,10 @@ pub struct StatsArgs {
     /// Exit 1 when the fill ratio (bits set / bits, over all layers) is above F (e.g. 0.5, 50%).
     #[arg(long, value_name = "F", value_parser = parse_fraction)]
     pub max_fill: Option<f64>,
+
+    /// Progress (counting the bits of a big filter).
+    #[command(flatten)]
+    pub progress: ProgressArgs,
 }
 
 /// Options of `seen verify`.
@@ -294,6 +422,10 @@ pub struct VerifyArgs {
     /// Filter file to check.
     #[arg(value_name = "FILTER")]
     pub filter: PathBuf,
+
+    /// Progress.
+    #[command(flatten)]
+    pub progress: ProgressArgs,
 }
 
 /// Options of `seen plan`.

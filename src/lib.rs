@@ -11,6 +11,7 @@ pub mod file;
 pub mod filter;
 pub mod hash;
 pub mod input;
+pub mod keys;
 pub mod output;
 pub mod pipeline;
 pub mod signals;

@@ -19,6 +19,7 @@
 use crate::filter::BatchFilter;
 use crate::hash::{Hash128, hash};
 use crate::input::{Reader, Source};
+use crate::keys::{KeySpec, Keyer};
 use anyhow::{Context, Result, anyhow};
 use rayon::prelude::*;
 use std::collections::HashSet;
@@ -42,6 +43,8 @@ pub struct Options {
     pub threads: usize,
     /// Target bytes per chunk.
     pub chunk_bytes: usize,
+    /// How records become the keys that are hashed.
+    pub keys: KeySpec,
 }
 
 impl Options {
@@ -64,6 +67,7 @@ impl Options {
             term,
             threads,
             chunk_bytes: env("SEEN_CHUNK_BYTES").unwrap_or(CHUNK_BYTES),
+            keys: KeySpec::RAW,
         }
     }
 }
@@ -76,19 +80,37 @@ pub struct Piece {
     ends: Vec<usize>,
     hashes: Vec<Hash128>,
     verdicts: Vec<bool>,
+    /// Records without the key field, and keys that were not URLs (key options).
+    missing_field: u64,
+    not_url: u64,
 }
 
 impl Piece {
-    fn hash(&mut self, data: &[u8], end: usize, term: u8, seed: u64) {
+    fn hash(&mut self, data: &[u8], end: usize, term: u8, seed: u64, keys: KeySpec) {
         self.ends.clear();
         self.hashes.clear();
+        self.missing_field = 0;
+        self.not_url = 0;
         let mut s = self.start;
-        for e in memchr::memchr_iter(term, &data[self.start..end]) {
+        let records = memchr::memchr_iter(term, &data[self.start..end]);
+        if keys.is_raw() {
+            for e in records {
+                let e = self.start + e;
+                self.hashes.push(hash(&data[s..e], seed));
+                self.ends.push(e + 1);
+                s = e + 1;
+            }
+            return;
+        }
+        let mut keyer = Keyer::new(keys);
+        for e in records {
             let e = self.start + e;
-            self.hashes.push(hash(&data[s..e], seed));
+            self.hashes.push(hash(keyer.key(&data[s..e]), seed));
             self.ends.push(e + 1);
             s = e + 1;
         }
+        self.missing_field = keyer.missing_field;
+        self.not_url = keyer.not_url;
     }
 }
 
@@ -155,7 +177,7 @@ impl Chunk {
     }
 
     /// Splits the records into pieces and hashes them (in parallel on `pool`).
-    fn hash(&mut self, term: u8, seed: u64, pool: Option<&rayon::ThreadPool>) {
+    fn hash(&mut self, term: u8, seed: u64, keys: KeySpec, pool: Option<&rayon::ThreadPool>) {
         let len = self.len;
         let want = match pool {
             Some(p) => (len / MIN_PIECE_BYTES).clamp(1, 4 * p.current_num_threads()),
@@ -188,11 +210,11 @@ impl Chunk {
                 self.pieces[..self.used]
                     .par_iter_mut()
                     .zip(ends.par_iter())
-                    .for_each(|(p, &end)| p.hash(data, end, term, seed));
+                    .for_each(|(p, &end)| p.hash(data, end, term, seed, keys));
             }),
             _ => {
                 for (p, &end) in self.pieces[..self.used].iter_mut().zip(ends) {
-                    p.hash(data, end, term, seed);
+                    p.hash(data, end, term, seed, keys);
                 }
             }
         }
@@ -206,6 +228,10 @@ pub struct Counts {
     pub read: u64,
     /// Records judged new (inserted for the first time).
     pub new: u64,
+    /// Records without the key field (`-k`): their key was empty.
+    pub missing_field: u64,
+    /// Keys that were not absolute URLs (`--url`): hashed as they were.
+    pub not_url: u64,
 }
 
 /// Whether the filter stage inserts or only looks up.
@@ -446,7 +472,7 @@ where
                                     .build()
                                     .ok();
                             }
-                            chunk.hash(opts.term, seed, pool.as_ref());
+                            chunk.hash(opts.term, seed, opts.keys, pool.as_ref());
                             Ok(chunk)
                         }
                         Ok(None) => return,
@@ -533,6 +559,10 @@ where
                 input_error = Some(e);
                 break;
             }
+            for p in &chunk.pieces[..chunk.used] {
+                counts.missing_field += p.missing_field;
+                counts.not_url += p.not_url;
+            }
             let pause = chunk.flush;
             if to_writer.send(chunk).is_err() {
                 break;
@@ -603,6 +633,7 @@ mod tests {
             term: b'\n',
             threads,
             chunk_bytes,
+            keys: KeySpec::RAW,
         };
         let mut out = Vec::new();
         run(

@@ -1,6 +1,6 @@
 //! `seen build`: make a filter file from lines, or add lines to one.
 
-use super::{Summary, counted, layer_counts, options, spec};
+use super::{Summary, counted, keys, layer_counts, options, spec};
 use crate::cli::{BuildArgs, DEFAULT_CAPACITY};
 use crate::file::{NewFilter, WriteFilter};
 use crate::hash::DEFAULT_SEED;
@@ -14,7 +14,7 @@ use std::process::ExitCode;
 /// # Errors
 /// Bad arguments, unreadable inputs, or a filter that cannot be written.
 pub fn run(a: BuildArgs) -> Result<ExitCode> {
-    let opts = options(a.records);
+    let mut opts = options(a.records);
     let term = opts.term;
     let sources = sources(&a.files);
     if a.add {
@@ -25,12 +25,13 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
             );
         }
         let mut f = WriteFilter::open(&a.output)?;
+        opts.keys = keys(&a.keys, Some((f.header().keys, &a.output)));
         let before = layer_counts(f.header());
         let result = pipeline(&sources, opts, &mut f, Mode::Insert, |_| Ok(true));
         f.commit()?;
         let c = result?;
         if a.summary {
-            Summary::new(c.read, c.new, None, &before, f.header()).print();
+            Summary::new(&c, None, opts.keys, &before, f.header()).print(a.json);
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -55,10 +56,12 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
         ),
         None => Ok(DEFAULT_CAPACITY),
     })?;
-    let mut f = NewFilter::create(&a.output, &spec, a.seed.unwrap_or(DEFAULT_SEED))?;
+    opts.keys = keys(&a.keys, None);
+    let seed = a.seed.unwrap_or(DEFAULT_SEED);
+    let mut f = NewFilter::create(&a.output, &spec, seed, opts.keys)?;
     let c = pipeline(&sources, opts, &mut f, Mode::Insert, |_| Ok(true))?;
     if a.summary {
-        Summary::new(c.read, c.new, None, &[], f.header()).print();
+        Summary::new(&c, None, opts.keys, &[], f.header()).print(a.json);
     }
     f.finish(a.force)?;
     Ok(ExitCode::SUCCESS)

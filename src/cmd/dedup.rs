@@ -1,13 +1,13 @@
 //! `seen dedup`: print each line the first time it is seen, in input order.
 
-use super::{Summary, counted, layer_counts, options, spec};
+use super::{Summary, counted, keys, layer_counts, options, spec};
 use crate::cli::{DEFAULT_CAPACITY, DedupArgs};
 use crate::file::{MemFilter, NewFilter, WriteFilter};
 use crate::filter::BatchFilter;
 use crate::hash::DEFAULT_SEED;
 use crate::input::sources;
 use crate::output::stdout;
-use crate::pipeline::{Chunk, Commit, Mode, Options, run as pipeline};
+use crate::pipeline::{Chunk, Commit, Counts, Mode, Options, run as pipeline};
 use crate::units::Every;
 use anyhow::Context;
 use anyhow::Result;
@@ -35,11 +35,12 @@ fn stdout_is_file() -> bool {
 /// Bad arguments, unreadable inputs, a filter that cannot be opened or written,
 /// or a failed write to standard output.
 pub fn run(a: DedupArgs) -> Result<ExitCode> {
-    let opts = options(a.records);
+    let mut opts = options(a.records);
     let term = opts.term;
     let sources = sources(&a.files);
     let mut out = stdout();
     let Some(path) = &a.filter else {
+        opts.keys = keys(&a.keys, None);
         let mut counted_lines = None;
         let mut spec = spec(&a.size, || {
             counted_lines = counted(&sources, term)?;
@@ -52,10 +53,9 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
             spec.growth = None;
         }
         let mut f = MemFilter::with_spec(&spec, DEFAULT_SEED)?;
-        let (read, new, written) =
-            dedup(&sources, opts, &mut f, a.repeated, Mode::Insert, &mut out)?;
+        let (counts, written) = dedup(&sources, opts, &mut f, a.repeated, Mode::Insert, &mut out)?;
         if a.summary {
-            Summary::new(read, new, Some(written), &[], f.header()).print();
+            Summary::new(&counts, Some(written), opts.keys, &[], f.header()).print(a.json);
         }
         return Ok(ExitCode::SUCCESS);
     };
@@ -68,6 +68,7 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
         );
     }
     let mut f = WriteFilter::open(path)?;
+    opts.keys = keys(&a.keys, Some((f.header().keys, path)));
     let before = layer_counts(f.header());
     let (lines, every) = match a.commit_every {
         Some(Every::Lines(n)) => (n, Duration::MAX),
@@ -88,16 +89,16 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
     };
     let result = dedup(&sources, opts, &mut f, a.repeated, mode, &mut out);
     f.commit()?;
-    let (read, new, written) = result?;
+    let (counts, written) = result?;
     if a.summary {
-        Summary::new(read, new, Some(written), &before, f.header()).print();
+        Summary::new(&counts, Some(written), opts.keys, &before, f.header()).print(a.json);
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// Streams the sources through `filter`, printing each record's first
 /// occurrence (or, with `repeated`, every later one) in input order. Returns
-/// records read, new, written.
+/// the pipeline's counts and the records written.
 ///
 /// # Errors
 /// Input errors, or a failed write to `out` (a closed stdout is `BrokenPipe`).
@@ -108,7 +109,7 @@ pub fn dedup<B: BatchFilter, W: Write + Send>(
     repeated: bool,
     mode: Mode,
     out: &mut W,
-) -> Result<(u64, u64, u64)> {
+) -> Result<(Counts, u64)> {
     let mut written = 0u64;
     let counts = pipeline(sources, opts, filter, mode, |c: &Chunk| {
         c.for_each_run(repeated, |bytes, n| {
@@ -121,7 +122,7 @@ pub fn dedup<B: BatchFilter, W: Write + Send>(
         Ok(true)
     })?;
     out.flush().context("cannot write output")?;
-    Ok((counts.read, counts.new, written))
+    Ok((counts, written))
 }
 
 /// Creates a missing persistent filter (atomically; if another process creates
@@ -131,7 +132,7 @@ fn create(path: &Path, a: &DedupArgs, sources: &[crate::input::Source], term: u8
         let n = counted(sources, term)?.unwrap_or(0).max(DEFAULT_CAPACITY);
         Ok(n)
     })?;
-    if a.size.capacity.is_none() {
+    if a.size.capacity.is_none() && !a.progress.quiet {
         eprintln!(
             "seen: creating {} for {} distinct lines at false-positive rate {:e}{} \
              (pass -n to size it for the lines you expect over all runs)",
@@ -145,7 +146,7 @@ fn create(path: &Path, a: &DedupArgs, sources: &[crate::input::Source], term: u8
             }
         );
     }
-    let f = NewFilter::create(path, &spec, DEFAULT_SEED)?;
+    let f = NewFilter::create(path, &spec, DEFAULT_SEED, keys(&a.keys, None))?;
     match f.finish(false) {
         Ok(()) => Ok(()),
         Err(_) if path.exists() => Ok(()),

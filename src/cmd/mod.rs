@@ -1,20 +1,24 @@
 //! One module per subcommand: each wires inputs, the filter and the output.
 
 pub mod build;
+pub mod completions;
 pub mod dedup;
 pub mod plan;
 pub mod query;
 pub mod stats;
 pub mod verify;
 
-use crate::cli::{DEFAULT_FPP, RecordArgs, SizeArgs};
+use crate::cli::{DEFAULT_FPP, KeyArgs, RecordArgs, SizeArgs};
 use crate::file::format::Header;
 use crate::filter::sizing::{self, DEFAULT_GROWTH, Growth, Spec};
 use crate::input::{Source, count_records};
-use crate::pipeline::Options;
+use crate::keys::KeySpec;
+use crate::pipeline::{Counts, Options};
 use anyhow::{Context, Result};
 use indicatif::HumanCount;
+use serde::Serialize;
 use std::io::Write;
+use std::path::Path;
 
 /// Pipeline options from `-z` and `-j`.
 pub fn options(r: RecordArgs) -> Options {
@@ -75,17 +79,29 @@ pub fn layer_counts(h: &Header) -> Vec<u64> {
     h.layers.iter().map(|l| l.inserts).collect()
 }
 
-/// What a run did, for `--summary` (printed on stderr).
-#[derive(Debug, Clone, PartialEq)]
+/// What a run did, for `--summary` (printed on stderr; with `--json` as one
+/// object, schema in docs/JSON.md).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
     /// Records read.
-    pub read: u64,
+    pub lines_read: u64,
     /// Records judged new (recorded in the filter).
     pub new: u64,
-    /// Records written to standard output (`None` for `build`).
-    pub written: Option<u64>,
+    /// Records judged seen before (duplicates, and false positives).
+    pub duplicates: u64,
+    /// Records written to standard output (absent for `build`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines_written: Option<u64>,
     /// Expected number of new records wrongly judged seen (false positives).
     pub expected_false_positives: f64,
+    /// How keys were made (`whole record`, `field 2 (','-separated)`, ...).
+    pub keys: String,
+    /// Records without the `-k` field (their key was empty); absent without `-k`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_field: Option<u64>,
+    /// Keys that were not absolute URLs (hashed as they were); absent without `--url`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_url: Option<u64>,
     /// Layers in the filter after the run.
     pub layers: usize,
     /// Compound false-positive rate of the filter after the run.
@@ -93,8 +109,15 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// The summary of a run that took a filter from layer counts `before` to `after`.
-    pub fn new(read: u64, new: u64, written: Option<u64>, before: &[u64], after: &Header) -> Self {
+    /// The summary of a run with `counts` and `keys` that took a filter from
+    /// layer counts `before` to `after`.
+    pub fn new(
+        counts: &Counts,
+        written: Option<u64>,
+        keys: KeySpec,
+        before: &[u64],
+        after: &Header,
+    ) -> Self {
         let spans: Vec<_> = after
             .layers
             .iter()
@@ -103,38 +126,53 @@ impl Summary {
             .collect();
         let now: Vec<_> = after.layers.iter().map(|l| (l.layout, l.inserts)).collect();
         Summary {
-            read,
-            new,
-            written,
+            lines_read: counts.read,
+            new: counts.new,
+            duplicates: counts.read.saturating_sub(counts.new),
+            lines_written: written,
             expected_false_positives: sizing::expected_false_positives(&spans),
+            keys: keys.to_string(),
+            missing_field: keys.field.map(|_| counts.missing_field),
+            not_url: keys.url.then_some(counts.not_url),
             layers: after.layers.len(),
             fpp_now: sizing::compound_fpp(&now),
         }
     }
 
-    /// Prints the summary on stderr.
-    pub fn print(&self) {
-        let rows = [
-            ("lines read", HumanCount(self.read).to_string()),
-            ("new", HumanCount(self.new).to_string()),
-            (
-                "duplicates",
-                HumanCount(self.read.saturating_sub(self.new)).to_string(),
-            ),
-        ];
+    /// Prints the summary on stderr, as a table or (`json`) one JSON line.
+    pub fn print(&self, json: bool) {
         let mut err = std::io::stderr().lock();
+        if json {
+            if serde_json::to_writer(&mut err, self).is_ok() {
+                let _ = writeln!(err);
+            }
+            return;
+        }
+        let mut rows = vec![
+            ("lines read", HumanCount(self.lines_read).to_string()),
+            ("new", HumanCount(self.new).to_string()),
+            ("duplicates", HumanCount(self.duplicates).to_string()),
+        ];
+        if let Some(w) = self.lines_written {
+            rows.push(("lines written", HumanCount(w).to_string()));
+        }
+        if let Some(m) = self.missing_field {
+            rows.push(("no key field", HumanCount(m).to_string()));
+        }
+        if let Some(n) = self.not_url {
+            rows.push(("not URLs", HumanCount(n).to_string()));
+        }
         for (k, v) in rows {
             let _ = writeln!(err, "seen: {k:<16} {v:>14}");
-        }
-        if let Some(w) = self.written {
-            let w = HumanCount(w).to_string();
-            let _ = writeln!(err, "seen: {:<16} {w:>14}", "lines written");
         }
         let _ = writeln!(
             err,
             "seen: {:<16} {:>14.2}  (expected: new lines taken for seen ones)",
             "false positives", self.expected_false_positives
         );
+        if self.keys != KeySpec::RAW.to_string() {
+            let _ = writeln!(err, "seen: {:<16} {}", "keys", self.keys);
+        }
         let _ = writeln!(
             err,
             "seen: {:<16} {} layer{}, false-positive rate now {:.1e}",
@@ -143,5 +181,27 @@ impl Summary {
             if self.layers == 1 { "" } else { "s" },
             self.fpp_now
         );
+    }
+}
+
+/// The key spec for a run: the one the flags ask for, else the one `recorded`
+/// in the filter file `path` (none for a new or in-memory filter). Asking for
+/// other keys than a file records is allowed (e.g. to query it differently)
+/// but warned about: keys made another way do not match what is in it.
+pub fn keys(asked: &KeyArgs, recorded: Option<(KeySpec, &Path)>) -> KeySpec {
+    match (asked.spec(), recorded) {
+        (None, Some((r, _))) => r,
+        (None, None) => KeySpec::RAW,
+        (Some(a), Some((r, path))) if a != r => {
+            eprintln!(
+                "seen: warning: {} was built with keys `{}` ({r}); using `{}` ({a}) as asked: \
+                 lines keyed differently will not match what it holds (drop the key flags to use its own)",
+                path.display(),
+                r.flags(),
+                a.flags(),
+            );
+            a
+        }
+        (Some(a), _) => a,
     }
 }

@@ -1,10 +1,12 @@
 //! `seen query`: grep-style membership tests against a filter.
 
-use super::options;
+use super::{keys, options};
 use crate::cli::QueryArgs;
 use crate::file::ReadFilter;
 use crate::filter::BatchFilter;
 use crate::hash::hash;
+use crate::keys::Keyer;
+use serde::Serialize;
 use crate::input::{Source, sources};
 use crate::output::stdout;
 use crate::pipeline::{Chunk, Mode, run as pipeline};
@@ -18,16 +20,25 @@ use std::process::ExitCode;
 /// # Errors
 /// An unusable filter, unreadable input or a failed write.
 pub fn run(a: QueryArgs) -> Result<ExitCode> {
-    let opts = options(a.records);
+    let mut opts = options(a.records);
     let term = opts.term;
     let filter = ReadFilter::open(&a.filter)?;
+    opts.keys = keys(&a.keys, Some((filter.header().keys, &a.filter)));
     let mut out = stdout();
     let (mut total, mut selected) = (0u64, 0u64);
     // Stop at the first selected item when only the exit status is wanted.
     let stop_early = a.quiet && !a.all;
-    let print = !a.quiet && !a.count;
+    let print = !a.quiet && !a.count && !a.json;
+    let mut keyer = (a.json && !opts.keys.is_raw()).then(|| Keyer::new(opts.keys));
+    let mut json = Vec::new();
     let mut each = |item: &[u8], present: bool, out: &mut dyn Write| -> Result<bool> {
         total += 1;
+        if a.json {
+            let record = item.strip_suffix(&[term]).unwrap_or(item);
+            json.clear();
+            Verdict::new(record, keyer.as_mut(), present).write(&mut json)?;
+            out.write_all(&json).context("cannot write output")?;
+        }
         if present != a.invert {
             selected += 1;
             if print {
@@ -39,7 +50,12 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
     };
     if !a.items.is_empty() {
         let seed = filter.seed();
-        let hashes: Vec<_> = a.items.iter().map(|i| hash(i.as_bytes(), seed)).collect();
+        let mut k = Keyer::new(opts.keys);
+        let hashes: Vec<_> = a
+            .items
+            .iter()
+            .map(|i| hash(k.key(i.as_bytes()), seed))
+            .collect();
         let mut present = Vec::new();
         filter.contains_batch(&hashes, &mut present);
         let mut rec = Vec::new();
@@ -95,4 +111,42 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// One line of `query --json` (docs/JSON.md).
+#[derive(Serialize)]
+struct Verdict {
+    /// The item (lossy UTF-8: invalid bytes become U+FFFD).
+    item: String,
+    /// The item's bytes in hex, only when it is not valid UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    item_hex: Option<String>,
+    /// The key that was looked up, only with key options.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key: Option<String>,
+    /// Whether the filter (probably) holds the key.
+    present: bool,
+}
+
+impl Verdict {
+    fn new(record: &[u8], keyer: Option<&mut Keyer>, present: bool) -> Verdict {
+        let item = String::from_utf8_lossy(record);
+        let item_hex = matches!(item, std::borrow::Cow::Owned(_)).then(|| hex(record));
+        Verdict {
+            item: item.into_owned(),
+            item_hex,
+            key: keyer.map(|k| String::from_utf8_lossy(k.key(record)).into_owned()),
+            present,
+        }
+    }
+
+    fn write(&self, out: &mut Vec<u8>) -> Result<()> {
+        serde_json::to_writer(&mut *out, self)?;
+        out.push(b'\n');
+        Ok(())
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -77,6 +77,10 @@ pub struct Stats {
     pub hash: &'static str,
     /// Hash seed.
     pub seed: u64,
+    /// How records become keys, in words (`whole record`, `field 2 (','-separated), trimmed`).
+    pub keys: String,
+    /// The same as the flags that give it (`--raw-keys` for whole records).
+    pub key_flags: String,
     /// File size in bytes.
     pub file_bytes: u64,
     /// Sum over layers.
@@ -222,6 +226,8 @@ pub fn compute(f: &ReadFilter) -> Stats {
         format_version: format!("{VERSION_MAJOR}.{}", h.version_minor),
         hash: "xxh3-128",
         seed: h.seed,
+        keys: h.keys.to_string(),
+        key_flags: h.keys.flags(),
         file_bytes: h.file_len(),
         bits,
         bytes: bits / 8,
@@ -277,6 +283,12 @@ fn table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
             s.format_version, s.hash, s.seed
         ),
     )?;
+    let keys = if s.key_flags == "--raw-keys" {
+        s.keys.clone()
+    } else {
+        format!("{} ({})", s.keys, s.key_flags)
+    };
+    row(out, "keys", keys)?;
     row(
         out,
         "growth",

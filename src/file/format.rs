@@ -7,6 +7,7 @@
 use crate::filter::sizing::{Growth, MAX_GROWTH};
 use crate::filter::{BLOCK_BITS, Layout};
 use crate::hash::HASH_XXH3_128_V1;
+use crate::keys::KeySpec;
 use xxhash_rust::xxh3::xxh3_64;
 
 /// First eight bytes of every filter file.
@@ -14,7 +15,7 @@ pub const MAGIC: [u8; 8] = *b"\x89SEEN\r\n\x1a";
 /// Format major version written and understood by this build.
 pub const VERSION_MAJOR: u16 = 1;
 /// Format minor version written by this build.
-pub const VERSION_MINOR: u16 = 2;
+pub const VERSION_MINOR: u16 = 3;
 /// Bytes of header (fixed part + layer table); bit arrays start after it.
 pub const HEADER_LEN: usize = 4096;
 /// Alignment of every bit array in the file.
@@ -93,6 +94,8 @@ pub struct Header {
     pub hash_algorithm: u32,
     /// Hash seed.
     pub seed: u64,
+    /// How records become keys (format 1.3; older files hash whole records).
+    pub keys: KeySpec,
     /// Distinct keys the whole filter was sized for.
     pub capacity: u64,
     /// False-positive probability the whole filter was sized for.
@@ -278,7 +281,7 @@ impl Header {
         put(&mut b, 32, &BLOCK_BITS.to_le_bytes());
         put(&mut b, 36, &(self.layers.len() as u32).to_le_bytes());
         put(&mut b, 40, &(MAX_LAYERS as u32).to_le_bytes());
-        // 44..48: key options, 0 (reserved for key normalisation).
+        put(&mut b, 44, &self.keys.to_bits().to_le_bytes());
         put(&mut b, 48, &self.capacity.to_le_bytes());
         put(&mut b, 56, &self.target_fpp.to_bits().to_le_bytes());
         put(&mut b, 64, &self.created.to_le_bytes());
@@ -364,12 +367,14 @@ impl Header {
                 format!("= {} (expected {MAX_LAYERS})", u32_at(b, 40)),
             ));
         }
-        if u32_at(b, 44) != 0 {
+        let key_bits = u32_at(b, 44);
+        if key_bits != 0 && minor < 3 {
             return Err(bad(
                 "key options",
-                format!("= {:#x} are not supported", u32_at(b, 44)),
+                format!("= {key_bits:#x} in a format 1.{minor} file (key options came in 1.3)"),
             ));
         }
+        let keys = KeySpec::from_bits(key_bits).map_err(|e| bad("key options", e))?;
         let factor = u32_at(b, 80);
         let ratio = f64::from_bits(u64_at(b, 88));
         let growth = match factor {
@@ -477,6 +482,7 @@ impl Header {
             flags,
             hash_algorithm,
             seed: u64_at(b, 24),
+            keys,
             capacity: u64_at(b, 48),
             target_fpp,
             created: u64_at(b, 64),
@@ -498,6 +504,12 @@ mod tests {
             flags: 0,
             hash_algorithm: HASH_XXH3_128_V1,
             seed: 42,
+            keys: KeySpec {
+                field: Some(2),
+                delimiter: b',',
+                trim: true,
+                ..KeySpec::RAW
+            },
             capacity: 1000,
             target_fpp: 1e-6,
             created: 1_700_000_000,

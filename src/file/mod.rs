@@ -9,6 +9,7 @@ pub mod format;
 use crate::filter::sizing::{self, Plan, Spec};
 use crate::filter::{self, BatchFilter, LayerBits};
 use crate::hash::{HASH_XXH3_128_V1, Hash128};
+use crate::keys::KeySpec;
 use anyhow::{Context, Result, bail};
 use format::{FLAG_DIRTY, HEADER_LEN, Header, LayerEntry, VERSION_MINOR};
 use memmap2::{Mmap, MmapMut, MmapOptions};
@@ -214,13 +215,14 @@ impl Stale {
 }
 
 /// A new header for `spec`, whose first layer is `first`.
-fn new_header(spec: &Spec, first: &Plan, seed: u64) -> Header {
+fn new_header(spec: &Spec, first: &Plan, seed: u64, keys: KeySpec) -> Header {
     let t = now();
     let mut h = Header {
         version_minor: VERSION_MINOR,
         flags: 0,
         hash_algorithm: HASH_XXH3_128_V1,
         seed,
+        keys,
         capacity: spec.capacity,
         target_fpp: spec.target_fpp,
         created: t,
@@ -781,12 +783,13 @@ pub struct NewFilter {
 }
 
 impl NewFilter {
-    /// Creates the temporary file for a filter made for `spec`.
+    /// Creates the temporary file for a filter made for `spec`, hashing keys
+    /// made by `keys` (recorded in the header).
     ///
     /// # Errors
     /// When the directory cannot be written, the disk has no room, or `spec`
     /// cannot be sized.
-    pub fn create(target: &Path, spec: &Spec, seed: u64) -> Result<NewFilter> {
+    pub fn create(target: &Path, spec: &Spec, seed: u64, keys: KeySpec) -> Result<NewFilter> {
         let first = spec
             .layer(0)
             .context("cannot size the filter (-n/--capacity, -p/--fpp)")?;
@@ -816,7 +819,7 @@ impl NewFilter {
                     target.display()
                 )
             })?;
-        let header = new_header(spec, &first, seed);
+        let header = new_header(spec, &first, seed, keys);
         tmp.as_file().set_len(header.file_len()).with_context(|| {
             format!(
                 "cannot size a {}-byte filter in {}",
@@ -980,7 +983,8 @@ impl MemFilter {
     }
 
     fn build(spec: &Spec, first: &Plan, seed: u64) -> Result<MemFilter> {
-        let header = new_header(spec, first, seed);
+        // Keys are the pipeline's business; an in-memory filter records none.
+        let header = new_header(spec, first, seed, KeySpec::RAW);
         let map = anon(&header.layers[0])?;
         Ok(MemFilter {
             layers: Layers {

@@ -1,0 +1,401 @@
+//! What part of a record is hashed: the *key*.
+//!
+//! By default the key is the whole record, byte for byte. Key options make it a
+//! field of the record (`-k N -t C`), strip surrounding whitespace (`--trim`),
+//! put a URL in canonical form (`--url`, `--url-sort-query`) or fold case
+//! (`--ignore-case`), applied in that order. The record itself is always what is
+//! printed. A filter file records its key options (header bytes 44–47, see
+//! `docs/FORMAT.md`) so every later run normalises keys the same way.
+
+use std::fmt;
+
+/// How records become keys. The default is the whole, unchanged record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeySpec {
+    /// The 1-based field to use (`None`: the whole record).
+    pub field: Option<u16>,
+    /// Byte that separates fields (only meaningful with `field`).
+    pub delimiter: u8,
+    /// Strip ASCII whitespace (space, tab, CR, LF, VT, FF) around the key.
+    pub trim: bool,
+    /// Put keys that parse as absolute URLs in canonical form.
+    pub url: bool,
+    /// With `url`: sort the query parameters.
+    pub url_sort_query: bool,
+    /// Fold case (Unicode lower case for UTF-8 keys, ASCII otherwise).
+    pub ignore_case: bool,
+}
+
+/// The default field delimiter for `-k` (tab, like `cut`).
+pub const DEFAULT_DELIMITER: u8 = b'\t';
+
+impl Default for KeySpec {
+    fn default() -> Self {
+        KeySpec::RAW
+    }
+}
+
+// Bit layout of the header's key options field (u32, little-endian).
+const FIELD_MASK: u32 = 0xFFFF;
+const DELIMITER_SHIFT: u32 = 16;
+const IGNORE_CASE: u32 = 1 << 24;
+const TRIM: u32 = 1 << 25;
+const URL: u32 = 1 << 26;
+const URL_SORT_QUERY: u32 = 1 << 27;
+const KNOWN: u32 = 0x0FFF_FFFF;
+
+impl KeySpec {
+    /// The whole record, unchanged.
+    pub const RAW: KeySpec = KeySpec {
+        field: None,
+        delimiter: DEFAULT_DELIMITER,
+        trim: false,
+        url: false,
+        url_sort_query: false,
+        ignore_case: false,
+    };
+
+    /// Whether keys are the records themselves (the fast path).
+    pub fn is_raw(&self) -> bool {
+        self.field.is_none() && !self.trim && !self.url && !self.ignore_case
+    }
+
+    /// The header encoding: bits 0–15 the field (0 = whole record), bits 16–23
+    /// the delimiter (0 without a field), bit 24 ignore case, bit 25 trim, bit 26
+    /// URL, bit 27 sorted URL query; bits 28–31 zero.
+    pub fn to_bits(&self) -> u32 {
+        let mut b = 0;
+        if let Some(f) = self.field {
+            b |= u32::from(f) | u32::from(self.delimiter) << DELIMITER_SHIFT;
+        }
+        for (on, bit) in [
+            (self.ignore_case, IGNORE_CASE),
+            (self.trim, TRIM),
+            (self.url, URL),
+            (self.url && self.url_sort_query, URL_SORT_QUERY),
+        ] {
+            if on {
+                b |= bit;
+            }
+        }
+        b
+    }
+
+    /// Decodes the header field.
+    ///
+    /// # Errors
+    /// Unknown bits, a delimiter without a field, or a sorted query without URL.
+    pub fn from_bits(b: u32) -> Result<KeySpec, String> {
+        if b & !KNOWN != 0 {
+            return Err(format!("= {b:#x} has unknown bits set"));
+        }
+        let field = (b & FIELD_MASK) as u16;
+        let delimiter = (b >> DELIMITER_SHIFT) as u8;
+        if field == 0 && delimiter != 0 {
+            return Err(format!("= {b:#x} sets a delimiter but no field"));
+        }
+        if b & URL_SORT_QUERY != 0 && b & URL == 0 {
+            return Err(format!("= {b:#x} sorts URL queries without URL keys"));
+        }
+        Ok(KeySpec {
+            field: (field != 0).then_some(field),
+            delimiter: if field == 0 {
+                DEFAULT_DELIMITER
+            } else {
+                delimiter
+            },
+            trim: b & TRIM != 0,
+            url: b & URL != 0,
+            url_sort_query: b & URL_SORT_QUERY != 0,
+            ignore_case: b & IGNORE_CASE != 0,
+        })
+    }
+
+    /// The flags that give this spec, e.g. `-k 2 -t ',' --trim` (`--raw-keys`
+    /// for the whole record).
+    pub fn flags(&self) -> String {
+        if self.is_raw() {
+            return "--raw-keys".into();
+        }
+        let mut parts = Vec::new();
+        if let Some(f) = self.field {
+            parts.push(format!("-k {f}"));
+            if self.delimiter != DEFAULT_DELIMITER {
+                parts.push(format!("-t {}", show_byte(self.delimiter)));
+            }
+        }
+        if self.trim {
+            parts.push("--trim".into());
+        }
+        if self.url {
+            parts.push("--url".into());
+        }
+        if self.url && self.url_sort_query {
+            parts.push("--url-sort-query".into());
+        }
+        if self.ignore_case {
+            parts.push("--ignore-case".into());
+        }
+        parts.join(" ")
+    }
+}
+
+impl fmt::Display for KeySpec {
+    /// Plain words, e.g. `field 2 (','-separated), trimmed, case-folded`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_raw() {
+            return f.write_str("whole record");
+        }
+        let mut parts = Vec::new();
+        match self.field {
+            Some(n) => parts.push(format!(
+                "field {n} ({}-separated)",
+                show_byte(self.delimiter)
+            )),
+            None => parts.push("whole record".into()),
+        }
+        if self.trim {
+            parts.push("trimmed".into());
+        }
+        if self.url {
+            parts.push(if self.url_sort_query {
+                "canonical URL with sorted query".into()
+            } else {
+                "canonical URL".into()
+            });
+        }
+        if self.ignore_case {
+            parts.push("case-folded".into());
+        }
+        f.write_str(&parts.join(", "))
+    }
+}
+
+/// A byte as a person would type it after `-t`: `','`, `'\t'`, `0x1f`.
+fn show_byte(b: u8) -> String {
+    match b {
+        b'\t' => "'\\t'".into(),
+        b'\'' => "\"'\"".into(),
+        0x21..=0x7e | b' ' => format!("'{}'", b as char),
+        _ => format!("{b:#04x}"),
+    }
+}
+
+/// Parses the `-t` value: one byte, or `\t`, `\0`, `\\`, or `0xHH`.
+///
+/// # Errors
+/// Anything longer than one byte that is none of those.
+pub fn parse_delimiter(s: &str) -> Result<u8, String> {
+    match s {
+        "\\t" | "tab" | "TAB" => return Ok(b'\t'),
+        "\\0" => return Ok(0),
+        "\\\\" => return Ok(b'\\'),
+        _ => {}
+    }
+    if s.len() == 1 {
+        return Ok(s.as_bytes()[0]);
+    }
+    if let Some(hex) = s.strip_prefix("0x").filter(|h| !h.is_empty() && h.len() <= 2)
+        && let Ok(b) = u8::from_str_radix(hex, 16)
+    {
+        return Ok(b);
+    }
+    Err(format!(
+        "`{s}` is not a single-byte delimiter: use e.g. ',' or ';', '\\t' for tab, or 0x1f"
+    ))
+}
+
+/// Turns records into keys, reusing one buffer, and counts the records whose
+/// key options did not apply.
+#[derive(Debug, Clone)]
+pub struct Keyer {
+    spec: KeySpec,
+    buf: Vec<u8>,
+    /// Records without the asked field (their key is empty, as in awk).
+    pub missing_field: u64,
+    /// Keys that are not absolute URLs (with `--url`: hashed as they are).
+    pub not_url: u64,
+}
+
+impl Keyer {
+    /// A keyer for `spec`.
+    pub fn new(spec: KeySpec) -> Keyer {
+        Keyer {
+            spec,
+            buf: Vec::new(),
+            missing_field: 0,
+            not_url: 0,
+        }
+    }
+
+    /// The key of `record` (without its terminator).
+    pub fn key<'a>(&'a mut self, record: &'a [u8]) -> &'a [u8] {
+        let s = self.spec;
+        let mut k = record;
+        if let Some(n) = s.field {
+            k = match field(k, n, s.delimiter) {
+                Some(f) => f,
+                None => {
+                    self.missing_field += 1;
+                    &[]
+                }
+            };
+        }
+        if s.trim {
+            k = k.trim_ascii();
+        }
+        let mut owned = false;
+        if s.url {
+            match canonical_url(k, s.url_sort_query) {
+                Some(u) => {
+                    self.buf.clear();
+                    self.buf.extend_from_slice(u.as_bytes());
+                    owned = true;
+                }
+                None => self.not_url += 1,
+            }
+        }
+        if s.ignore_case {
+            if !owned {
+                self.buf.clear();
+                self.buf.extend_from_slice(k);
+                owned = true;
+            }
+            fold_case(&mut self.buf);
+        }
+        if owned { &self.buf } else { k }
+    }
+}
+
+/// Field `n` (1-based) of `record` split on `delimiter`; field 1 of a record
+/// without delimiter is the record; `None` when there are fewer than `n` fields.
+fn field(record: &[u8], n: u16, delimiter: u8) -> Option<&[u8]> {
+    let mut start = 0;
+    let mut seen = 1u16;
+    for d in memchr::memchr_iter(delimiter, record) {
+        if seen == n {
+            return Some(&record[start..d]);
+        }
+        seen += 1;
+        start = d + 1;
+    }
+    (seen == n).then(|| &record[start..])
+}
+
+/// The canonical form of an absolute URL (WHATWG parsing by the `url` crate:
+/// scheme and host lower-cased, IDNA hosts in punycode, default port dropped,
+/// `.`/`..` segments resolved, an empty path made `/`), without its fragment,
+/// and with its query parameters sorted (byte order, stable) when `sort_query`.
+/// `None` when `key` is not UTF-8 or not an absolute URL.
+pub fn canonical_url(key: &[u8], sort_query: bool) -> Option<String> {
+    let s = std::str::from_utf8(key).ok()?;
+    let mut u = url::Url::parse(s).ok()?;
+    u.set_fragment(None);
+    if sort_query && let Some(q) = u.query() {
+        let mut params: Vec<&str> = q.split('&').collect();
+        params.sort_unstable();
+        let sorted = params.join("&");
+        u.set_query(Some(&sorted));
+    }
+    Some(u.into())
+}
+
+/// Lower-cases `buf` in place: Unicode lower case when it is UTF-8 with
+/// non-ASCII letters, ASCII lower case otherwise.
+fn fold_case(buf: &mut Vec<u8>) {
+    match std::str::from_utf8(buf) {
+        Ok(s) if !s.is_ascii() => *buf = s.to_lowercase().into_bytes(),
+        _ => buf.make_ascii_lowercase(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> KeySpec {
+        KeySpec::RAW
+    }
+
+    #[test]
+    fn bits_round_trip() {
+        let specs = [
+            spec(),
+            KeySpec {
+                field: Some(3),
+                delimiter: b',',
+                ..spec()
+            },
+            KeySpec {
+                field: Some(u16::MAX),
+                delimiter: 0,
+                trim: true,
+                ignore_case: true,
+                ..spec()
+            },
+            KeySpec {
+                url: true,
+                url_sort_query: true,
+                ..spec()
+            },
+        ];
+        for s in specs {
+            assert_eq!(KeySpec::from_bits(s.to_bits()), Ok(s), "{s}");
+        }
+        assert_eq!(spec().to_bits(), 0);
+        assert!(KeySpec::from_bits(1 << 28).is_err());
+        assert!(KeySpec::from_bits(b',' as u32 << 16).is_err());
+        assert!(KeySpec::from_bits(URL_SORT_QUERY).is_err());
+    }
+
+    #[test]
+    fn fields_follow_awk() {
+        assert_eq!(field(b"a,b,c", 1, b','), Some(&b"a"[..]));
+        assert_eq!(field(b"a,b,c", 3, b','), Some(&b"c"[..]));
+        assert_eq!(field(b"a,b,c", 4, b','), None);
+        assert_eq!(field(b"abc", 1, b','), Some(&b"abc"[..]));
+        assert_eq!(field(b"a,,c", 2, b','), Some(&b""[..]));
+        assert_eq!(field(b"", 1, b','), Some(&b""[..]));
+    }
+
+    #[test]
+    fn keys_in_order_field_trim_url_case() {
+        let mut k = Keyer::new(KeySpec {
+            field: Some(2),
+            delimiter: b'\t',
+            trim: true,
+            url: true,
+            ignore_case: true,
+            ..spec()
+        });
+        assert_eq!(
+            k.key(b"1\t  HTTP://Example.COM:80/A/./b/../C#x \t9"),
+            b"http://example.com/a/c"
+        );
+        assert_eq!(k.key(b"only"), b"");
+        assert_eq!(k.missing_field, 1);
+        assert_eq!(k.key(b"1\t Not A Url "), b"not a url");
+        assert_eq!(k.not_url, 2); // the empty key and "Not A Url"
+    }
+
+    #[test]
+    fn delimiters() {
+        assert_eq!(parse_delimiter(","), Ok(b','));
+        assert_eq!(parse_delimiter("\\t"), Ok(b'\t'));
+        assert_eq!(parse_delimiter("0x1f"), Ok(0x1f));
+        assert!(parse_delimiter(",,").is_err());
+        assert!(parse_delimiter("").is_err());
+        assert_eq!(show_byte(b'\t'), "'\\t'");
+        assert_eq!(show_byte(0x1f), "0x1f");
+    }
+
+    #[test]
+    fn case_folding() {
+        let mut k = Keyer::new(KeySpec {
+            ignore_case: true,
+            ..spec()
+        });
+        assert_eq!(k.key("ÉCOLE Straße".as_bytes()), "école straße".as_bytes());
+        assert_eq!(k.key(b"A\xffB"), b"a\xffb");
+    }
+}
