@@ -69,6 +69,20 @@ pub fn uncountable(sources: &[Source]) -> Option<String> {
         .map(Source::name)
 }
 
+/// Total bytes of the sources when all are regular files (for progress).
+pub fn total_bytes(sources: &[Source]) -> Option<u64> {
+    sources
+        .iter()
+        .map(|s| match s {
+            Source::Stdin => None,
+            Source::File(p) => std::fs::metadata(p)
+                .ok()
+                .filter(std::fs::Metadata::is_file)
+                .map(|m| m.len()),
+        })
+        .sum()
+}
+
 /// Counts the records of every source when all are regular files (a last record
 /// without terminator counts); `None` when one is standard input or not a regular
 /// file (a pipe cannot be read twice).

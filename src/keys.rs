@@ -195,7 +195,9 @@ pub fn parse_delimiter(s: &str) -> Result<u8, String> {
     if s.len() == 1 {
         return Ok(s.as_bytes()[0]);
     }
-    if let Some(hex) = s.strip_prefix("0x").filter(|h| !h.is_empty() && h.len() <= 2)
+    if let Some(hex) = s
+        .strip_prefix("0x")
+        .filter(|h| !h.is_empty() && h.len() <= 2)
         && let Ok(b) = u8::from_str_radix(hex, 16)
     {
         return Ok(b);

@@ -3,7 +3,7 @@
 //! modules; the library exists so benchmarks and tests can reach the core.
 //!
 //! Arrows point one way: `cmd` → `pipeline` → `filter`, `cmd` → `file` → `filter`,
-//! and `hash`, `input`, `output`, `signals`, `units` are leaves.
+//! and `hash`, `input`, `keys`, `output`, `progress`, `signals`, `units` are leaves.
 
 pub mod cli;
 pub mod cmd;
@@ -14,5 +14,6 @@ pub mod input;
 pub mod keys;
 pub mod output;
 pub mod pipeline;
+pub mod progress;
 pub mod signals;
 pub mod units;

@@ -559,10 +559,13 @@ where
                 input_error = Some(e);
                 break;
             }
+            let mut items = 0;
             for p in &chunk.pieces[..chunk.used] {
+                items += p.hashes.len() as u64;
                 counts.missing_field += p.missing_field;
                 counts.not_url += p.not_url;
             }
+            crate::progress::advance(chunk.len as u64, items);
             let pause = chunk.flush;
             if to_writer.send(chunk).is_err() {
                 break;

@@ -4,8 +4,9 @@ use super::{Summary, counted, keys, layer_counts, options, spec};
 use crate::cli::{BuildArgs, DEFAULT_CAPACITY};
 use crate::file::{NewFilter, WriteFilter};
 use crate::hash::DEFAULT_SEED;
-use crate::input::{sources, uncountable};
+use crate::input::{sources, total_bytes, uncountable};
 use crate::pipeline::{Mode, run as pipeline};
+use crate::progress::Progress;
 use anyhow::{Result, bail};
 use std::process::ExitCode;
 
@@ -27,7 +28,9 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
         let mut f = WriteFilter::open(&a.output)?;
         opts.keys = keys(&a.keys, Some((f.header().keys, &a.output)));
         let before = layer_counts(f.header());
+        let progress = Progress::start(a.progress, total_bytes(&sources), "lines");
         let result = pipeline(&sources, opts, &mut f, Mode::Insert, |_| Ok(true));
+        drop(progress);
         f.commit()?;
         let c = result?;
         if a.summary {
@@ -59,7 +62,10 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
     opts.keys = keys(&a.keys, None);
     let seed = a.seed.unwrap_or(DEFAULT_SEED);
     let mut f = NewFilter::create(&a.output, &spec, seed, opts.keys)?;
-    let c = pipeline(&sources, opts, &mut f, Mode::Insert, |_| Ok(true))?;
+    let progress = Progress::start(a.progress, total_bytes(&sources), "lines");
+    let c = pipeline(&sources, opts, &mut f, Mode::Insert, |_| Ok(true));
+    drop(progress);
+    let c = c?;
     if a.summary {
         Summary::new(&c, None, opts.keys, &[], f.header()).print(a.json);
     }

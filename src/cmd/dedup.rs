@@ -5,9 +5,10 @@ use crate::cli::{DEFAULT_CAPACITY, DedupArgs};
 use crate::file::{MemFilter, NewFilter, WriteFilter};
 use crate::filter::BatchFilter;
 use crate::hash::DEFAULT_SEED;
-use crate::input::sources;
+use crate::input::{sources, total_bytes};
 use crate::output::stdout;
 use crate::pipeline::{Chunk, Commit, Counts, Mode, Options, run as pipeline};
+use crate::progress::Progress;
 use crate::units::Every;
 use anyhow::Context;
 use anyhow::Result;
@@ -53,7 +54,10 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
             spec.growth = None;
         }
         let mut f = MemFilter::with_spec(&spec, DEFAULT_SEED)?;
-        let (counts, written) = dedup(&sources, opts, &mut f, a.repeated, Mode::Insert, &mut out)?;
+        let progress = Progress::start(a.progress, total_bytes(&sources), "lines");
+        let result = dedup(&sources, opts, &mut f, a.repeated, Mode::Insert, &mut out);
+        drop(progress);
+        let (counts, written) = result?;
         if a.summary {
             Summary::new(&counts, Some(written), opts.keys, &[], f.header()).print(a.json);
         }
@@ -87,7 +91,9 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
     } else {
         Mode::Deferred(commit)
     };
+    let progress = Progress::start(a.progress, total_bytes(&sources), "lines");
     let result = dedup(&sources, opts, &mut f, a.repeated, mode, &mut out);
+    drop(progress);
     f.commit()?;
     let (counts, written) = result?;
     if a.summary {

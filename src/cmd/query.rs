@@ -1,16 +1,17 @@
 //! `seen query`: grep-style membership tests against a filter.
 
 use super::{keys, options};
-use crate::cli::QueryArgs;
+use crate::cli::{ProgressArgs, QueryArgs};
 use crate::file::ReadFilter;
 use crate::filter::BatchFilter;
 use crate::hash::hash;
+use crate::input::{Source, sources, total_bytes};
 use crate::keys::Keyer;
-use serde::Serialize;
-use crate::input::{Source, sources};
 use crate::output::stdout;
 use crate::pipeline::{Chunk, Mode, run as pipeline};
+use crate::progress::Progress;
 use anyhow::{Context, Result};
+use serde::Serialize;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::process::ExitCode;
@@ -74,6 +75,11 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
             sources(&a.files)
         };
         let mut filter = filter;
+        let show = ProgressArgs {
+            progress: a.progress,
+            quiet: a.quiet,
+        };
+        let _progress = Progress::start(show, total_bytes(&srcs), "lines");
         pipeline(&srcs, opts, &mut filter, Mode::Lookup, |c: &Chunk| {
             let mut go_on = true;
             let mut result = Ok(());

@@ -5,6 +5,7 @@ use crate::file::ReadFilter;
 use crate::file::format::{Header, MAX_LAYERS, VERSION_MAJOR};
 use crate::filter::sizing::{classic_bits, classic_k, layer_fpp};
 use crate::filter::{self, BLOCK_BITS, Layout};
+use crate::progress::Progress;
 use anyhow::{Context, Result};
 use indicatif::{HumanBytes, HumanCount};
 use serde::Serialize;
@@ -406,7 +407,10 @@ fn table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
 /// An unusable filter or a failed write.
 pub fn run(a: StatsArgs) -> Result<ExitCode> {
     let f = ReadFilter::open(&a.filter)?;
+    let total = f.header().layers.iter().map(|l| l.layout.bytes()).sum();
+    let progress = Progress::start(a.progress, Some(total), "");
     let s = compute(&f);
+    drop(progress);
     let mut out = crate::output::stdout();
     if a.json {
         serde_json::to_writer(&mut out, &s).context("cannot write output")?;

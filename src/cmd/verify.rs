@@ -4,6 +4,7 @@
 use crate::cli::VerifyArgs;
 use crate::file::ReadFilter;
 use crate::file::format::SEGMENT_BYTES;
+use crate::progress::Progress;
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::process::ExitCode;
@@ -17,6 +18,8 @@ use std::process::ExitCode;
 pub fn run(a: VerifyArgs) -> Result<ExitCode> {
     let f = ReadFilter::open(&a.filter)?;
     let h = f.header();
+    let total = h.layers.iter().map(|l| l.layout.bytes()).sum();
+    let progress = Progress::start(a.progress, Some(total), "");
     let mut out = crate::output::stdout();
     let name = a.filter.display();
     let (mut checked, mut damaged, mut unchecked) = (0u64, 0u64, 0usize);
@@ -30,6 +33,7 @@ pub fn run(a: VerifyArgs) -> Result<ExitCode> {
         for (s, stored) in sums.iter().enumerate() {
             let range = l.segment(s as u64);
             checked += 1;
+            crate::progress::advance(range.len() as u64, 0);
             if xxhash_rust::xxh3::xxh3_64(&bits[range.clone()]) != *stored {
                 damaged += 1;
                 writeln!(
@@ -42,6 +46,7 @@ pub fn run(a: VerifyArgs) -> Result<ExitCode> {
             }
         }
     }
+    drop(progress);
     let layers = h.layers.len();
     if damaged == 0 {
         writeln!(

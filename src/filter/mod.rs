@@ -551,7 +551,11 @@ pub fn occupancy(bits: &[u8], layout: &Layout) -> Occupancy {
     let mut key_blocks = 0f64;
     let mut fpp_sum = 0f64;
     let mut full_blocks = 0u64;
-    for page in bits.chunks_exact(BLOCK_BYTES * BLOCKS_PER_PAGE as usize) {
+    const PAGE: usize = BLOCK_BYTES * BLOCKS_PER_PAGE as usize;
+    for (n, page) in bits.chunks_exact(PAGE).enumerate() {
+        if n % 256 == 255 {
+            crate::progress::advance(256 * PAGE as u64, 0);
+        }
         let mut page_q = 0f64;
         for blk in page.chunks_exact(BLOCK_BYTES) {
             let c = blk.iter().map(|b| b.count_ones()).sum::<u32>() as usize;

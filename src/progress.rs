@@ -1,0 +1,228 @@
+//! Progress on standard error, for work that lasts more than about a second.
+//!
+//! The work only bumps two relaxed atomic counters, once per chunk of input (or
+//! per MiB of filter scanned), so the hot path pays nothing measurable. A
+//! ticker thread reads them ten times a second and draws: an indicatif bar with
+//! bytes, percent and ETA when the total is known (regular files, filters), a
+//! spinner with lines and lines/s otherwise (standard input). On a terminal the
+//! bar appears after [`DELAY`] and is cleared at the end; with `--progress` on
+//! something that is not a terminal (a log file), one plain line is written per
+//! second instead, since cursor movements would only garble it.
+
+use crate::cli::ProgressArgs;
+use indicatif::{HumanBytes, HumanCount, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::mpsc::{RecvTimeoutError, Sender, channel};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+static BYTES: AtomicU64 = AtomicU64::new(0);
+static ITEMS: AtomicU64 = AtomicU64::new(0);
+
+/// How long work runs before progress is shown (unless `SEEN_PROGRESS_DELAY_MS`
+/// says otherwise, for tests).
+pub const DELAY: Duration = Duration::from_secs(1);
+const TICK: Duration = Duration::from_millis(100);
+const PLAIN_TICK: Duration = Duration::from_secs(1);
+
+/// Counts `bytes` and `items` of work done (called per chunk, not per line).
+#[inline]
+pub fn advance(bytes: u64, items: u64) {
+    BYTES.fetch_add(bytes, Relaxed);
+    ITEMS.fetch_add(items, Relaxed);
+}
+
+/// Where progress goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Style {
+    /// An indicatif bar on the terminal.
+    Bar,
+    /// One plain line per second (`--progress` when stderr is not a terminal).
+    Plain,
+}
+
+/// A running progress display; stops (and clears its bar) when dropped.
+#[derive(Debug, Default)]
+pub struct Progress {
+    stop: Option<Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Progress {
+    /// Starts showing progress of work over `total` bytes (`None`: unknown) whose
+    /// items are called `unit` (e.g. "lines"), if `args` and the terminal say so.
+    pub fn start(args: ProgressArgs, total: Option<u64>, unit: &'static str) -> Progress {
+        let tty = std::io::stderr().is_terminal();
+        let style = match (args.quiet, args.progress, tty) {
+            (true, _, _) => return Progress::default(),
+            (false, _, true) => Style::Bar,
+            (false, true, false) => Style::Plain,
+            (false, false, false) => return Progress::default(),
+        };
+        BYTES.store(0, Relaxed);
+        ITEMS.store(0, Relaxed);
+        let delay = std::env::var("SEEN_PROGRESS_DELAY_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map_or(DELAY, Duration::from_millis);
+        let start = Instant::now();
+        let mut view = View {
+            style,
+            total,
+            unit,
+            start,
+            bar: None,
+        };
+        if delay.is_zero() {
+            // Shown from the first moment: draw now, so even a short run shows it.
+            view.draw();
+        }
+        let (stop, stopped) = channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("seen-progress".into())
+            .spawn(move || {
+                let tick = if style == Style::Plain {
+                    PLAIN_TICK
+                } else {
+                    TICK
+                };
+                loop {
+                    match stopped.recv_timeout(tick) {
+                        Err(RecvTimeoutError::Timeout) => {}
+                        _ => break,
+                    }
+                    if start.elapsed() >= delay {
+                        view.draw();
+                    }
+                }
+                view.finish();
+            })
+            .ok();
+        Progress {
+            stop: Some(stop),
+            thread,
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The ticker's state.
+struct View {
+    style: Style,
+    total: Option<u64>,
+    unit: &'static str,
+    start: Instant,
+    bar: Option<ProgressBar>,
+}
+
+impl View {
+    /// `12,345,678 lines, 7.5M lines/s`.
+    fn items(&self) -> String {
+        let n = ITEMS.load(Relaxed);
+        let secs = self.start.elapsed().as_secs_f64().max(1e-3);
+        format!(
+            "{} {}, {}/s",
+            HumanCount(n),
+            self.unit,
+            human_rate(n as f64 / secs)
+        )
+    }
+
+    fn draw(&mut self) {
+        let bytes = BYTES.load(Relaxed);
+        match self.style {
+            Style::Bar => {
+                let msg = if self.unit.is_empty() {
+                    String::new()
+                } else {
+                    self.items()
+                };
+                let (total, unit) = (self.total, self.unit);
+                let bar = self.bar.get_or_insert_with(|| new_bar(total, unit));
+                bar.set_position(bytes);
+                bar.set_message(msg);
+                bar.tick();
+            }
+            Style::Plain => {
+                let mut line = format!("seen: {}", HumanBytes(bytes));
+                if let Some(t) = self.total.filter(|&t| t > 0) {
+                    line += &format!(
+                        " of {} ({:.0}%)",
+                        HumanBytes(t),
+                        100.0 * bytes as f64 / t as f64
+                    );
+                }
+                if !self.unit.is_empty() {
+                    line += &format!(", {}", self.items());
+                }
+                let _ = writeln!(std::io::stderr().lock(), "{line}");
+            }
+        }
+    }
+
+    fn finish(self) {
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn new_bar(total: Option<u64>, unit: &str) -> ProgressBar {
+    let target = ProgressDrawTarget::stderr_with_hz(10);
+    match total {
+        Some(t) => {
+            let bar = ProgressBar::with_draw_target(Some(t), target);
+            let template = if unit.is_empty() {
+                "{spinner} [{bar:30}] {bytes}/{total_bytes} ({percent}%), ETA {eta}"
+            } else {
+                "{spinner} [{bar:30}] {bytes}/{total_bytes} ({percent}%), {msg}, ETA {eta}"
+            };
+            bar.set_style(
+                ProgressStyle::with_template(template)
+                    .expect("valid template")
+                    .progress_chars("=> "),
+            );
+            bar
+        }
+        None => {
+            let bar = ProgressBar::with_draw_target(None, target);
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {bytes} read, {msg}")
+                    .expect("valid template"),
+            );
+            bar
+        }
+    }
+}
+
+/// `7.5M`, `830k`, `12`.
+fn human_rate(r: f64) -> String {
+    if r >= 1e6 {
+        format!("{:.1}M", r / 1e6)
+    } else if r >= 1e3 {
+        format!("{:.0}k", r / 1e3)
+    } else {
+        format!("{r:.0}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates() {
+        assert_eq!(human_rate(7_512_345.0), "7.5M");
+        assert_eq!(human_rate(830_400.0), "830k");
+        assert_eq!(human_rate(12.0), "12");
+    }
+}

@@ -1,0 +1,117 @@
+//! Progress on stderr: absent when stderr is not a terminal, drawn under a
+//! pseudo-terminal (`script`), forced as plain lines by `--progress`, and
+//! suppressed by `-q`. `SEEN_PROGRESS_DELAY_MS=0` shows it from the first
+//! moment, so these runs need not last a second to be tested.
+
+mod common;
+
+use common::{tmp, write};
+use std::process::Command;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_seen")
+}
+
+fn input(lines: usize) -> Vec<u8> {
+    (0..lines)
+        .flat_map(|i| format!("https://example.com/{}\n", i % 700).into_bytes())
+        .collect()
+}
+
+/// Runs `seen ARGS` with stderr piped (not a terminal).
+fn piped(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .env("SEEN_PROGRESS_DELAY_MS", "0")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn no_progress_when_stderr_is_not_a_terminal() {
+    let d = tmp();
+    write(&d, "in.txt", &input(5000));
+    for args in [
+        &["dedup", "in.txt"][..],
+        &["build", "-o", "f.seen", "in.txt"],
+        &["stats", "f.seen"],
+        &["verify", "f.seen"],
+        &["query", "f.seen", "-f", "in.txt"],
+    ] {
+        let r = piped(d.path(), args);
+        assert!(r.status.success(), "{args:?}: {r:?}");
+        assert!(r.stderr.is_empty(), "{args:?} wrote to stderr: {r:?}");
+    }
+}
+
+#[test]
+fn progress_flag_forces_plain_lines_and_quiet_suppresses_it() {
+    let d = tmp();
+    write(&d, "in.txt", &input(5000));
+    let r = piped(d.path(), &["dedup", "--progress", "in.txt"]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(r.status.success(), "{r:?}");
+    // Plain text for a log: no cursor movement, no carriage returns.
+    assert!(err.starts_with("seen: "), "{err}");
+    assert!(err.contains("lines"), "{err}");
+    assert!(!err.contains('\x1b') && !err.contains('\r'), "{err:?}");
+    // The output is the same as without progress.
+    assert_eq!(r.stdout, piped(d.path(), &["dedup", "in.txt"]).stdout);
+
+    let r = piped(d.path(), &["build", "--progress", "-o", "f.seen", "in.txt"]);
+    assert!(String::from_utf8_lossy(&r.stderr).contains("seen: "));
+    let r = piped(d.path(), &["stats", "--progress", "f.seen"]);
+    assert!(String::from_utf8_lossy(&r.stderr).starts_with("seen: "));
+
+    let r = piped(d.path(), &["dedup", "-q", "in.txt"]);
+    assert!(r.status.success() && r.stderr.is_empty(), "{r:?}");
+    let r = piped(d.path(), &["dedup", "-q", "--progress", "in.txt"]);
+    assert_eq!(r.status.code(), Some(2), "-q and --progress conflict");
+}
+
+#[test]
+fn bar_is_drawn_under_a_pseudo_terminal() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: `script` (util-linux) is not installed");
+        return;
+    }
+    let d = tmp();
+    write(&d, "in.txt", &input(20_000));
+    let transcript = d.path().join("typescript");
+    // Under `script`, stderr is a pseudo-terminal; stdout goes to a file.
+    let cmd = format!("'{}' dedup in.txt > out.txt", bin());
+    let r = Command::new("script")
+        .args(["-q", "-e", "-c", &cmd])
+        .arg(&transcript)
+        .current_dir(d.path())
+        .env("SEEN_PROGRESS_DELAY_MS", "0")
+        .env("TERM", "xterm")
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{r:?}");
+    let t = String::from_utf8_lossy(&std::fs::read(&transcript).unwrap()).into_owned();
+    // The bar: bytes of the file, percent and the line count, then cleared.
+    assert!(t.contains("MiB") || t.contains("KiB"), "{t:?}");
+    assert!(t.contains('%') && t.contains("lines"), "{t:?}");
+    assert!(
+        t.contains('\x1b'),
+        "a terminal bar uses escape sequences: {t:?}"
+    );
+    let out = std::fs::read(d.path().join("out.txt")).unwrap();
+    assert_eq!(out, input(700));
+
+    // -q: nothing but the command's own output in the transcript.
+    let cmd = format!("'{}' dedup -q in.txt > out.txt", bin());
+    let r = Command::new("script")
+        .args(["-q", "-e", "-c", &cmd])
+        .arg(&transcript)
+        .current_dir(d.path())
+        .env("SEEN_PROGRESS_DELAY_MS", "0")
+        .env("TERM", "xterm")
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{r:?}");
+    let t = String::from_utf8_lossy(&std::fs::read(&transcript).unwrap()).into_owned();
+    assert!(!t.contains("lines"), "{t:?}");
+}
