@@ -244,7 +244,7 @@ impl Keyer {
             };
         }
         if s.trim {
-            k = k.trim_ascii();
+            k = trim(k);
         }
         let mut owned = false;
         if s.url {
@@ -284,10 +284,19 @@ fn field(record: &[u8], n: u16, delimiter: u8) -> Option<&[u8]> {
     (seen == n).then(|| &record[start..])
 }
 
+/// `key` without whitespace (space, tab, LF, VT, FF, CR) at either end.
+fn trim(key: &[u8]) -> &[u8] {
+    let space = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r');
+    let start = key.iter().position(|b| !space(b)).unwrap_or(key.len());
+    let end = key.iter().rposition(|b| !space(b)).map_or(start, |e| e + 1);
+    &key[start..end]
+}
+
 /// The canonical form of an absolute URL (WHATWG parsing by the `url` crate:
 /// scheme and host lower-cased, IDNA hosts in punycode, default port dropped,
 /// `.`/`..` segments resolved, an empty path made `/`), without its fragment,
-/// and with its query parameters sorted (byte order, stable) when `sort_query`.
+/// and with its query parameters sorted when `sort_query` (whole `name=value`
+/// strings in byte order: `?b=2&a=1` = `?a=1&b=2`, and also `?a=2&a=1` = `?a=1&a=2`).
 /// `None` when `key` is not UTF-8 or not an absolute URL.
 pub fn canonical_url(key: &[u8], sort_query: bool) -> Option<String> {
     let s = std::str::from_utf8(key).ok()?;
@@ -346,7 +355,7 @@ mod tests {
         }
         assert_eq!(spec().to_bits(), 0);
         assert!(KeySpec::from_bits(1 << 28).is_err());
-        assert!(KeySpec::from_bits(b',' as u32 << 16).is_err());
+        assert!(KeySpec::from_bits((b',' as u32) << 16).is_err());
         assert!(KeySpec::from_bits(URL_SORT_QUERY).is_err());
     }
 
@@ -387,6 +396,9 @@ mod tests {
         assert_eq!(parse_delimiter("0x1f"), Ok(0x1f));
         assert!(parse_delimiter(",,").is_err());
         assert!(parse_delimiter("").is_err());
+        assert!(parse_delimiter("0x+f").is_err());
+        assert_eq!(trim(b"\x0b\x0c a b\r\n\t"), b"a b");
+        assert_eq!(trim(b" \t "), b"");
         assert_eq!(show_byte(b'\t'), "'\\t'");
         assert_eq!(show_byte(0x1f), "0x1f");
     }

@@ -87,11 +87,7 @@ impl Progress {
                 } else {
                     TICK
                 };
-                loop {
-                    match stopped.recv_timeout(tick) {
-                        Err(RecvTimeoutError::Timeout) => {}
-                        _ => break,
-                    }
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(tick) {
                     if start.elapsed() >= delay {
                         view.draw();
                     }

@@ -172,6 +172,7 @@ fn run_dedup_with(
         term: b'\n',
         threads,
         chunk_bytes,
+        keys: seen::keys::KeySpec::RAW,
     };
     dedup(
         &[Source::File(path)],
