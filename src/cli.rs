@@ -19,9 +19,9 @@ Exit status:
   1  `query`: no item was selected (with --all: not every item);
      `stats`: past --max-fpp/--max-fill; `verify`: a data segment is damaged
   2  error (bad flag, unreadable input, corrupt filter, ...)
-  130/143  `build`/`dedup` stopped by SIGINT/SIGTERM (after recording what was printed)
+  130/143  `build`/`dedup` stopped by SIGINT/SIGTERM (what was printed is recorded)
 
-A closed standard output (e.g. `seen dedup big.txt | head`) ends the run quietly.";
+A closed standard output (`seen dedup big.txt | head`) ends the run quietly.";
 
 /// Deduplicate huge streams of lines with a Bloom filter kept in a memory-mapped file.
 ///
@@ -38,27 +38,46 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// What `seen` without arguments prints: a few lines, not the whole help.
+pub fn short_usage() -> String {
+    use clap::CommandFactory;
+    let names: Vec<String> = Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    format!(
+        "Usage: seen <COMMAND> [OPTIONS] [ARGS]\n\
+         Commands: {}\n\
+         \n  seen dedup urls.txt > unique.txt   # print each line the first time it is seen\n\
+         \nRun `seen COMMAND --help` for a command's options and examples, \
+         `seen --help` for all of it.\n",
+        names.join(", ")
+    )
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Make a filter file from lines (files or standard input).
     #[command(after_help = "\
 Examples:
-  seen build -o blocklist.seen domains.txt          # sized for the lines in domains.txt
-  seen build -n 50M -p 1e-6 -o big.seen < list.txt  # sized explicitly, lines from stdin
-  seen build --add -o blocklist.seen more.txt       # insert into an existing filter
+  seen build -o block.seen domains.txt           # sized for its line count
+  seen build -n 50M -p 1e-6 -o big.seen < list   # sized explicitly, from stdin
+  seen build --add -o block.seen more.txt        # insert into a filter
+  seen build -k 2 -t , -o ids.seen users.csv     # keyed by the 2nd CSV field
 
 The file is written to a temporary file in the same directory and renamed into
-place, so readers see either the old filter or the new one, never a half-written file.")]
+place, so readers see the old filter or the new one, never a half-written file.")]
     Build(BuildArgs),
     /// Ask a filter whether items are (probably) in it, grep-style.
     #[command(after_help = "\
 Examples:
-  seen query blocklist.seen example.com            # prints it if present; exit 0/1
-  if seen query -q blocklist.seen \"$domain\"; then echo blocked; fi
-  seen query blocklist.seen < candidates.txt       # prints the present ones
-  seen query -v blocklist.seen < candidates.txt    # prints the absent ones
-  seen query -c blocklist.seen < candidates.txt    # counts the present ones
+  seen query block.seen example.com            # prints it if present; exit 0/1
+  if seen query -q block.seen \"$domain\"; then echo blocked; fi
+  seen query block.seen < candidates.txt       # prints the present ones
+  seen query -v block.seen < candidates.txt    # prints the absent ones
+  seen query -c block.seen < candidates.txt    # counts the present ones
+  seen query --json block.seen < candidates.txt  # one verdict per line
 
 Exit status: 0 if at least one item was selected (with --all: every item),
 1 if not, 2 on error.")]
@@ -66,11 +85,12 @@ Exit status: 0 if at least one item was selected (with --all: every item),
     /// Print each line only the first time it is seen, in input order.
     #[command(after_help = "\
 Examples:
-  seen dedup urls.txt > unique.txt                  # like awk '!seen[$0]++', any size
-  zcat huge.log.gz | seen dedup > unique.log       # the filter grows as needed
-  crawl-links | seen dedup -f crawled.seen > new.txt  # remembers across runs
+  seen dedup urls.txt > unique.txt          # like awk '!seen[$0]++', any size
+  zcat huge.log.gz | seen dedup > uniq.log  # the filter grows as needed
+  crawl | seen dedup --url -f crawled.seen  # remembers URLs across runs
   ls batches/* | xargs -P 4 -n 1 seen dedup -f crawled.seen > new.txt
-  seen dedup --repeated urls.txt                    # only the lines seen before
+  seen dedup -k 2 -t , users.csv            # first row per value of field 2
+  seen dedup --repeated urls.txt            # only the lines seen before
 
 A false positive drops a line that was in fact new, with probability about -p
 (default 1e-6) per new line; a line is never printed twice.
@@ -78,14 +98,14 @@ A false positive drops a line that was in fact new, with probability about -p
 With -f, a line is recorded only after it was written out: a killed run loses
 nothing (the next run prints what it did not). Several processes may share one
 filter (e.g. under xargs -P): they take turns per commit window and print each
-line once between them. SIGINT/SIGTERM record what was printed, then exit 130/143.")]
+line once between them. SIGINT/SIGTERM record what was printed, exit 130/143.")]
     Dedup(DedupArgs),
     /// Report a filter's parameters, fill ratio, estimated items and false-positive rate.
     #[command(after_help = "\
 Examples:
   seen stats crawled.seen
   seen stats --json crawled.seen | jq .estimated_fpp
-  seen stats --max-fpp 1e-5 crawled.seen || alert   # for cron: exit 1 when degraded
+  seen stats --max-fpp 1e-5 crawled.seen || alert  # cron: exit 1 if degraded
 
 Exit status: 0 healthy, 1 past --max-fpp or --max-fill, 2 error.")]
     Stats(StatsArgs),
@@ -94,21 +114,21 @@ Exit status: 0 healthy, 1 past --max-fpp or --max-fill, 2 error.")]
 Examples:
   seen verify crawled.seen && echo intact
 
-Exit status: 0 intact, 1 a data segment is damaged (each is named), 2 the file is
-not a usable filter (header, length) or cannot be read.")]
+Exit status: 0 intact, 1 a data segment is damaged (each is named), 2 the file
+is not a usable filter (header, length) or cannot be read.")]
     Verify(VerifyArgs),
     /// Show the layout, size and false-positive rate a filter would have, without writing anything.
     #[command(after_help = "\
 Examples:
   seen plan -n 100M -p 1e-6            # a growing filter: its first layers
   seen plan -n 100M -p 1e-6 --fixed    # one fixed layer
-  seen plan -n 1M -p 1% --classic      # the textbook (unblocked) filter, for comparison")]
+  seen plan -n 1M -p 1% --classic      # and the textbook (unblocked) filter")]
     Plan(PlanArgs),
     /// Print a completion script for a shell (bash, zsh, fish, elvish, powershell).
     #[command(after_help = "\
 Examples:
   seen completions bash > ~/.local/share/bash-completion/completions/seen
-  seen completions zsh > ~/.zfunc/_seen          # with fpath+=(~/.zfunc) before compinit
+  seen completions zsh > ~/.zfunc/_seen   # fpath+=(~/.zfunc) before compinit
   seen completions fish > ~/.config/fish/completions/seen.fish
 
 The same scripts are committed under completions/ in the source tree.")]

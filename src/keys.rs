@@ -197,7 +197,7 @@ pub fn parse_delimiter(s: &str) -> Result<u8, String> {
     }
     if let Some(hex) = s
         .strip_prefix("0x")
-        .filter(|h| !h.is_empty() && h.len() <= 2)
+        .filter(|h| (1..=2).contains(&h.len()) && h.bytes().all(|b| b.is_ascii_hexdigit()))
         && let Ok(b) = u8::from_str_radix(hex, 16)
     {
         return Ok(b);

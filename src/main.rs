@@ -7,6 +7,10 @@ use seen::{cli, cmd, output, signals};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    if std::env::args_os().len() == 1 {
+        eprint!("{}", cli::short_usage());
+        return ExitCode::from(2);
+    }
     let cli = cli::Cli::parse();
     if matches!(cli.command, cli::Command::Build(_) | cli::Command::Dedup(_)) {
         // Runs that write a filter stop at a safe point on SIGINT/SIGTERM.

@@ -1576,3 +1576,88 @@ fn field_trim_and_case_keys_match_a_reference() {
     r.stdout(&expected);
     assert_eq!(seen_keys.len(), 4, "straße, école, ωmega, abc");
 }
+
+/// The keys documented in docs/JSON.md (`| `key` |` rows under each `## `
+/// heading), by heading.
+fn documented_json_keys() -> Vec<(String, BTreeSet<String>)> {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/JSON.md"))
+        .unwrap();
+    let mut sections: Vec<(String, BTreeSet<String>)> = Vec::new();
+    for line in doc.lines() {
+        if let Some(h) = line.strip_prefix("## ") {
+            sections.push((h.to_owned(), BTreeSet::new()));
+        } else if line.starts_with("| `")
+            && let Some((_, keys)) = sections.last_mut()
+        {
+            keys.insert(line.split('`').nth(1).unwrap().to_owned());
+        }
+    }
+    sections
+}
+
+/// Every key `--summary --json` and `query --json` can print is documented in
+/// docs/JSON.md, and every documented key is printed when it applies.
+#[test]
+fn json_outputs_match_their_documented_schemas() {
+    let sections = documented_json_keys();
+    let doc = |prefix: &str| -> BTreeSet<String> {
+        sections
+            .iter()
+            .find(|(h, _)| h.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no section `{prefix}` in docs/JSON.md"))
+            .1
+            .clone()
+    };
+    let d = tmp();
+    let data = text(&["http://A.com/x,1", "b", "http://a.com/x#y,2", "c,3"]);
+    // dedup with every optional member: -k (missing_field) and --url (not_url).
+    let r = seen_io(
+        d.path(),
+        [
+            "dedup",
+            "-k",
+            "1",
+            "-t",
+            ",",
+            "--url",
+            "--summary",
+            "--json",
+        ],
+        &data,
+    );
+    r.code(0);
+    let summary = doc("`seen dedup --summary --json`");
+    assert_eq!(members(&r.stderr_json()), summary, "dedup summary vs docs");
+    // build: everything but lines_written.
+    write(&d, "in.txt", &data);
+    let r = seen(
+        d.path(),
+        [
+            "build",
+            "-k",
+            "1",
+            "-t",
+            ",",
+            "--url",
+            "--summary",
+            "--json",
+            "-o",
+            "f.seen",
+            "in.txt",
+        ],
+    );
+    r.code(0);
+    let mut built = summary.clone();
+    built.remove("lines_written");
+    assert_eq!(members(&r.stderr_json()), built, "build summary vs docs");
+    // query: a non-UTF-8 item (item_hex) through key options (key).
+    write(&d, "items.txt", b"http://a.com/x,9\n\xff\n");
+    let r = seen(d.path(), ["query", "--json", "f.seen", "-f", "items.txt"]);
+    r.ok();
+    let all: BTreeSet<String> = r
+        .stdout_json_lines()
+        .iter()
+        .flat_map(|v| members(v))
+        .collect();
+    assert_eq!(all, doc("`seen query --json`"), "query --json vs docs");
+}

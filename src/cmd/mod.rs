@@ -14,7 +14,7 @@ use crate::filter::sizing::{self, DEFAULT_GROWTH, Growth, Spec};
 use crate::input::{Source, count_records};
 use crate::keys::KeySpec;
 use crate::pipeline::{Counts, Options};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use indicatif::HumanCount;
 use serde::Serialize;
 use std::io::Write;
@@ -27,7 +27,8 @@ pub fn options(r: RecordArgs) -> Options {
 
 /// Counts the input records when they can be counted (regular files only).
 pub fn counted(sources: &[Source], term: u8) -> Result<Option<u64>> {
-    count_records(sources, term).context("cannot count the input lines to size the filter")
+    // Its errors name the file ("cannot open x: ...", "x is a directory").
+    count_records(sources, term)
 }
 
 /// The spec of a new filter from the sizing flags; `default_capacity` is asked

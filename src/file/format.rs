@@ -586,10 +586,21 @@ mod tests {
         let mut fixed = sample();
         fixed.growth = None;
         fixed.version_minor = 0;
+        fixed.keys = KeySpec::RAW;
         fixed.layers[0].checksums = 0;
         let b = fixed.encode();
         assert!(b[80..120].iter().all(|&x| x == 0));
         assert_eq!(Header::decode(&b, fixed.file_len()).unwrap(), fixed);
+        // Key options are 1.3: an older file that sets them is rejected.
+        fixed.keys = sample().keys;
+        let b = fixed.encode();
+        assert!(matches!(
+            Header::decode(&b, fixed.file_len()),
+            Err(FormatError::BadField {
+                field: "key options",
+                ..
+            })
+        ));
     }
 
     #[test]

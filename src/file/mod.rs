@@ -103,11 +103,20 @@ fn lock(file: &File, path: &Path, exclusive: bool) -> Result<()> {
 /// `build --force`) while we waited, so the lock we hold is on the current file.
 fn open_locked(path: &Path, write: bool) -> Result<File> {
     loop {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(write)
-            .open(path)
-            .with_context(|| format!("cannot open filter {}", path.display()))?;
+        let file = match OpenOptions::new().read(true).write(write).open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
+                "filter {} does not exist: make one with `seen build -o {} FILE`",
+                path.display(),
+                path.display()
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::IsADirectory || path.is_dir() => {
+                bail!("{} is a directory: give a filter file", path.display())
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot open filter {}", path.display()));
+            }
+        };
         let meta = file.metadata()?;
         if meta.is_dir() {
             bail!("{} is a directory, not a filter file", path.display());
@@ -804,6 +813,13 @@ impl NewFilter {
         let name = target
             .file_name()
             .with_context(|| format!("{} does not name a file", target.display()))?;
+        if !dir.is_dir() {
+            bail!(
+                "cannot create {}: directory {} does not exist (create it first)",
+                target.display(),
+                dir.display()
+            );
+        }
         // A replaced file keeps its mode; a new one gets 0666 less the umask, as
         // any file a shell would create (tempfile's default is 0600).
         let mode = std::fs::metadata(target).map_or(0o666, |m| m.permissions().mode() & 0o7777);

@@ -1,0 +1,218 @@
+
+using namespace System.Management.Automation
+using namespace System.Management.Automation.Language
+
+Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+
+    $commandElements = $commandAst.CommandElements
+    $command = @(
+        'seen'
+        for ($i = 1; $i -lt $commandElements.Count; $i++) {
+            $element = $commandElements[$i]
+            if ($element -isnot [StringConstantExpressionAst] -or
+                $element.StringConstantType -ne [StringConstantType]::BareWord -or
+                $element.Value.StartsWith('-') -or
+                $element.Value -eq $wordToComplete) {
+                break
+        }
+        $element.Value
+    }) -join ';'
+
+    $completions = @(switch ($command) {
+        'seen' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('build', 'build', [CompletionResultType]::ParameterValue, 'Make a filter file from lines (files or standard input)')
+            [CompletionResult]::new('query', 'query', [CompletionResultType]::ParameterValue, 'Ask a filter whether items are (probably) in it, grep-style')
+            [CompletionResult]::new('dedup', 'dedup', [CompletionResultType]::ParameterValue, 'Print each line only the first time it is seen, in input order')
+            [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'Report a filter''s parameters, fill ratio, estimated items and false-positive rate')
+            [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check a filter file: its header and every data segment against its checksum')
+            [CompletionResult]::new('plan', 'plan', [CompletionResultType]::ParameterValue, 'Show the layout, size and false-positive rate a filter would have, without writing anything')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a completion script for a shell (bash, zsh, fish, elvish, powershell)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'seen;build' {
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Filter file to write')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Filter file to write')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes a fixed filter for their line count: it cannot overflow.)')
+            [CompletionResult]::new('--capacity', '--capacity', [CompletionResultType]::ParameterName, 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes a fixed filter for their line count: it cannot overflow.)')
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]')
+            [CompletionResult]::new('--fpp', '--fpp', [CompletionResultType]::ParameterName, 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]')
+            [CompletionResult]::new('--growth', '--growth', [CompletionResultType]::ParameterName, 'When full, add a layer G times larger (2-16) [default: 2]')
+            [CompletionResult]::new('--seed', '--seed', [CompletionResultType]::ParameterName, 'Hash seed for a new filter (decimal or 0x-hex); the default is fixed, so rebuilding from the same lines gives the same file bits')
+            [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value')
+            [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value')
+            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)')
+            [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Field delimiter for -k: one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: tab]')
+            [CompletionResult]::new('--delimiter', '--delimiter', [CompletionResultType]::ParameterName, 'Field delimiter for -k: one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: tab]')
+            [CompletionResult]::new('--fixed', '--fixed', [CompletionResultType]::ParameterName, 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)')
+            [CompletionResult]::new('--no-grow', '--no-grow', [CompletionResultType]::ParameterName, 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Replace FILTER if it exists (atomically)')
+            [CompletionResult]::new('--add', '--add', [CompletionResultType]::ParameterName, 'Insert into the existing FILTER instead of making a new one (sizing flags are then ignored)')
+            [CompletionResult]::new('--summary', '--summary', [CompletionResultType]::ParameterName, 'Print a summary to stderr: lines read, new, duplicates, expected false positives')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'With --summary: print it as one JSON object (schema in docs/JSON.md)')
+            [CompletionResult]::new('-z', '-z', [CompletionResultType]::ParameterName, 'Records end with NUL instead of newline (input and output), as with `find -print0`')
+            [CompletionResult]::new('--null', '--null', [CompletionResultType]::ParameterName, 'Records end with NUL instead of newline (input and output), as with `find -print0`')
+            [CompletionResult]::new('--trim', '--trim', [CompletionResultType]::ParameterName, 'Strip whitespace (space, tab, CR, VT, FF) around the key')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Compare URLs in canonical form: scheme and host lower-cased, default port, fragment and `.`/`..` path segments dropped (WHATWG parsing). Keys that are not absolute URLs are compared as they are (counted by --summary)')
+            [CompletionResult]::new('--url-sort-query', '--url-sort-query', [CompletionResultType]::ParameterName, 'With --url: also sort the query parameters (`?b=2&a=1` = `?a=1&b=2`)')
+            [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'Compare keys case-insensitively (Unicode lower case for UTF-8 keys)')
+            [CompletionResult]::new('--ignore-case', '--ignore-case', [CompletionResultType]::ParameterName, 'Compare keys case-insensitively (Unicode lower case for UTF-8 keys)')
+            [CompletionResult]::new('--raw-keys', '--raw-keys', [CompletionResultType]::ParameterName, 'Compare whole records as they are, ignoring key options recorded in the filter')
+            [CompletionResult]::new('--progress', '--progress', [CompletionResultType]::ParameterName, 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no notes on stderr (warnings and errors still print)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no notes on stderr (warnings and errors still print)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'seen;query' {
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Read items, one per line, from FILE (`-` is standard input); may be repeated')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'Read items, one per line, from FILE (`-` is standard input); may be repeated')
+            [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value')
+            [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value')
+            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)')
+            [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Field delimiter for -k: one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: tab]')
+            [CompletionResult]::new('--delimiter', '--delimiter', [CompletionResultType]::ParameterName, 'Field delimiter for -k: one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: tab]')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Select the items that are NOT in the filter')
+            [CompletionResult]::new('--invert-match', '--invert-match', [CompletionResultType]::ParameterName, 'Select the items that are NOT in the filter')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Print only the number of selected items')
+            [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'Print only the number of selected items')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing; only the exit status tells')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing; only the exit status tells')
+            [CompletionResult]::new('--silent', '--silent', [CompletionResultType]::ParameterName, 'Print nothing; only the exit status tells')
+            [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Exit 0 only if every item is selected (and there is at least one)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object per item with its verdict (schema in docs/JSON.md), instead of the selected items')
+            [CompletionResult]::new('--progress', '--progress', [CompletionResultType]::ParameterName, 'Show progress on stderr even when it is not a terminal')
+            [CompletionResult]::new('-z', '-z', [CompletionResultType]::ParameterName, 'Records end with NUL instead of newline (input and output), as with `find -print0`')
+            [CompletionResult]::new('--null', '--null', [CompletionResultType]::ParameterName, 'Records end with NUL instead of newline (input and output), as with `find -print0`')
+            [CompletionResult]::new('--trim', '--trim', [CompletionResultType]::ParameterName, 'Strip whitespace (space, tab, CR, VT, FF) around the key')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Compare URLs in canonical form: scheme and host lower-cased, default port, fragment and `.`/`..` path segments dropped (WHATWG parsing). Keys that are not absolute URLs are compared as they are (counted by --summary)')
+            [CompletionResult]::new('--url-sort-query', '--url-sort-query', [CompletionResultType]::ParameterName, 'With --url: also sort the query parameters (`?b=2&a=1` = `?a=1&b=2`)')
+            [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'Compare keys case-insensitively (Unicode lower case for UTF-8 keys)')
+            [CompletionResult]::new('--ignore-case', '--ignore-case', [CompletionResultType]::ParameterName, 'Compare keys case-insensitively (Unicode lower case for UTF-8 keys)')
+            [CompletionResult]::new('--raw-keys', '--raw-keys', [CompletionResultType]::ParameterName, 'Compare whole records as they are, ignoring key options recorded in the filter')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'seen;dedup' {
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Persistent filter: lines recorded in earlier runs are suppressed and new ones recorded. Created if missing (sized by the flags below; at least 10M lines)')
+            [CompletionResult]::new('--filter', '--filter', [CompletionResultType]::ParameterName, 'Persistent filter: lines recorded in earlier runs are suppressed and new ones recorded. Created if missing (sized by the flags below; at least 10M lines)')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes a fixed filter for their line count: it cannot overflow.)')
+            [CompletionResult]::new('--capacity', '--capacity', [CompletionResultType]::ParameterName, 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes a fixed filter for their line count: it cannot overflow.)')
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]')
+            [CompletionResult]::new('--fpp', '--fpp', [CompletionResultType]::ParameterName, 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]')
+            [CompletionResult]::new('--growth', '--growth', [CompletionResultType]::ParameterName, 'When full, add a layer G times larger (2-16) [default: 2]')
+            [CompletionResult]::new('--commit-every', '--commit-every', [CompletionResultType]::ParameterName, 'With -f: record printed lines in FILTER (and let other processes at it) at least this often: a duration (2s, 500ms) or a line count (100k) [default: 1s or 1M lines, whichever comes first]. A line is recorded only after it was written out, so a killed run loses nothing; it may print again, in the next run, the lines of its last window')
+            [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value')
+            [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value')
+            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)')
+            [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Field delimiter for -k: one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: tab]')
+            [CompletionResult]::new('--delimiter', '--delimiter', [CompletionResultType]::ParameterName, 'Field delimiter for -k: one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: tab]')
+            [CompletionResult]::new('--fixed', '--fixed', [CompletionResultType]::ParameterName, 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)')
+            [CompletionResult]::new('--no-grow', '--no-grow', [CompletionResultType]::ParameterName, 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)')
+            [CompletionResult]::new('--summary', '--summary', [CompletionResultType]::ParameterName, 'Print a summary to stderr: lines read, written, duplicates, and how many new lines were probably dropped as false positives')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'With --summary: print it as one JSON object (schema in docs/JSON.md)')
+            [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'Print only the lines that were seen before (each repeat), the inverse of the default')
+            [CompletionResult]::new('--repeated', '--repeated', [CompletionResultType]::ParameterName, 'Print only the lines that were seen before (each repeat), the inverse of the default')
+            [CompletionResult]::new('-z', '-z', [CompletionResultType]::ParameterName, 'Records end with NUL instead of newline (input and output), as with `find -print0`')
+            [CompletionResult]::new('--null', '--null', [CompletionResultType]::ParameterName, 'Records end with NUL instead of newline (input and output), as with `find -print0`')
+            [CompletionResult]::new('--trim', '--trim', [CompletionResultType]::ParameterName, 'Strip whitespace (space, tab, CR, VT, FF) around the key')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Compare URLs in canonical form: scheme and host lower-cased, default port, fragment and `.`/`..` path segments dropped (WHATWG parsing). Keys that are not absolute URLs are compared as they are (counted by --summary)')
+            [CompletionResult]::new('--url-sort-query', '--url-sort-query', [CompletionResultType]::ParameterName, 'With --url: also sort the query parameters (`?b=2&a=1` = `?a=1&b=2`)')
+            [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'Compare keys case-insensitively (Unicode lower case for UTF-8 keys)')
+            [CompletionResult]::new('--ignore-case', '--ignore-case', [CompletionResultType]::ParameterName, 'Compare keys case-insensitively (Unicode lower case for UTF-8 keys)')
+            [CompletionResult]::new('--raw-keys', '--raw-keys', [CompletionResultType]::ParameterName, 'Compare whole records as they are, ignoring key options recorded in the filter')
+            [CompletionResult]::new('--progress', '--progress', [CompletionResultType]::ParameterName, 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no notes on stderr (warnings and errors still print)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no notes on stderr (warnings and errors still print)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'seen;stats' {
+            [CompletionResult]::new('--max-fpp', '--max-fpp', [CompletionResultType]::ParameterName, 'Exit 1 when the estimated current false-positive rate is above P')
+            [CompletionResult]::new('--max-fill', '--max-fill', [CompletionResultType]::ParameterName, 'Exit 1 when the fill ratio (bits set / bits, over all layers) is above F (e.g. 0.5, 50%)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object (schema in docs/STATS.md) instead of a table')
+            [CompletionResult]::new('--progress', '--progress', [CompletionResultType]::ParameterName, 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no notes on stderr (warnings and errors still print)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no notes on stderr (warnings and errors still print)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'seen;verify' {
+            [CompletionResult]::new('--progress', '--progress', [CompletionResultType]::ParameterName, 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no notes on stderr (warnings and errors still print)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no notes on stderr (warnings and errors still print)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'seen;plan' {
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes a fixed filter for their line count: it cannot overflow.)')
+            [CompletionResult]::new('--capacity', '--capacity', [CompletionResultType]::ParameterName, 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes a fixed filter for their line count: it cannot overflow.)')
+            [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]')
+            [CompletionResult]::new('--fpp', '--fpp', [CompletionResultType]::ParameterName, 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]')
+            [CompletionResult]::new('--growth', '--growth', [CompletionResultType]::ParameterName, 'When full, add a layer G times larger (2-16) [default: 2]')
+            [CompletionResult]::new('--layers', '--layers', [CompletionResultType]::ParameterName, 'How many layers of a growing filter to show')
+            [CompletionResult]::new('--fixed', '--fixed', [CompletionResultType]::ParameterName, 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)')
+            [CompletionResult]::new('--no-grow', '--no-grow', [CompletionResultType]::ParameterName, 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)')
+            [CompletionResult]::new('--classic', '--classic', [CompletionResultType]::ParameterName, 'Also show the textbook classic (unblocked) Bloom filter for -n and -p')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'seen;completions' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'seen;help' {
+            [CompletionResult]::new('build', 'build', [CompletionResultType]::ParameterValue, 'Make a filter file from lines (files or standard input)')
+            [CompletionResult]::new('query', 'query', [CompletionResultType]::ParameterValue, 'Ask a filter whether items are (probably) in it, grep-style')
+            [CompletionResult]::new('dedup', 'dedup', [CompletionResultType]::ParameterValue, 'Print each line only the first time it is seen, in input order')
+            [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'Report a filter''s parameters, fill ratio, estimated items and false-positive rate')
+            [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check a filter file: its header and every data segment against its checksum')
+            [CompletionResult]::new('plan', 'plan', [CompletionResultType]::ParameterValue, 'Show the layout, size and false-positive rate a filter would have, without writing anything')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a completion script for a shell (bash, zsh, fish, elvish, powershell)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'seen;help;build' {
+            break
+        }
+        'seen;help;query' {
+            break
+        }
+        'seen;help;dedup' {
+            break
+        }
+        'seen;help;stats' {
+            break
+        }
+        'seen;help;verify' {
+            break
+        }
+        'seen;help;plan' {
+            break
+        }
+        'seen;help;completions' {
+            break
+        }
+        'seen;help;help' {
+            break
+        }
+    })
+
+    $completions.Where{ $_.CompletionText -like "$wordToComplete*" } |
+        Sort-Object -Property ListItemText
+}

@@ -1,0 +1,196 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[seen] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'seen'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'seen'= {
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand build 'Make a filter file from lines (files or standard input)'
+            cand query 'Ask a filter whether items are (probably) in it, grep-style'
+            cand dedup 'Print each line only the first time it is seen, in input order'
+            cand stats 'Report a filter''s parameters, fill ratio, estimated items and false-positive rate'
+            cand verify 'Check a filter file: its header and every data segment against its checksum'
+            cand plan 'Show the layout, size and false-positive rate a filter would have, without writing anything'
+            cand completions 'Print a completion script for a shell (bash, zsh, fish, elvish, powershell)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'seen;build'= {
+            cand -o 'Filter file to write'
+            cand --output 'Filter file to write'
+            cand -n 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes a fixed filter for their line count: it cannot overflow.)'
+            cand --capacity 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes a fixed filter for their line count: it cannot overflow.)'
+            cand -p 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]'
+            cand --fpp 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]'
+            cand --growth 'When full, add a layer G times larger (2-16) [default: 2]'
+            cand --seed 'Hash seed for a new filter (decimal or 0x-hex); the default is fixed, so rebuilding from the same lines gives the same file bits'
+            cand -j 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value'
+            cand --threads 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value'
+            cand -k 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)'
+            cand --key 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)'
+            cand -t 'Field delimiter for -k: one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: tab]'
+            cand --delimiter 'Field delimiter for -k: one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: tab]'
+            cand --fixed 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
+            cand --no-grow 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
+            cand --force 'Replace FILTER if it exists (atomically)'
+            cand --add 'Insert into the existing FILTER instead of making a new one (sizing flags are then ignored)'
+            cand --summary 'Print a summary to stderr: lines read, new, duplicates, expected false positives'
+            cand --json 'With --summary: print it as one JSON object (schema in docs/JSON.md)'
+            cand -z 'Records end with NUL instead of newline (input and output), as with `find -print0`'
+            cand --null 'Records end with NUL instead of newline (input and output), as with `find -print0`'
+            cand --trim 'Strip whitespace (space, tab, CR, VT, FF) around the key'
+            cand --url 'Compare URLs in canonical form: scheme and host lower-cased, default port, fragment and `.`/`..` path segments dropped (WHATWG parsing). Keys that are not absolute URLs are compared as they are (counted by --summary)'
+            cand --url-sort-query 'With --url: also sort the query parameters (`?b=2&a=1` = `?a=1&b=2`)'
+            cand -i 'Compare keys case-insensitively (Unicode lower case for UTF-8 keys)'
+            cand --ignore-case 'Compare keys case-insensitively (Unicode lower case for UTF-8 keys)'
+            cand --raw-keys 'Compare whole records as they are, ignoring key options recorded in the filter'
+            cand --progress 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
+            cand -q 'No progress and no notes on stderr (warnings and errors still print)'
+            cand --quiet 'No progress and no notes on stderr (warnings and errors still print)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'seen;query'= {
+            cand -f 'Read items, one per line, from FILE (`-` is standard input); may be repeated'
+            cand --file 'Read items, one per line, from FILE (`-` is standard input); may be repeated'
+            cand -j 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value'
+            cand --threads 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value'
+            cand -k 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)'
+            cand --key 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)'
+            cand -t 'Field delimiter for -k: one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: tab]'
+            cand --delimiter 'Field delimiter for -k: one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: tab]'
+            cand -v 'Select the items that are NOT in the filter'
+            cand --invert-match 'Select the items that are NOT in the filter'
+            cand -c 'Print only the number of selected items'
+            cand --count 'Print only the number of selected items'
+            cand -q 'Print nothing; only the exit status tells'
+            cand --quiet 'Print nothing; only the exit status tells'
+            cand --silent 'Print nothing; only the exit status tells'
+            cand --all 'Exit 0 only if every item is selected (and there is at least one)'
+            cand --json 'Print one JSON object per item with its verdict (schema in docs/JSON.md), instead of the selected items'
+            cand --progress 'Show progress on stderr even when it is not a terminal'
+            cand -z 'Records end with NUL instead of newline (input and output), as with `find -print0`'
+            cand --null 'Records end with NUL instead of newline (input and output), as with `find -print0`'
+            cand --trim 'Strip whitespace (space, tab, CR, VT, FF) around the key'
+            cand --url 'Compare URLs in canonical form: scheme and host lower-cased, default port, fragment and `.`/`..` path segments dropped (WHATWG parsing). Keys that are not absolute URLs are compared as they are (counted by --summary)'
+            cand --url-sort-query 'With --url: also sort the query parameters (`?b=2&a=1` = `?a=1&b=2`)'
+            cand -i 'Compare keys case-insensitively (Unicode lower case for UTF-8 keys)'
+            cand --ignore-case 'Compare keys case-insensitively (Unicode lower case for UTF-8 keys)'
+            cand --raw-keys 'Compare whole records as they are, ignoring key options recorded in the filter'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'seen;dedup'= {
+            cand -f 'Persistent filter: lines recorded in earlier runs are suppressed and new ones recorded. Created if missing (sized by the flags below; at least 10M lines)'
+            cand --filter 'Persistent filter: lines recorded in earlier runs are suppressed and new ones recorded. Created if missing (sized by the flags below; at least 10M lines)'
+            cand -n 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes a fixed filter for their line count: it cannot overflow.)'
+            cand --capacity 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes a fixed filter for their line count: it cannot overflow.)'
+            cand -p 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]'
+            cand --fpp 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]'
+            cand --growth 'When full, add a layer G times larger (2-16) [default: 2]'
+            cand --commit-every 'With -f: record printed lines in FILTER (and let other processes at it) at least this often: a duration (2s, 500ms) or a line count (100k) [default: 1s or 1M lines, whichever comes first]. A line is recorded only after it was written out, so a killed run loses nothing; it may print again, in the next run, the lines of its last window'
+            cand -j 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value'
+            cand --threads 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value'
+            cand -k 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)'
+            cand --key 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)'
+            cand -t 'Field delimiter for -k: one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: tab]'
+            cand --delimiter 'Field delimiter for -k: one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: tab]'
+            cand --fixed 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
+            cand --no-grow 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
+            cand --summary 'Print a summary to stderr: lines read, written, duplicates, and how many new lines were probably dropped as false positives'
+            cand --json 'With --summary: print it as one JSON object (schema in docs/JSON.md)'
+            cand -d 'Print only the lines that were seen before (each repeat), the inverse of the default'
+            cand --repeated 'Print only the lines that were seen before (each repeat), the inverse of the default'
+            cand -z 'Records end with NUL instead of newline (input and output), as with `find -print0`'
+            cand --null 'Records end with NUL instead of newline (input and output), as with `find -print0`'
+            cand --trim 'Strip whitespace (space, tab, CR, VT, FF) around the key'
+            cand --url 'Compare URLs in canonical form: scheme and host lower-cased, default port, fragment and `.`/`..` path segments dropped (WHATWG parsing). Keys that are not absolute URLs are compared as they are (counted by --summary)'
+            cand --url-sort-query 'With --url: also sort the query parameters (`?b=2&a=1` = `?a=1&b=2`)'
+            cand -i 'Compare keys case-insensitively (Unicode lower case for UTF-8 keys)'
+            cand --ignore-case 'Compare keys case-insensitively (Unicode lower case for UTF-8 keys)'
+            cand --raw-keys 'Compare whole records as they are, ignoring key options recorded in the filter'
+            cand --progress 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
+            cand -q 'No progress and no notes on stderr (warnings and errors still print)'
+            cand --quiet 'No progress and no notes on stderr (warnings and errors still print)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'seen;stats'= {
+            cand --max-fpp 'Exit 1 when the estimated current false-positive rate is above P'
+            cand --max-fill 'Exit 1 when the fill ratio (bits set / bits, over all layers) is above F (e.g. 0.5, 50%)'
+            cand --json 'Print one JSON object (schema in docs/STATS.md) instead of a table'
+            cand --progress 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
+            cand -q 'No progress and no notes on stderr (warnings and errors still print)'
+            cand --quiet 'No progress and no notes on stderr (warnings and errors still print)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'seen;verify'= {
+            cand --progress 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
+            cand -q 'No progress and no notes on stderr (warnings and errors still print)'
+            cand --quiet 'No progress and no notes on stderr (warnings and errors still print)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'seen;plan'= {
+            cand -n 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes a fixed filter for their line count: it cannot overflow.)'
+            cand --capacity 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes a fixed filter for their line count: it cannot overflow.)'
+            cand -p 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]'
+            cand --fpp 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]'
+            cand --growth 'When full, add a layer G times larger (2-16) [default: 2]'
+            cand --layers 'How many layers of a growing filter to show'
+            cand --fixed 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
+            cand --no-grow 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
+            cand --classic 'Also show the textbook classic (unblocked) Bloom filter for -n and -p'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'seen;completions'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'seen;help'= {
+            cand build 'Make a filter file from lines (files or standard input)'
+            cand query 'Ask a filter whether items are (probably) in it, grep-style'
+            cand dedup 'Print each line only the first time it is seen, in input order'
+            cand stats 'Report a filter''s parameters, fill ratio, estimated items and false-positive rate'
+            cand verify 'Check a filter file: its header and every data segment against its checksum'
+            cand plan 'Show the layout, size and false-positive rate a filter would have, without writing anything'
+            cand completions 'Print a completion script for a shell (bash, zsh, fish, elvish, powershell)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'seen;help;build'= {
+        }
+        &'seen;help;query'= {
+        }
+        &'seen;help;dedup'= {
+        }
+        &'seen;help;stats'= {
+        }
+        &'seen;help;verify'= {
+        }
+        &'seen;help;plan'= {
+        }
+        &'seen;help;completions'= {
+        }
+        &'seen;help;help'= {
+        }
+    ]
+    $completions[$command]
+}

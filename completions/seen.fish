@@ -1,0 +1,121 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_seen_global_optspecs
+    string join \n h/help V/version
+end
+
+function __fish_seen_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_seen_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_seen_using_subcommand
+    set -l cmd (__fish_seen_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c seen -n "__fish_seen_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c seen -n "__fish_seen_needs_command" -s V -l version -d 'Print version'
+complete -c seen -n "__fish_seen_needs_command" -f -a "build" -d 'Make a filter file from lines (files or standard input)'
+complete -c seen -n "__fish_seen_needs_command" -f -a "query" -d 'Ask a filter whether items are (probably) in it, grep-style'
+complete -c seen -n "__fish_seen_needs_command" -f -a "dedup" -d 'Print each line only the first time it is seen, in input order'
+complete -c seen -n "__fish_seen_needs_command" -f -a "stats" -d 'Report a filter\'s parameters, fill ratio, estimated items and false-positive rate'
+complete -c seen -n "__fish_seen_needs_command" -f -a "verify" -d 'Check a filter file: its header and every data segment against its checksum'
+complete -c seen -n "__fish_seen_needs_command" -f -a "plan" -d 'Show the layout, size and false-positive rate a filter would have, without writing anything'
+complete -c seen -n "__fish_seen_needs_command" -f -a "completions" -d 'Print a completion script for a shell (bash, zsh, fish, elvish, powershell)'
+complete -c seen -n "__fish_seen_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c seen -n "__fish_seen_using_subcommand build" -s o -l output -d 'Filter file to write' -r -F
+complete -c seen -n "__fish_seen_using_subcommand build" -s n -l capacity -d 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer\'s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes a fixed filter for their line count: it cannot overflow.)' -r
+complete -c seen -n "__fish_seen_using_subcommand build" -s p -l fpp -d 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]' -r
+complete -c seen -n "__fish_seen_using_subcommand build" -l growth -d 'When full, add a layer G times larger (2-16) [default: 2]' -r
+complete -c seen -n "__fish_seen_using_subcommand build" -l seed -d 'Hash seed for a new filter (decimal or 0x-hex); the default is fixed, so rebuilding from the same lines gives the same file bits' -r
+complete -c seen -n "__fish_seen_using_subcommand build" -s j -l threads -d 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value' -r
+complete -c seen -n "__fish_seen_using_subcommand build" -s k -l key -d 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)' -r
+complete -c seen -n "__fish_seen_using_subcommand build" -s t -l delimiter -d 'Field delimiter for -k: one byte (e.g. \',\' or \';\'), \'\\t\' or 0x1f [default: tab]' -r
+complete -c seen -n "__fish_seen_using_subcommand build" -l fixed -l no-grow -d 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
+complete -c seen -n "__fish_seen_using_subcommand build" -l force -d 'Replace FILTER if it exists (atomically)'
+complete -c seen -n "__fish_seen_using_subcommand build" -l add -d 'Insert into the existing FILTER instead of making a new one (sizing flags are then ignored)'
+complete -c seen -n "__fish_seen_using_subcommand build" -l summary -d 'Print a summary to stderr: lines read, new, duplicates, expected false positives'
+complete -c seen -n "__fish_seen_using_subcommand build" -l json -d 'With --summary: print it as one JSON object (schema in docs/JSON.md)'
+complete -c seen -n "__fish_seen_using_subcommand build" -s z -l null -d 'Records end with NUL instead of newline (input and output), as with `find -print0`'
+complete -c seen -n "__fish_seen_using_subcommand build" -l trim -d 'Strip whitespace (space, tab, CR, VT, FF) around the key'
+complete -c seen -n "__fish_seen_using_subcommand build" -l url -d 'Compare URLs in canonical form: scheme and host lower-cased, default port, fragment and `.`/`..` path segments dropped (WHATWG parsing). Keys that are not absolute URLs are compared as they are (counted by --summary)'
+complete -c seen -n "__fish_seen_using_subcommand build" -l url-sort-query -d 'With --url: also sort the query parameters (`?b=2&a=1` = `?a=1&b=2`)'
+complete -c seen -n "__fish_seen_using_subcommand build" -s i -l ignore-case -d 'Compare keys case-insensitively (Unicode lower case for UTF-8 keys)'
+complete -c seen -n "__fish_seen_using_subcommand build" -l raw-keys -d 'Compare whole records as they are, ignoring key options recorded in the filter'
+complete -c seen -n "__fish_seen_using_subcommand build" -l progress -d 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
+complete -c seen -n "__fish_seen_using_subcommand build" -s q -l quiet -d 'No progress and no notes on stderr (warnings and errors still print)'
+complete -c seen -n "__fish_seen_using_subcommand build" -s h -l help -d 'Print help'
+complete -c seen -n "__fish_seen_using_subcommand query" -s f -l file -d 'Read items, one per line, from FILE (`-` is standard input); may be repeated' -r -F
+complete -c seen -n "__fish_seen_using_subcommand query" -s j -l threads -d 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value' -r
+complete -c seen -n "__fish_seen_using_subcommand query" -s k -l key -d 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)' -r
+complete -c seen -n "__fish_seen_using_subcommand query" -s t -l delimiter -d 'Field delimiter for -k: one byte (e.g. \',\' or \';\'), \'\\t\' or 0x1f [default: tab]' -r
+complete -c seen -n "__fish_seen_using_subcommand query" -s v -l invert-match -d 'Select the items that are NOT in the filter'
+complete -c seen -n "__fish_seen_using_subcommand query" -s c -l count -d 'Print only the number of selected items'
+complete -c seen -n "__fish_seen_using_subcommand query" -s q -l quiet -l silent -d 'Print nothing; only the exit status tells'
+complete -c seen -n "__fish_seen_using_subcommand query" -l all -d 'Exit 0 only if every item is selected (and there is at least one)'
+complete -c seen -n "__fish_seen_using_subcommand query" -l json -d 'Print one JSON object per item with its verdict (schema in docs/JSON.md), instead of the selected items'
+complete -c seen -n "__fish_seen_using_subcommand query" -l progress -d 'Show progress on stderr even when it is not a terminal'
+complete -c seen -n "__fish_seen_using_subcommand query" -s z -l null -d 'Records end with NUL instead of newline (input and output), as with `find -print0`'
+complete -c seen -n "__fish_seen_using_subcommand query" -l trim -d 'Strip whitespace (space, tab, CR, VT, FF) around the key'
+complete -c seen -n "__fish_seen_using_subcommand query" -l url -d 'Compare URLs in canonical form: scheme and host lower-cased, default port, fragment and `.`/`..` path segments dropped (WHATWG parsing). Keys that are not absolute URLs are compared as they are (counted by --summary)'
+complete -c seen -n "__fish_seen_using_subcommand query" -l url-sort-query -d 'With --url: also sort the query parameters (`?b=2&a=1` = `?a=1&b=2`)'
+complete -c seen -n "__fish_seen_using_subcommand query" -s i -l ignore-case -d 'Compare keys case-insensitively (Unicode lower case for UTF-8 keys)'
+complete -c seen -n "__fish_seen_using_subcommand query" -l raw-keys -d 'Compare whole records as they are, ignoring key options recorded in the filter'
+complete -c seen -n "__fish_seen_using_subcommand query" -s h -l help -d 'Print help'
+complete -c seen -n "__fish_seen_using_subcommand dedup" -s f -l filter -d 'Persistent filter: lines recorded in earlier runs are suppressed and new ones recorded. Created if missing (sized by the flags below; at least 10M lines)' -r -F
+complete -c seen -n "__fish_seen_using_subcommand dedup" -s n -l capacity -d 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer\'s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes a fixed filter for their line count: it cannot overflow.)' -r
+complete -c seen -n "__fish_seen_using_subcommand dedup" -s p -l fpp -d 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]' -r
+complete -c seen -n "__fish_seen_using_subcommand dedup" -l growth -d 'When full, add a layer G times larger (2-16) [default: 2]' -r
+complete -c seen -n "__fish_seen_using_subcommand dedup" -l commit-every -d 'With -f: record printed lines in FILTER (and let other processes at it) at least this often: a duration (2s, 500ms) or a line count (100k) [default: 1s or 1M lines, whichever comes first]. A line is recorded only after it was written out, so a killed run loses nothing; it may print again, in the next run, the lines of its last window' -r
+complete -c seen -n "__fish_seen_using_subcommand dedup" -s j -l threads -d 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value' -r
+complete -c seen -n "__fish_seen_using_subcommand dedup" -s k -l key -d 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)' -r
+complete -c seen -n "__fish_seen_using_subcommand dedup" -s t -l delimiter -d 'Field delimiter for -k: one byte (e.g. \',\' or \';\'), \'\\t\' or 0x1f [default: tab]' -r
+complete -c seen -n "__fish_seen_using_subcommand dedup" -l fixed -l no-grow -d 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
+complete -c seen -n "__fish_seen_using_subcommand dedup" -l summary -d 'Print a summary to stderr: lines read, written, duplicates, and how many new lines were probably dropped as false positives'
+complete -c seen -n "__fish_seen_using_subcommand dedup" -l json -d 'With --summary: print it as one JSON object (schema in docs/JSON.md)'
+complete -c seen -n "__fish_seen_using_subcommand dedup" -s d -l repeated -d 'Print only the lines that were seen before (each repeat), the inverse of the default'
+complete -c seen -n "__fish_seen_using_subcommand dedup" -s z -l null -d 'Records end with NUL instead of newline (input and output), as with `find -print0`'
+complete -c seen -n "__fish_seen_using_subcommand dedup" -l trim -d 'Strip whitespace (space, tab, CR, VT, FF) around the key'
+complete -c seen -n "__fish_seen_using_subcommand dedup" -l url -d 'Compare URLs in canonical form: scheme and host lower-cased, default port, fragment and `.`/`..` path segments dropped (WHATWG parsing). Keys that are not absolute URLs are compared as they are (counted by --summary)'
+complete -c seen -n "__fish_seen_using_subcommand dedup" -l url-sort-query -d 'With --url: also sort the query parameters (`?b=2&a=1` = `?a=1&b=2`)'
+complete -c seen -n "__fish_seen_using_subcommand dedup" -s i -l ignore-case -d 'Compare keys case-insensitively (Unicode lower case for UTF-8 keys)'
+complete -c seen -n "__fish_seen_using_subcommand dedup" -l raw-keys -d 'Compare whole records as they are, ignoring key options recorded in the filter'
+complete -c seen -n "__fish_seen_using_subcommand dedup" -l progress -d 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
+complete -c seen -n "__fish_seen_using_subcommand dedup" -s q -l quiet -d 'No progress and no notes on stderr (warnings and errors still print)'
+complete -c seen -n "__fish_seen_using_subcommand dedup" -s h -l help -d 'Print help'
+complete -c seen -n "__fish_seen_using_subcommand stats" -l max-fpp -d 'Exit 1 when the estimated current false-positive rate is above P' -r
+complete -c seen -n "__fish_seen_using_subcommand stats" -l max-fill -d 'Exit 1 when the fill ratio (bits set / bits, over all layers) is above F (e.g. 0.5, 50%)' -r
+complete -c seen -n "__fish_seen_using_subcommand stats" -l json -d 'Print one JSON object (schema in docs/STATS.md) instead of a table'
+complete -c seen -n "__fish_seen_using_subcommand stats" -l progress -d 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
+complete -c seen -n "__fish_seen_using_subcommand stats" -s q -l quiet -d 'No progress and no notes on stderr (warnings and errors still print)'
+complete -c seen -n "__fish_seen_using_subcommand stats" -s h -l help -d 'Print help'
+complete -c seen -n "__fish_seen_using_subcommand verify" -l progress -d 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
+complete -c seen -n "__fish_seen_using_subcommand verify" -s q -l quiet -d 'No progress and no notes on stderr (warnings and errors still print)'
+complete -c seen -n "__fish_seen_using_subcommand verify" -s h -l help -d 'Print help'
+complete -c seen -n "__fish_seen_using_subcommand plan" -s n -l capacity -d 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer\'s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes a fixed filter for their line count: it cannot overflow.)' -r
+complete -c seen -n "__fish_seen_using_subcommand plan" -s p -l fpp -d 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]' -r
+complete -c seen -n "__fish_seen_using_subcommand plan" -l growth -d 'When full, add a layer G times larger (2-16) [default: 2]' -r
+complete -c seen -n "__fish_seen_using_subcommand plan" -l layers -d 'How many layers of a growing filter to show' -r
+complete -c seen -n "__fish_seen_using_subcommand plan" -l fixed -l no-grow -d 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
+complete -c seen -n "__fish_seen_using_subcommand plan" -l classic -d 'Also show the textbook classic (unblocked) Bloom filter for -n and -p'
+complete -c seen -n "__fish_seen_using_subcommand plan" -s h -l help -d 'Print help'
+complete -c seen -n "__fish_seen_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c seen -n "__fish_seen_using_subcommand help; and not __fish_seen_subcommand_from build query dedup stats verify plan completions help" -f -a "build" -d 'Make a filter file from lines (files or standard input)'
+complete -c seen -n "__fish_seen_using_subcommand help; and not __fish_seen_subcommand_from build query dedup stats verify plan completions help" -f -a "query" -d 'Ask a filter whether items are (probably) in it, grep-style'
+complete -c seen -n "__fish_seen_using_subcommand help; and not __fish_seen_subcommand_from build query dedup stats verify plan completions help" -f -a "dedup" -d 'Print each line only the first time it is seen, in input order'
+complete -c seen -n "__fish_seen_using_subcommand help; and not __fish_seen_subcommand_from build query dedup stats verify plan completions help" -f -a "stats" -d 'Report a filter\'s parameters, fill ratio, estimated items and false-positive rate'
+complete -c seen -n "__fish_seen_using_subcommand help; and not __fish_seen_subcommand_from build query dedup stats verify plan completions help" -f -a "verify" -d 'Check a filter file: its header and every data segment against its checksum'
+complete -c seen -n "__fish_seen_using_subcommand help; and not __fish_seen_subcommand_from build query dedup stats verify plan completions help" -f -a "plan" -d 'Show the layout, size and false-positive rate a filter would have, without writing anything'
+complete -c seen -n "__fish_seen_using_subcommand help; and not __fish_seen_subcommand_from build query dedup stats verify plan completions help" -f -a "completions" -d 'Print a completion script for a shell (bash, zsh, fish, elvish, powershell)'
+complete -c seen -n "__fish_seen_using_subcommand help; and not __fish_seen_subcommand_from build query dedup stats verify plan completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
