@@ -1666,16 +1666,17 @@ fn corrupt_unsupported_version() {
     let good = good_filter(&d);
     let mut b = good.clone();
     b[8..10].copy_from_slice(&2u16.to_le_bytes());
+    b[10..12].copy_from_slice(&7u16.to_le_bytes());
     write(&d, "v2.seen", &b);
-    assert_rejected(&d, "v2.seen", "version 2.2 is not supported");
+    assert_rejected(&d, "v2.seen", "version 2.7 is not supported");
     reseal(&mut b);
     write(&d, "v2sealed.seen", &b);
-    assert_rejected(&d, "v2sealed.seen", "version 2.2 is not supported");
+    assert_rejected(&d, "v2sealed.seen", "version 2.7 is not supported");
     let mut b = good;
     b[8..10].copy_from_slice(&0u16.to_le_bytes());
     reseal(&mut b);
     write(&d, "v0.seen", &b);
-    assert_rejected(&d, "v0.seen", "version 0.2 is not supported");
+    assert_rejected(&d, "v0.seen", "version 0.3 is not supported");
 }
 
 #[test]

@@ -1654,10 +1654,6 @@ fn json_outputs_match_their_documented_schemas() {
     write(&d, "items.txt", b"http://a.com/x,9\n\xff\n");
     let r = seen(d.path(), ["query", "--json", "f.seen", "-f", "items.txt"]);
     r.ok();
-    let all: BTreeSet<String> = r
-        .stdout_json_lines()
-        .iter()
-        .flat_map(|v| members(v))
-        .collect();
+    let all: BTreeSet<String> = r.stdout_json_lines().iter().flat_map(members).collect();
     assert_eq!(all, doc("`seen query --json`"), "query --json vs docs");
 }
