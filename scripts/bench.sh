@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Whole-command benchmark of `seen` against its peers, as a program you can rerun.
 #
-#   scripts/bench.sh [--lines N] [--runs R] [--scale] [--quick] [--layers-only]
+#   scripts/bench.sh [--lines N] [--runs R] [--scale] [--quick] [--layers-only] [--keys-only]
 #
 # 1. Corpus: N URL-like lines (default 10M, ~79 bytes average, 30 % repeats with a
 #    skewed repetition, fixed seed), generated once into target/bench/.
@@ -13,19 +13,22 @@
 # 4. layers: dedup and query speed with a growing filter of 1, 4 and 8 layers.
 # 5. --scale: lines/s and ns/line for 1M, 10M and 100M lines of a synthetic
 #    stream (100M lines is ~7 GB in target/bench/; needs the disk and a minute).
+# 6. keys: what key options (-k, --trim, -i, --url) cost, against whole lines in
+#    the same run (also alone with --keys-only).
 # Prints markdown tables (they go into the README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-lines=10000000 runs=5 scale=0 layers_only=0
+lines=10000000 runs=5 scale=0 layers_only=0 keys_only=0
 while [ $# -gt 0 ]; do
     case $1 in
         --layers-only) layers_only=1; shift ;;
+        --keys-only) keys_only=1 layers_only=1; shift ;;
         --lines) lines=$2; shift 2 ;;
         --runs) runs=$2; shift 2 ;;
         --scale) scale=1; shift ;;
         --quick) lines=2000000 runs=3; shift ;;
-        *) echo "usage: $0 [--lines N] [--runs R] [--scale] [--quick] [--layers-only]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--lines N] [--runs R] [--scale] [--quick] [--layers-only] [--keys-only]" >&2; exit 2 ;;
     esac
 done
 
@@ -115,6 +118,7 @@ time_cmd query /dev/null "$seen" query -c "$dir/b.seen" --file "$dir/q1m.txt"
 awk -v t="$T" -v k="$M" 'BEGIN { printf "| seen query -c of 1M lines against it | %.2f | %.1f | %d |\n", t, 1e6 / t / 1e6, k / 1024 }'
 fi
 
+if [ "$keys_only" = 0 ]; then
 echo
 echo "## layers: a growing filter with 1, 4 and 8 layers (same input; -n chosen so $distinct distinct lines fill that many layers), median of $runs"
 echo
@@ -135,6 +139,26 @@ for layers in 1 4 8; do
     awk -v got="$got" -v dt="$dt" -v qp="$qp" -v qa="$T" -v l="$lines" 'BEGIN { split(got, g, " ");
         printf "| %d | %.0f | %.2f | %.1f | %.2f | %.2f | %.1f |\n", g[1], g[2] / 1048576, dt, l / dt / 1e6, qp, qa, 1 / qa }'
 done
+
+fi
+
+if [ "$keys_only" = 1 ] || [ "$layers_only" = 0 ]; then
+    echo
+    echo "## keys: seen dedup of the same $lines lines with key options, median of $runs, output to /dev/null"
+    echo
+    echo "| key options | seconds | M lines/s | ns/line | vs whole lines | distinct keys |"
+    echo "|---|---|---|---|---|---|"
+    base=
+    for flags in "" "-k 3 -t /" "--trim" "-i" "--url" "--url --url-sort-query" "-k 3 -t / --trim -i"; do
+        # shellcheck disable=SC2086 # $flags is a list of flags
+        time_cmd keys /dev/null "$seen" dedup $flags "$corpus"
+        [ -n "$base" ] || base=$T
+        # shellcheck disable=SC2086
+        n=$("$seen" dedup $flags "$corpus" | wc -l)
+        awk -v f="${flags:-(whole lines)}" -v t="$T" -v l="$lines" -v b="$base" -v n="$n" 'BEGIN {
+            printf "| %s | %.2f | %.1f | %.0f | %.2f× | %d |\n", f, t, l / t / 1e6, 1e9 * t / l, t / b, n }'
+    done
+fi
 
 if [ "$scale" = 1 ]; then
     echo

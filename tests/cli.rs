@@ -209,9 +209,20 @@ fn no_arguments_prints_usage_and_exits_2() {
     let d = tmp();
     let r = seen(d.path(), [] as [&str; 0]);
     r.code(2).no_stdout().stderr_has("Usage: seen");
-    for sub in ["build", "query", "dedup", "stats"] {
+    for sub in [
+        "build",
+        "query",
+        "dedup",
+        "stats",
+        "verify",
+        "plan",
+        "completions",
+    ] {
         r.stderr_has(sub);
     }
+    // Short: a few lines pointing at --help, not the whole help.
+    assert!(r.stderr.lines().count() <= 8, "{}", r.ctx());
+    r.stderr_has("--help");
 }
 
 #[test]
