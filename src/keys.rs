@@ -248,13 +248,11 @@ impl Keyer {
         }
         let mut owned = false;
         if s.url {
-            match canonical_url(k, s.url_sort_query) {
-                Some(u) => {
-                    self.buf.clear();
-                    self.buf.extend_from_slice(u.as_bytes());
-                    owned = true;
-                }
-                None => self.not_url += 1,
+            self.buf.clear();
+            if canonical_url_into(k, s.url_sort_query, &mut self.buf) {
+                owned = true;
+            } else {
+                self.not_url += 1;
             }
         }
         if s.ignore_case {
@@ -299,16 +297,117 @@ fn trim(key: &[u8]) -> &[u8] {
 /// strings in byte order: `?b=2&a=1` = `?a=1&b=2`, and also `?a=2&a=1` = `?a=1&a=2`).
 /// `None` when `key` is not UTF-8 or not an absolute URL.
 pub fn canonical_url(key: &[u8], sort_query: bool) -> Option<String> {
+    let mut out = Vec::new();
+    canonical_url_into(key, sort_query, &mut out)
+        .then(|| String::from_utf8(out).expect("URLs serialize to ASCII"))
+}
+
+/// [`canonical_url`] appended to `out`; false (and `out` unchanged) when `key`
+/// is not a URL. Plain URLs, which parsing would return as they are, skip the
+/// parser ([`plain_url`]).
+fn canonical_url_into(key: &[u8], sort_query: bool, out: &mut Vec<u8>) -> bool {
+    let start = out.len();
+    match plain_url(key) {
+        Some((body, slash)) => {
+            out.extend_from_slice(body);
+            if slash {
+                out.push(b'/');
+            }
+        }
+        None => match parsed_url(key) {
+            Some(u) => out.extend_from_slice(u.as_bytes()),
+            None => return false,
+        },
+    }
+    if sort_query {
+        sort_query_params(out, start);
+    }
+    true
+}
+
+/// The canonical form by the `url` crate, without the fragment.
+fn parsed_url(key: &[u8]) -> Option<String> {
     let s = std::str::from_utf8(key).ok()?;
     let mut u = url::Url::parse(s).ok()?;
     u.set_fragment(None);
-    if sort_query && let Some(q) = u.query() {
-        let mut params: Vec<&str> = q.split('&').collect();
-        params.sort_unstable();
-        let sorted = params.join("&");
-        u.set_query(Some(&sorted));
-    }
     Some(u.into())
+}
+
+/// Sorts the `&`-separated parameters of the query of the serialized URL in
+/// `out[start..]` (the text after its first `?`: a canonical URL has no
+/// fragment, and `?` cannot appear before its query).
+fn sort_query_params(out: &mut Vec<u8>, start: usize) {
+    let Some(q) = out[start..].iter().position(|&b| b == b'?') else {
+        return;
+    };
+    let q = start + q + 1;
+    let mut params: Vec<&[u8]> = out[q..].split(|&b| b == b'&').collect();
+    params.sort_unstable();
+    let sorted = params.join(&b'&');
+    out.truncate(q);
+    out.extend_from_slice(&sorted);
+}
+
+/// `key` without its fragment, and whether `/` must be appended (an empty
+/// path), when `key` is an `http`/`https` URL so plain that WHATWG parsing
+/// would serialize it unchanged: lower-case scheme and host (letters, digits,
+/// `-`, `.`; no port, no user, no IDNA or numeric host), a path and query of
+/// printable ASCII that needs no percent-encoding, no `.`/`..` segment (nor
+/// `%2e`), no backslash. `None` for anything else: the parser decides. A
+/// property test checks this against the parser on generated URLs.
+fn plain_url(key: &[u8]) -> Option<(&[u8], bool)> {
+    let body = match memchr::memchr(b'#', key) {
+        Some(i) => &key[..i],
+        None => key,
+    };
+    let rest = body
+        .strip_prefix(b"https://")
+        .or_else(|| body.strip_prefix(b"http://"))?;
+    let host_end = memchr::memchr(b'/', rest).unwrap_or(rest.len());
+    let (host, path) = rest.split_at(host_end);
+    let host_ok = !host.is_empty()
+        && host
+            .iter()
+            .all(|&b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.'))
+        && !host.starts_with(b".")
+        && !host.ends_with(b".")
+        && memchr::memmem::find(host, b"..").is_none()
+        && memchr::memmem::find(host, b"xn--").is_none()
+        // The last label must not look like a number (IPv4 parsing).
+        && host
+            .rsplit(|&b| b == b'.')
+            .next()
+            .is_some_and(|l| l.first().is_some_and(u8::is_ascii_lowercase));
+    if !host_ok {
+        return None;
+    }
+    let (path, query) = match memchr::memchr(b'?', path) {
+        Some(i) => (&path[..i], Some(&path[i + 1..])),
+        None => (path, None),
+    };
+    let printable = |b: &u8| (0x21..=0x7e).contains(b);
+    let path_ok = path.iter().all(|b| {
+        printable(b)
+            && !matches!(
+                b,
+                b'"' | b'<' | b'>' | b'`' | b'{' | b'}' | b'\\' | b'^' | b'|'
+            )
+    }) && path
+        .split(|&b| b == b'/')
+        .all(|seg| seg != b"." && seg != b"..")
+        && !path
+            .windows(3)
+            .any(|w| w[0] == b'%' && w[1] == b'2' && (w[2] | 0x20) == b'e');
+    let query_ok = query.is_none_or(|q| {
+        q.iter().all(|b| {
+            printable(b)
+                && !matches!(
+                    b,
+                    b'"' | b'<' | b'>' | b'\'' | b'`' | b'{' | b'}' | b'\\' | b'^' | b'|'
+                )
+        })
+    });
+    (path_ok && query_ok).then_some((body, path.is_empty() && query.is_none()))
 }
 
 /// Lower-cases `buf` in place: Unicode lower case when it is UTF-8 with
@@ -442,6 +541,118 @@ mod tests {
             );
         }
         assert_eq!(canonical_url(b"http://a.com/\xff", false), None);
+    }
+
+    /// The parser-free path for plain URLs gives exactly what the parser
+    /// gives, on URLs generated from the characters and shapes that parsing
+    /// changes (case, ports, users, IDNA and numeric hosts, dot segments,
+    /// `%2e`, characters it percent-encodes, backslashes, fragments).
+    #[test]
+    fn plain_urls_serialize_as_the_parser_does() {
+        struct Rng(u64);
+        impl Rng {
+            fn below(&mut self, n: usize) -> usize {
+                self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let mut z = self.0;
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                ((z ^ (z >> 31)) % n as u64) as usize
+            }
+            /// An entry of `list`; with `clean`, one of its first `plain` entries.
+            fn pick(&mut self, list: &[&'static str], plain: usize, clean: bool) -> &'static str {
+                list[self.below(if clean { plain } else { list.len() })]
+            }
+        }
+        let mut r = Rng(0x5EE);
+        // Each list starts with the entries a plain URL may have.
+        let schemes = [
+            "http://", "https://", "HTTP://", "ftp://", "http:/", "https:",
+        ];
+        let labels = [
+            "a",
+            "example",
+            "com",
+            "org",
+            "b-c",
+            "a1",
+            "-x",
+            "x-",
+            "xn--bcher-kva",
+            "xn--a",
+            "1",
+            "127",
+            "0x7f",
+            "EX",
+            "",
+            "ü",
+            "a_b",
+            "9z",
+        ];
+        let ports = ["", ":80", ":443", ":8080", ":"];
+        let users = ["", "u@", "u:p@"];
+        let segments = ["a", "", "b.c", ".", "..", "%2e", ".%2E"];
+        let chars = [
+            "a", "Z", "0", "9", ".", "-", "_", "~", "%", "%2e", "%2E", "%41", "!", "$", "&", "'",
+            "(", ")", "*", "+", ",", ";", "=", ":", "@", "\"", "<", ">", "`", "{", "}", "|", "\\",
+            "^", " ", "\t", "/", "?", "é", "[", "]", "#",
+        ];
+        let (mut plain, total) = (0, 100_000);
+        for i in 0..total {
+            // Every other URL draws from the plain-looking entries, but for
+            // one hostile character now and then.
+            let clean = i % 2 == 0;
+            let rare = if clean { 12 } else { 3 };
+            let mut u = String::new();
+            u += r.pick(&schemes, 2, clean);
+            u += r.pick(&users, 1, clean);
+            let n = 1 + r.below(4);
+            let host: Vec<&str> = (0..n).map(|_| r.pick(&labels, 6, clean)).collect();
+            u += &host.join(".");
+            u += r.pick(&ports, 1, clean);
+            for _ in 0..r.below(5) {
+                u.push('/');
+                if r.below(3) == 0 {
+                    u += r.pick(&segments, 3, clean);
+                } else {
+                    for _ in 0..r.below(6) {
+                        u += if r.below(rare) == 0 {
+                            r.pick(&chars, 0, false)
+                        } else {
+                            "a"
+                        };
+                    }
+                }
+            }
+            if r.below(2) == 0 {
+                u.push('?');
+                for _ in 0..r.below(8) {
+                    u += if r.below(rare) == 0 {
+                        r.pick(&chars, 0, false)
+                    } else {
+                        "k=v&"
+                    };
+                }
+            }
+            if r.below(4) == 0 {
+                u.push('#');
+                u += r.pick(&chars, 0, false);
+            }
+            if let Some((body, slash)) = plain_url(u.as_bytes()) {
+                plain += 1;
+                let mut fast = body.to_vec();
+                if slash {
+                    fast.push(b'/');
+                }
+                let parsed = parsed_url(u.as_bytes());
+                assert_eq!(Some(String::from_utf8(fast).unwrap()), parsed, "{u:?}");
+            }
+        }
+        // The generator must reach the fast path often enough to test it.
+        println!("{plain} of {total} URLs were plain");
+        assert!(
+            plain > total / 20,
+            "only {plain} of {total} URLs were plain"
+        );
     }
 
     #[test]
