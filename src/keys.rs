@@ -248,11 +248,17 @@ impl Keyer {
         }
         let mut owned = false;
         if s.url {
-            self.buf.clear();
-            if canonical_url_into(k, s.url_sort_query, &mut self.buf) {
-                owned = true;
-            } else {
-                self.not_url += 1;
+            match plain_url(k) {
+                // Already canonical: hash it where it lies.
+                Some((body, false)) if !s.url_sort_query || query_sorted(body) => k = body,
+                _ => {
+                    self.buf.clear();
+                    if canonical_url_into(k, s.url_sort_query, &mut self.buf) {
+                        owned = true;
+                    } else {
+                        self.not_url += 1;
+                    }
+                }
             }
         }
         if s.ignore_case {
@@ -337,6 +343,9 @@ fn parsed_url(key: &[u8]) -> Option<String> {
 /// `out[start..]` (the text after its first `?`: a canonical URL has no
 /// fragment, and `?` cannot appear before its query).
 fn sort_query_params(out: &mut Vec<u8>, start: usize) {
+    if query_sorted(&out[start..]) {
+        return;
+    }
     let Some(q) = out[start..].iter().position(|&b| b == b'?') else {
         return;
     };
@@ -346,6 +355,25 @@ fn sort_query_params(out: &mut Vec<u8>, start: usize) {
     let sorted = params.join(&b'&');
     out.truncate(q);
     out.extend_from_slice(&sorted);
+}
+
+/// Whether the parameters of the query of a canonical `url` (after its first
+/// `?`; none is sorted too) are in sorted order already.
+fn query_sorted(url: &[u8]) -> bool {
+    let Some(q) = memchr::memchr(b'?', url) else {
+        return true;
+    };
+    let mut params = url[q + 1..].split(|&b| b == b'&');
+    let Some(mut prev) = params.next() else {
+        return true;
+    };
+    for p in params {
+        if p < prev {
+            return false;
+        }
+        prev = p;
+    }
+    true
 }
 
 /// `key` without its fragment, and whether `/` must be appended (an empty
@@ -363,51 +391,75 @@ fn plain_url(key: &[u8]) -> Option<(&[u8], bool)> {
     let rest = body
         .strip_prefix(b"https://")
         .or_else(|| body.strip_prefix(b"http://"))?;
-    let host_end = memchr::memchr(b'/', rest).unwrap_or(rest.len());
-    let (host, path) = rest.split_at(host_end);
-    let host_ok = !host.is_empty()
-        && host
-            .iter()
-            .all(|&b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.'))
-        && !host.starts_with(b".")
-        && !host.ends_with(b".")
-        && memchr::memmem::find(host, b"..").is_none()
-        && memchr::memmem::find(host, b"xn--").is_none()
-        // The last label must not look like a number (IPv4 parsing).
-        && host
-            .rsplit(|&b| b == b'.')
-            .next()
-            .is_some_and(|l| l.first().is_some_and(u8::is_ascii_lowercase));
-    if !host_ok {
+    // One pass over the host, then the path, then the query.
+    let mut i = 0;
+    let mut label = 0; // start of the current host label
+    while i < rest.len() && rest[i] != b'/' {
+        match rest[i] {
+            b'a'..=b'z' | b'0'..=b'9' | b'-' => {}
+            // An empty label (leading, trailing or doubled dot) is not plain.
+            b'.' if i > label => label = i + 1,
+            _ => return None,
+        }
+        if i == label && rest[i..].starts_with(b"xn--") {
+            return None; // IDNA: the parser validates it
+        }
+        i += 1;
+    }
+    // A non-empty host whose last label starts with a letter (a number would
+    // make it an IPv4 address).
+    if i == label || !rest[label].is_ascii_lowercase() {
         return None;
     }
-    let (path, query) = match memchr::memchr(b'?', path) {
-        Some(i) => (&path[..i], Some(&path[i + 1..])),
-        None => (path, None),
+    let empty_path = i == rest.len();
+    let (path, query) = match memchr::memchr(b'?', &rest[i..]) {
+        Some(q) => (&rest[i..i + q], Some(&rest[i + q + 1..])),
+        None => (&rest[i..], None),
     };
-    let printable = |b: &u8| (0x21..=0x7e).contains(b);
-    let path_ok = path.iter().all(|b| {
-        printable(b)
-            && !matches!(
-                b,
-                b'"' | b'<' | b'>' | b'`' | b'{' | b'}' | b'\\' | b'^' | b'|'
-            )
-    }) && path
-        .split(|&b| b == b'/')
-        .all(|seg| seg != b"." && seg != b"..")
-        && !path
+    if !path.iter().all(|&b| PATH_PLAIN[b as usize]) {
+        return None;
+    }
+    // Rare in real URLs, so looked for only when a '.' or '%' is there.
+    if memchr::memchr(b'.', path).is_some() && path.split(|&b| b == b'/').any(is_dots) {
+        return None;
+    }
+    if memchr::memchr(b'%', path).is_some()
+        && path
             .windows(3)
-            .any(|w| w[0] == b'%' && w[1] == b'2' && (w[2] | 0x20) == b'e');
-    let query_ok = query.is_none_or(|q| {
-        q.iter().all(|b| {
-            printable(b)
-                && !matches!(
-                    b,
-                    b'"' | b'<' | b'>' | b'\'' | b'`' | b'{' | b'}' | b'\\' | b'^' | b'|'
-                )
-        })
-    });
-    (path_ok && query_ok).then_some((body, path.is_empty() && query.is_none()))
+            .any(|w| w[0] == b'%' && w[1] == b'2' && w[2] | 0x20 == b'e')
+    {
+        return None; // %2e counts as a dot in dot segments
+    }
+    if !query.is_none_or(|q| q.iter().all(|&b| QUERY_PLAIN[b as usize])) {
+        return None;
+    }
+    Some((body, empty_path))
+}
+
+/// `.` or `..`: a dot segment, which parsing resolves.
+fn is_dots(segment: &[u8]) -> bool {
+    segment == b"." || segment == b".."
+}
+
+/// Printable ASCII that parsing leaves as it is in a path of an http(s) URL
+/// (and a few more excluded to stay on the safe side: `\\ ^ |`).
+const PATH_PLAIN: [bool; 256] = plain_set(b"\"<>`{}\\^|?");
+/// The same for a query (`'` is percent-encoded in special URLs' queries).
+const QUERY_PLAIN: [bool; 256] = plain_set(b"\"<>'`{}\\^|");
+
+const fn plain_set(excluded: &[u8]) -> [bool; 256] {
+    let mut t = [false; 256];
+    let mut b = 0x21;
+    while b <= 0x7e {
+        t[b] = true;
+        b += 1;
+    }
+    let mut i = 0;
+    while i < excluded.len() {
+        t[excluded[i] as usize] = false;
+        i += 1;
+    }
+    t
 }
 
 /// Lower-cases `buf` in place: Unicode lower case when it is UTF-8 with
