@@ -54,6 +54,28 @@ fn open_file(path: &Path) -> Result<File> {
     Ok(file)
 }
 
+/// Warns when a regular file starts like a compressed one: `seen` reads raw
+/// bytes, so `seen dedup logs.gz` would deduplicate compressed data. Reads the
+/// first bytes with `pread`, leaving the file offset alone.
+fn warn_if_compressed(f: &File, path: &Path) {
+    use std::os::unix::fs::FileExt;
+    let mut head = [0u8; 6];
+    let n = f.read_at(&mut head, 0).unwrap_or(0);
+    let (kind, tool) = match &head[..n] {
+        [0x1f, 0x8b, ..] => ("gzip", "zcat"),
+        [0x28, 0xb5, 0x2f, 0xfd, ..] => ("zstd", "zstdcat"),
+        [0xfd, b'7', b'z', b'X', b'Z', 0] => ("xz", "xzcat"),
+        [b'B', b'Z', b'h', ..] => ("bzip2", "bzcat"),
+        _ => return,
+    };
+    eprintln!(
+        "seen: warning: {} looks {kind}-compressed: seen reads raw bytes, so its lines are \
+         compressed data (decompress first: `{tool} {} | seen ...`)",
+        path.display(),
+        path.display()
+    );
+}
+
 /// The first source that cannot be read twice (standard input, a pipe, a
 /// device), checked without opening anything: opening a named pipe would
 /// connect to, and then cut off, its writer.
@@ -161,6 +183,9 @@ impl Reader {
             Source::File(p) => {
                 let f = open_file(p)?;
                 let regular = f.metadata().is_ok_and(|m| m.is_file());
+                if regular {
+                    warn_if_compressed(&f, p);
+                }
                 (Box::new(f), !regular)
             }
         };

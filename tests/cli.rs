@@ -631,6 +631,26 @@ fn dedup_existing_filter_with_n_or_p_warns() {
 }
 
 #[test]
+fn compressed_input_files_are_warned_about() {
+    let d = tmp();
+    // A gzip member header, then bytes that happen to contain newlines.
+    let gz = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\na\nb\na\n";
+    write(&d, "logs.gz", gz);
+    write(&d, "logs.zst", b"\x28\xb5\x2f\xfdx\n");
+    write(&d, "plain.txt", b"\x1f\nb\n");
+    for (file, kind, tool) in [("logs.gz", "gzip", "zcat"), ("logs.zst", "zstd", "zstdcat")] {
+        let r = seen(d.path(), ["dedup", file]);
+        r.code(0)
+            .stderr_has(&format!("{file} looks {kind}-compressed"))
+            .stderr_has(tool);
+    }
+    // The data is still processed as it is (the warning is advice).
+    let r = seen(d.path(), ["dedup", "logs.gz"]);
+    assert_eq!(r.stdout, &gz[..gz.len() - 2]);
+    seen(d.path(), ["dedup", "plain.txt"]).ok();
+}
+
+#[test]
 fn dedup_directory_or_missing_input_exits_2_naming_it() {
     let d = tmp();
     fs::create_dir(d.path().join("adir")).unwrap();
