@@ -561,7 +561,7 @@ fn dedup_persistent_filter_created_without_n_says_so() {
     );
     r.code(0)
         .stdout(b"x\ny\n")
-        .stderr_has("creating new.seen")
+        .stderr_has("created new.seen")
         .stderr_has("-n");
     let s = stats_json(d.path(), "new.seen");
     assert_eq!(s["inserts"], 2, "{s}");

@@ -138,9 +138,16 @@ fn create(path: &Path, a: &DedupArgs, sources: &[crate::input::Source], term: u8
         let n = counted(sources, term)?.unwrap_or(0).max(DEFAULT_CAPACITY);
         Ok(n)
     })?;
+    let f = NewFilter::create(path, &spec, DEFAULT_SEED, keys(&a.keys, None))?;
+    match f.finish(false) {
+        Ok(()) => {}
+        // Another process created it first: theirs is used.
+        Err(_) if path.exists() => return Ok(()),
+        Err(e) => return Err(e),
+    }
     if a.size.capacity.is_none() && !a.progress.quiet {
         eprintln!(
-            "seen: creating {} for {} distinct lines at false-positive rate {:e}{} \
+            "seen: created {} for {} distinct lines at false-positive rate {:e}{} \
              (pass -n to size it for the lines you expect over all runs)",
             path.display(),
             spec.capacity,
@@ -152,10 +159,5 @@ fn create(path: &Path, a: &DedupArgs, sources: &[crate::input::Source], term: u8
             }
         );
     }
-    let f = NewFilter::create(path, &spec, DEFAULT_SEED, keys(&a.keys, None))?;
-    match f.finish(false) {
-        Ok(()) => Ok(()),
-        Err(_) if path.exists() => Ok(()),
-        Err(e) => Err(e),
-    }
+    Ok(())
 }

@@ -113,6 +113,21 @@ fn open_locked(path: &Path, write: bool) -> Result<File> {
             Err(e) if e.kind() == std::io::ErrorKind::IsADirectory || path.is_dir() => {
                 bail!("{} is a directory: give a filter file", path.display())
             }
+            Err(e)
+                if write
+                    && matches!(
+                        e.kind(),
+                        std::io::ErrorKind::PermissionDenied
+                            | std::io::ErrorKind::ReadOnlyFilesystem
+                    ) =>
+            {
+                bail!(
+                    "cannot open filter {} for writing: {} (`dedup -f` and `build --add` \
+                     record lines in it; `query`, `stats` and `verify` only read it)",
+                    path.display(),
+                    std::io::Error::from(e.kind())
+                )
+            }
             Err(e) => {
                 return Err(e).with_context(|| format!("cannot open filter {}", path.display()));
             }
@@ -828,11 +843,14 @@ impl NewFilter {
             .suffix(".tmp")
             .permissions(std::fs::Permissions::from_mode(mode))
             .tempfile_in(dir)
-            .with_context(|| {
-                format!(
-                    "cannot create a temporary file in {} for {}",
+            .map_err(|e| {
+                // tempfile's message names the random temporary path: name the
+                // directory and the target instead.
+                anyhow::anyhow!(
+                    "cannot create {}: cannot write in directory {}: {}",
+                    target.display(),
                     dir.display(),
-                    target.display()
+                    std::io::Error::from(e.kind())
                 )
             })?;
         let header = new_header(spec, &first, seed, keys);
