@@ -5,7 +5,7 @@
 //! recorded in the filter file. Changing anything here changes every filter ever
 //! written, so golden vectors in the tests pin the output.
 
-use xxhash_rust::xxh3::xxh3_128_with_seed;
+use xxhash_rust::xxh3::{Xxh3, xxh3_128_with_seed};
 
 /// Identifier of this hash definition in the file header (`hash algorithm` field).
 pub const HASH_XXH3_128_V1: u32 = 1;
@@ -29,6 +29,32 @@ pub fn hash(record: &[u8], seed: u64) -> Hash128 {
     Hash128 {
         lo: h as u64,
         hi: (h >> 64) as u64,
+    }
+}
+
+/// [`hash`] of a record fed in pieces (a record too long to hold whole): the
+/// same 128 bits as hashing the concatenation at once.
+#[derive(Clone)]
+pub struct StreamHash(Box<Xxh3>);
+
+impl StreamHash {
+    /// An empty record under `seed`.
+    pub fn new(seed: u64) -> StreamHash {
+        StreamHash(Box::new(Xxh3::with_seed(seed)))
+    }
+
+    /// Appends `bytes` to the record.
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    /// The record's hash.
+    pub fn finish(&self) -> Hash128 {
+        let h = self.0.digest128();
+        Hash128 {
+            lo: h as u64,
+            hi: (h >> 64) as u64,
+        }
     }
 }
 
@@ -67,6 +93,24 @@ mod tests {
             let h = hash(input, *seed);
             println!("{input:?} {seed:#x} {:#x} {:#x}", h.lo, h.hi);
             assert_eq!((h.lo, h.hi), (*lo, *hi), "hash of {input:?} seed {seed:#x}");
+        }
+    }
+
+    #[test]
+    fn streaming_equals_one_shot() {
+        let data: Vec<u8> = (0..1_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        for len in [0, 1, 16, 240, 241, 1024, 65_536, 1_000_000] {
+            for step in [1, 7, 4096, 1 << 20] {
+                let mut s = StreamHash::new(DEFAULT_SEED);
+                for piece in data[..len].chunks(step) {
+                    s.update(piece);
+                }
+                assert_eq!(
+                    s.finish(),
+                    hash(&data[..len], DEFAULT_SEED),
+                    "{len} by {step}"
+                );
+            }
         }
     }
 

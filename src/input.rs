@@ -5,6 +5,7 @@
 //! Reading (rather than memory-mapping) the input keeps peak memory independent
 //! of the input size: a mapped input's pages would count in the resident set.
 
+use crate::hash::{Hash128, StreamHash};
 use anyhow::{Context, Result, bail};
 use std::fs::File;
 use std::io::{self, Read};
@@ -150,6 +151,11 @@ pub struct Reader {
     term: u8,
     pending: Option<anyhow::Error>,
     drained: bool,
+    /// Hash records longer than this many bytes as they stream by, under this
+    /// seed, instead of holding them ([`Reader::stream_long_records`]).
+    long: Option<(usize, u64)>,
+    /// The hash of the long record just streamed.
+    prehashed: Option<Hash128>,
 }
 
 /// A read shorter than this (and than asked for) means the pipe is empty for now.
@@ -166,7 +172,56 @@ impl Reader {
             term,
             pending: None,
             drained: false,
+            long: None,
+            prehashed: None,
         }
+    }
+
+    /// From now on, a record longer than `bytes` is not held in memory: it is
+    /// hashed (under `seed`) as it is read, and [`Reader::fill`] returns it as
+    /// an empty record whose hash [`Reader::take_prehashed`] gives. For callers
+    /// that need only the hashes of long records (`build`, `query -c`/`-q`),
+    /// so memory stays at `bytes` whatever the record's length.
+    pub fn stream_long_records(&mut self, bytes: usize, seed: u64) {
+        self.long = Some((bytes.max(1), seed));
+    }
+
+    /// The hash of the record returned by the last [`Reader::fill`], when that
+    /// was a long record streamed past (the chunk then holds just its terminator).
+    pub fn take_prehashed(&mut self) -> Option<Hash128> {
+        self.prehashed.take()
+    }
+
+    /// Hashes the record whose first `len` bytes are in `buf` (no terminator
+    /// among them) by reading on to its terminator or the end of its source,
+    /// reusing `buf`; what follows the terminator is carried to the next fill.
+    fn stream_record(&mut self, buf: &mut [u8], len: usize, seed: u64) -> Result<Hash128> {
+        let mut h = StreamHash::new(seed);
+        h.update(&buf[..len]);
+        while let Some((reader, name, _)) = self.current.as_mut() {
+            let n = match reader.read(buf) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let e = anyhow::Error::new(e).context(format!("cannot read {name}"));
+                    self.current = None;
+                    self.next = self.sources.len();
+                    return Err(e);
+                }
+            };
+            if n == 0 {
+                // A source's last record ends with it.
+                self.current = None;
+                break;
+            }
+            if let Some(p) = memchr::memchr(self.term, &buf[..n]) {
+                h.update(&buf[..p]);
+                self.carry.extend_from_slice(&buf[p + 1..n]);
+                break;
+            }
+            h.update(&buf[..n]);
+        }
+        Ok(h.finish())
     }
 
     fn open_next(&mut self) -> Result<bool> {
@@ -225,9 +280,10 @@ impl Reader {
         let mut len = self.carry.len();
         buf[..len].copy_from_slice(&self.carry);
         self.carry.clear();
-        // Position of the last terminator in buf[..len] (the carry has none).
-        // Only new bytes are searched, so a long record costs linear time.
-        let mut last_term: Option<usize> = None;
+        // Position of the last terminator in buf[..len]. The carry has none,
+        // unless a streamed long record left whole records after it. Only new
+        // bytes are searched after this, so a long record costs linear time.
+        let mut last_term: Option<usize> = memchr::memrchr(self.term, &buf[..len]);
         loop {
             if self.current.is_none() {
                 match self.open_next() {
@@ -284,6 +340,16 @@ impl Reader {
                 last_term = Some(len + p);
             }
             len += n;
+            if let Some((long, seed)) = self.long
+                && last_term.is_none()
+                && len > long
+            {
+                // Only part of one record is here, and it is long: hash the
+                // rest as it streams by rather than growing the buffer.
+                self.prehashed = Some(self.stream_record(buf, len, seed)?);
+                buf[0] = self.term;
+                return Ok(Some(1));
+            }
             let drained = stream && n < asked.min(DRAINED);
             if (len >= target || drained)
                 && let Some(p) = last_term

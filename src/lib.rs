@@ -3,7 +3,7 @@
 //! modules; the library exists so benchmarks and tests can reach the core.
 //!
 //! Arrows point one way: `cmd` → `pipeline` → `filter`, `cmd` → `file` → `filter`,
-//! and `hash`, `input`, `keys`, `output`, `progress`, `signals`, `units` are leaves.
+//! `input` → `hash`, and `hash`, `keys`, `output`, `progress`, `signals`, `units` are leaves.
 
 pub mod cli;
 pub mod cmd;

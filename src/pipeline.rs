@@ -29,6 +29,9 @@ use std::time::{Duration, Instant};
 
 /// Default bytes of records per chunk.
 pub const CHUNK_BYTES: usize = 4 << 20;
+/// Records longer than this are hashed as they stream by when the sink needs
+/// no record bytes ([`Options::stream_long`]).
+pub const LONG_RECORD_BYTES: usize = 64 << 20;
 /// Most hashing threads used, whatever `-j` or `RAYON_NUM_THREADS` say.
 pub const MAX_THREADS: usize = 256;
 /// Pieces smaller than this are not worth a task of their own.
@@ -45,6 +48,12 @@ pub struct Options {
     pub chunk_bytes: usize,
     /// How records become the keys that are hashed.
     pub keys: KeySpec,
+    /// The sink needs no record bytes (`build`, `query -c`/`-q`): records
+    /// longer than [`Options::long_bytes`] are hashed as they stream by instead
+    /// of being held whole (whole-record keys only).
+    pub stream_long: bool,
+    /// See [`Options::stream_long`].
+    pub long_bytes: usize,
 }
 
 impl Options {
@@ -68,6 +77,8 @@ impl Options {
             threads,
             chunk_bytes: env("SEEN_CHUNK_BYTES").unwrap_or(CHUNK_BYTES),
             keys: KeySpec::RAW,
+            stream_long: false,
+            long_bytes: env("SEEN_LONG_RECORD_BYTES").unwrap_or(LONG_RECORD_BYTES),
         }
     }
 }
@@ -124,6 +135,9 @@ pub struct Chunk {
     flush: bool,
     /// Keys judged new in this chunk, to record once it is written (deferred mode).
     new_keys: Vec<Hash128>,
+    /// The hash of a long record streamed past by the reader: the chunk then
+    /// holds only its terminator.
+    prehashed: Option<Hash128>,
 }
 
 impl Chunk {
@@ -178,6 +192,19 @@ impl Chunk {
 
     /// Splits the records into pieces and hashes them (in parallel on `pool`).
     fn hash(&mut self, term: u8, seed: u64, keys: KeySpec, pool: Option<&rayon::ThreadPool>) {
+        if let Some(h) = self.prehashed {
+            if self.pieces.is_empty() {
+                self.pieces.push(Piece::default());
+            }
+            let p = &mut self.pieces[0];
+            (p.start, p.missing_field, p.not_url) = (0, 0, 0);
+            p.ends.clear();
+            p.ends.push(self.len);
+            p.hashes.clear();
+            p.hashes.push(h);
+            self.used = 1;
+            return;
+        }
         let len = self.len;
         let want = match pool {
             Some(p) => (len / MIN_PIECE_BYTES).clamp(1, 4 * p.current_num_threads()),
@@ -454,6 +481,9 @@ where
         let (ack, acks) = channel::<Vec<Hash128>>();
         let acking = deferred.is_some();
         let mut reader = Reader::new(sources, opts.term);
+        if opts.stream_long && opts.keys.is_raw() {
+            reader.stream_long_records(opts.long_bytes, seed);
+        }
         let reader = std::thread::Builder::new()
             .name("seen-reader".into())
             .spawn_scoped(scope, move || {
@@ -465,6 +495,7 @@ where
                         Ok(Some((len, flush))) => {
                             chunk.len = len;
                             chunk.flush = flush;
+                            chunk.prehashed = reader.take_prehashed();
                             if opts.threads > 1 && len >= 2 * MIN_PIECE_BYTES && pool.is_none() {
                                 pool = rayon::ThreadPoolBuilder::new()
                                     .num_threads(opts.threads)
@@ -637,6 +668,8 @@ mod tests {
             threads,
             chunk_bytes,
             keys: KeySpec::RAW,
+            stream_long: false,
+            long_bytes: LONG_RECORD_BYTES,
         };
         let mut out = Vec::new();
         run(

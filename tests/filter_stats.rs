@@ -173,6 +173,8 @@ fn run_dedup_with(
         threads,
         chunk_bytes,
         keys: seen::keys::KeySpec::RAW,
+        stream_long: false,
+        long_bytes: seen::pipeline::LONG_RECORD_BYTES,
     };
     dedup(
         &[Source::File(path)],

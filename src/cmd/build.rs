@@ -16,6 +16,8 @@ use std::process::ExitCode;
 /// Bad arguments, unreadable inputs, or a filter that cannot be written.
 pub fn run(a: BuildArgs) -> Result<ExitCode> {
     let mut opts = options(a.records);
+    // Only hashes are needed: long lines are hashed as they stream by.
+    opts.stream_long = true;
     let term = opts.term;
     let sources = sources(&a.files);
     if a.add {

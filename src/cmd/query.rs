@@ -25,6 +25,8 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
     let term = opts.term;
     let filter = ReadFilter::open(&a.filter)?;
     opts.keys = keys(&a.keys, Some((filter.header().keys, &a.filter)));
+    // Counting or the status alone need no item bytes: long lines stream by.
+    opts.stream_long = (a.count || a.quiet) && !a.json;
     let mut out = stdout();
     let (mut total, mut selected) = (0u64, 0u64);
     // Stop at the first selected item when only the exit status is wanted.

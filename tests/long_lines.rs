@@ -1,0 +1,159 @@
+//! Lines longer than memory should need: `build` and `query -c`/`-q` hash a
+//! line longer than 64 MiB as it streams by (XXH3 in pieces), so memory stays
+//! bounded whatever the line's length, and the bits are the same as when the
+//! line is held whole. `SEEN_LONG_RECORD_BYTES` and `SEEN_CHUNK_BYTES` shrink
+//! the thresholds so small inputs exercise every boundary.
+
+mod common;
+
+use common::{Rng, tmp, write};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_seen")
+}
+
+fn run(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
+    let o = Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(
+        o.status.code().is_some_and(|c| c < 2),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+/// Records of lengths from 0 to 5,000 bytes (most short), in random order.
+fn records(rng: &mut Rng, n: usize) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| {
+            let len = match rng.below(4) {
+                0 => 300 + rng.below(4700) as usize,
+                _ => rng.below(40) as usize,
+            };
+            let mut r = format!("{i}:").into_bytes();
+            r.extend((0..len).map(|_| b'a' + rng.below(26) as u8));
+            r
+        })
+        .collect()
+}
+
+const SMALL: [(&str, &str); 2] = [
+    ("SEEN_CHUNK_BYTES", "64"),
+    ("SEEN_LONG_RECORD_BYTES", "250"),
+];
+
+#[test]
+fn streamed_long_lines_hash_as_whole_ones() {
+    let d = tmp();
+    let mut rng = Rng(20261130);
+    let recs = records(&mut rng, 600);
+    // Two files; the second ends with a long record and no terminator.
+    let (a, b) = recs.split_at(300);
+    let join =
+        |rs: &[Vec<u8>]| -> Vec<u8> { rs.iter().flat_map(|r| [&r[..], b"\n"].concat()).collect() };
+    write(&d, "a.txt", &join(a));
+    let mut tail = join(b);
+    tail.extend_from_slice(&[b'z'; 3000]);
+    write(&d, "b.txt", &tail);
+
+    // Held whole (default thresholds) and streamed: the same bits.
+    let args = ["build", "--fixed", "-n", "2000", "-o"];
+    run(
+        d.path(),
+        &[],
+        &[&args[..], &["whole.seen", "a.txt", "b.txt"]].concat(),
+    );
+    run(
+        d.path(),
+        &SMALL,
+        &[&args[..], &["streamed.seen", "a.txt", "b.txt"]].concat(),
+    );
+    let whole = std::fs::read(d.path().join("whole.seen")).unwrap();
+    let streamed = std::fs::read(d.path().join("streamed.seen")).unwrap();
+    assert_eq!(whole.len(), streamed.len());
+    assert!(whole[4096..] == streamed[4096..], "the bit arrays differ");
+
+    // Every record, long or short, is found by a query that holds lines
+    // whole, and counted by one that streams them.
+    let all = [&join(&recs)[..], &[b'z'; 3000], b"\n"].concat();
+    write(&d, "all.txt", &all);
+    let o = run(
+        d.path(),
+        &[],
+        &["query", "-v", "-c", "streamed.seen", "-f", "all.txt"],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "0",
+        "a record is missing"
+    );
+    let o = run(
+        d.path(),
+        &SMALL,
+        &["query", "-c", "whole.seen", "-f", "all.txt"],
+    );
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "601");
+    // Long lines that were never inserted are (all but surely) absent.
+    let absent: Vec<u8> = recs
+        .iter()
+        .filter(|r| r.len() > 250)
+        .flat_map(|r| [&r[..], b"!\n"].concat())
+        .collect();
+    write(&d, "absent.txt", &absent);
+    let o = run(
+        d.path(),
+        &SMALL,
+        &["query", "-c", "whole.seen", "-f", "absent.txt"],
+    );
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "0");
+    // -q streams too, and stops at the first match.
+    let o = run(
+        d.path(),
+        &SMALL,
+        &["query", "-q", "whole.seen", "-f", "all.txt"],
+    );
+    assert_eq!(o.status.code(), Some(0));
+}
+
+/// A 256 MiB line: `build` needs about the streaming threshold (64 MiB) and
+/// the filter, not the line. Measured with GNU time's peak RSS.
+#[test]
+fn building_from_a_huge_line_does_not_hold_it() {
+    if Command::new("/usr/bin/time").arg("true").output().is_err() {
+        eprintln!("skipped: /usr/bin/time (GNU time) is not installed");
+        return;
+    }
+    let d = tmp();
+    let line = vec![b'u'; 256 << 20];
+    write(&d, "huge.txt", &[&line[..], b"\nshort\n"].concat());
+    drop(line);
+    let o = Command::new("/usr/bin/time")
+        .args([
+            "-f",
+            "%M",
+            bin(),
+            "build",
+            "-n",
+            "10",
+            "-o",
+            "h.seen",
+            "huge.txt",
+        ])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let kib: u64 = err.lines().last().unwrap().trim().parse().unwrap();
+    assert!(kib < 200 << 10, "peak RSS {kib} KiB for a 256 MiB line");
+    // And the line is in the filter, as a query that holds it finds.
+    let o = run(d.path(), &[], &["query", "-c", "h.seen", "-f", "huge.txt"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "2");
+}
