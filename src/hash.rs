@@ -1,8 +1,9 @@
 //! The one definition of how a record becomes hash bits.
 //!
-//! Every bit position `seen` ever sets or tests derives from [`hash`]: XXH3-128 of
-//! the raw record bytes (no decoding, no normalisation) with a 64-bit seed that is
-//! recorded in the filter file. Changing anything here changes every filter ever
+//! Every bit position `seen` ever sets or tests derives from [`hash`] (or
+//! [`StreamHash`], the same for a record fed in pieces): XXH3-128 of the
+//! record's key bytes (the raw record unless key options say otherwise, see
+//! `keys.rs`; no decoding) with a 64-bit seed that is recorded in the filter file. Changing anything here changes every filter ever
 //! written, so golden vectors in the tests pin the output.
 
 use xxhash_rust::xxh3::{Xxh3, xxh3_128_with_seed};
