@@ -52,8 +52,17 @@ pub struct Progress {
 impl Progress {
     /// Starts showing progress of work over `total` bytes (`None`: unknown) whose
     /// items are called `unit` (e.g. "lines"), if `args` and the terminal say so.
-    pub fn start(args: ProgressArgs, total: Option<u64>, unit: &'static str) -> Progress {
-        let tty = std::io::stderr().is_terminal();
+    /// A command whose data goes to stdout (`dedup`, `query`) passes
+    /// `prints_lines`: when stdout is the terminal too, the lines themselves
+    /// show progress, and a bar would only be drawn between them.
+    pub fn start(
+        args: ProgressArgs,
+        total: Option<u64>,
+        unit: &'static str,
+        prints_lines: bool,
+    ) -> Progress {
+        let tty =
+            std::io::stderr().is_terminal() && !(prints_lines && std::io::stdout().is_terminal());
         let style = match (args.quiet, args.progress, tty) {
             (true, _, _) => return Progress::default(),
             (false, _, true) => Style::Bar,

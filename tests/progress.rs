@@ -70,6 +70,22 @@ fn progress_flag_forces_plain_lines_and_quiet_suppresses_it() {
     assert_eq!(r.status.code(), Some(2), "-q and --progress conflict");
 }
 
+/// Runs `cmd` under `script` (stdin, stdout and stderr a pseudo-terminal) in
+/// `dir` and returns the transcript.
+fn under_script(dir: &std::path::Path, cmd: &str) -> String {
+    let transcript = dir.join("transcript");
+    let r = Command::new("script")
+        .args(["-q", "-e", "-c", cmd])
+        .arg(&transcript)
+        .current_dir(dir)
+        .env("SEEN_PROGRESS_DELAY_MS", "0")
+        .env("TERM", "xterm")
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{r:?}");
+    String::from_utf8_lossy(&std::fs::read(&transcript).unwrap()).into_owned()
+}
+
 #[test]
 fn bar_is_drawn_under_a_pseudo_terminal() {
     if Command::new("script").arg("--version").output().is_err() {
@@ -78,19 +94,8 @@ fn bar_is_drawn_under_a_pseudo_terminal() {
     }
     let d = tmp();
     write(&d, "in.txt", &input(20_000));
-    let transcript = d.path().join("typescript");
     // Under `script`, stderr is a pseudo-terminal; stdout goes to a file.
-    let cmd = format!("'{}' dedup in.txt > out.txt", bin());
-    let r = Command::new("script")
-        .args(["-q", "-e", "-c", &cmd])
-        .arg(&transcript)
-        .current_dir(d.path())
-        .env("SEEN_PROGRESS_DELAY_MS", "0")
-        .env("TERM", "xterm")
-        .output()
-        .unwrap();
-    assert!(r.status.success(), "{r:?}");
-    let t = String::from_utf8_lossy(&std::fs::read(&transcript).unwrap()).into_owned();
+    let t = under_script(d.path(), &format!("'{}' dedup in.txt > out.txt", bin()));
     // The bar: bytes of the file, percent and the line count, then cleared.
     assert!(t.contains("MiB") || t.contains("KiB"), "{t:?}");
     assert!(t.contains('%') && t.contains("lines"), "{t:?}");
@@ -101,17 +106,21 @@ fn bar_is_drawn_under_a_pseudo_terminal() {
     let out = std::fs::read(d.path().join("out.txt")).unwrap();
     assert_eq!(out, input(700));
 
-    // -q: nothing but the command's own output in the transcript.
-    let cmd = format!("'{}' dedup -q in.txt > out.txt", bin());
-    let r = Command::new("script")
-        .args(["-q", "-e", "-c", &cmd])
-        .arg(&transcript)
+    // Lines printed to the terminal show progress themselves: no bar then.
+    let t = under_script(d.path(), &format!("'{}' dedup in.txt", bin()));
+    assert!(t.contains("https://example.com/699"), "{t:?}");
+    assert!(!t.contains("lines") && !t.contains("ETA"), "{t:?}");
+    // stats prints its table after the bits are counted: the bar shows.
+    let r = Command::new(bin())
+        .args(["build", "-o", "f.seen", "in.txt"])
         .current_dir(d.path())
-        .env("SEEN_PROGRESS_DELAY_MS", "0")
-        .env("TERM", "xterm")
         .output()
         .unwrap();
     assert!(r.status.success(), "{r:?}");
-    let t = String::from_utf8_lossy(&std::fs::read(&transcript).unwrap()).into_owned();
+    let t = under_script(d.path(), &format!("'{}' stats f.seen", bin()));
+    assert!(t.contains("ETA") && t.contains("fill"), "{t:?}");
+
+    // -q: nothing but the command's own output in the transcript.
+    let t = under_script(d.path(), &format!("'{}' dedup -q in.txt > out.txt", bin()));
     assert!(!t.contains("lines"), "{t:?}");
 }

@@ -54,7 +54,7 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
             spec.growth = None;
         }
         let mut f = MemFilter::with_spec(&spec, DEFAULT_SEED)?;
-        let progress = Progress::start(a.progress, total_bytes(&sources), "lines");
+        let progress = Progress::start(a.progress, total_bytes(&sources), "lines", true);
         let result = dedup(&sources, opts, &mut f, a.repeated, Mode::Insert, &mut out);
         drop(progress);
         let (counts, written) = result?;
@@ -91,7 +91,7 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
     } else {
         Mode::Deferred(commit)
     };
-    let progress = Progress::start(a.progress, total_bytes(&sources), "lines");
+    let progress = Progress::start(a.progress, total_bytes(&sources), "lines", true);
     let result = dedup(&sources, opts, &mut f, a.repeated, mode, &mut out);
     drop(progress);
     f.commit()?;

@@ -81,7 +81,7 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
             progress: a.progress,
             quiet: a.quiet,
         };
-        let _progress = Progress::start(show, total_bytes(&srcs), "lines");
+        let _progress = Progress::start(show, total_bytes(&srcs), "lines", true);
         pipeline(&srcs, opts, &mut filter, Mode::Lookup, |c: &Chunk| {
             let mut go_on = true;
             let mut result = Ok(());

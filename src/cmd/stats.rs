@@ -408,7 +408,7 @@ fn table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
 pub fn run(a: StatsArgs) -> Result<ExitCode> {
     let f = ReadFilter::open(&a.filter)?;
     let total = f.header().layers.iter().map(|l| l.layout.bytes()).sum();
-    let progress = Progress::start(a.progress, Some(total), "");
+    let progress = Progress::start(a.progress, Some(total), "", false);
     let s = compute(&f);
     drop(progress);
     let mut out = crate::output::stdout();

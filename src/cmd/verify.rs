@@ -19,7 +19,7 @@ pub fn run(a: VerifyArgs) -> Result<ExitCode> {
     let f = ReadFilter::open(&a.filter)?;
     let h = f.header();
     let total = h.layers.iter().map(|l| l.layout.bytes()).sum();
-    let progress = Progress::start(a.progress, Some(total), "");
+    let progress = Progress::start(a.progress, Some(total), "", false);
     let mut out = crate::output::stdout();
     let name = a.filter.display();
     let (mut checked, mut damaged, mut unchecked) = (0u64, 0u64, 0usize);
