@@ -198,6 +198,7 @@ impl Reader {
     fn stream_record(&mut self, buf: &mut [u8], len: usize, seed: u64) -> Result<Hash128> {
         let mut h = StreamHash::new(seed);
         h.update(&buf[..len]);
+        crate::progress::advance(len as u64, 0);
         while let Some((reader, name, _)) = self.current.as_mut() {
             let n = match reader.read(buf) {
                 Ok(n) => n,
@@ -214,6 +215,8 @@ impl Reader {
                 self.current = None;
                 break;
             }
+            // The pipeline counts the chunk (1 byte): count what streamed by.
+            crate::progress::advance(n as u64, 0);
             if let Some(p) = memchr::memchr(self.term, &buf[..n]) {
                 h.update(&buf[..p]);
                 self.carry.extend_from_slice(&buf[p + 1..n]);

@@ -3,7 +3,8 @@
 //! modules; the library exists so benchmarks and tests can reach the core.
 //!
 //! Arrows point one way: `cmd` → `pipeline` → `filter`, `cmd` → `file` → `filter`,
-//! `input` → `hash`, and `hash`, `keys`, `output`, `progress`, `signals`, `units` are leaves.
+//! `pipeline` → `input` → {`hash`, `progress`}; `hash`, `keys`, `output`,
+//! `progress`, `signals` and `units` are leaves.
 
 pub mod cli;
 pub mod cmd;
