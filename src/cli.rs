@@ -157,7 +157,7 @@ pub struct KeyArgs {
     #[arg(short = 't', long = "delimiter", value_name = "CHAR", value_parser = parse_delimiter, requires = "field")]
     pub delimiter: Option<u8>,
 
-    /// Strip whitespace (space, tab, CR, VT, FF) around the key.
+    /// Strip whitespace (space, tab, CR, LF, VT, FF) around the key.
     #[arg(long)]
     pub trim: bool,
 

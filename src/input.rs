@@ -69,7 +69,7 @@ fn warn_if_compressed(f: &File, path: &Path) {
         [b'B', b'Z', b'h', ..] => ("bzip2", "bzcat"),
         _ => return,
     };
-    eprintln!(
+    crate::say!(
         "seen: warning: {} looks {kind}-compressed: seen reads raw bytes, so its lines are \
          compressed data (decompress first: `{tool} {} | seen ...`)",
         path.display(),
@@ -198,6 +198,8 @@ impl Reader {
     fn stream_record(&mut self, buf: &mut [u8], len: usize, seed: u64) -> Result<Hash128> {
         let mut h = StreamHash::new(seed);
         h.update(&buf[..len]);
+        // Progress counts the record's bytes here; the pipeline counts its
+        // terminator (the chunk returned), and the carry when it comes round.
         crate::progress::advance(len as u64, 0);
         while let Some((reader, name, _)) = self.current.as_mut() {
             let n = match reader.read(buf) {
@@ -215,14 +217,14 @@ impl Reader {
                 self.current = None;
                 break;
             }
-            // The pipeline counts the chunk (1 byte): count what streamed by.
-            crate::progress::advance(n as u64, 0);
             if let Some(p) = memchr::memchr(self.term, &buf[..n]) {
                 h.update(&buf[..p]);
+                crate::progress::advance(p as u64, 0);
                 self.carry.extend_from_slice(&buf[p + 1..n]);
                 break;
             }
             h.update(&buf[..n]);
+            crate::progress::advance(n as u64, 0);
         }
         Ok(h.finish())
     }
@@ -287,6 +289,13 @@ impl Reader {
         // unless a streamed long record left whole records after it. Only new
         // bytes are searched after this, so a long record costs linear time.
         let mut last_term: Option<usize> = memchr::memrchr(self.term, &buf[..len]);
+        if let (Some(p), Some((_, _, true))) = (last_term, &self.current) {
+            // Whole records left behind by a streamed one, from a pipe: hand
+            // them over now rather than wait for the producer's next line.
+            self.carry.extend_from_slice(&buf[p + 1..len]);
+            self.drained = true;
+            return Ok(Some(p + 1));
+        }
         loop {
             if self.current.is_none() {
                 match self.open_next() {
@@ -386,6 +395,37 @@ mod tests {
             }
         }
         out
+    }
+
+    /// A pipe whose reads return these pieces, then would block forever.
+    struct Scripted(Vec<&'static [u8]>);
+
+    impl Read for Scripted {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            assert!(
+                !self.0.is_empty(),
+                "read again: the reader would block here"
+            );
+            let piece = self.0.remove(0);
+            buf[..piece.len()].copy_from_slice(piece);
+            Ok(piece.len())
+        }
+    }
+
+    #[test]
+    fn records_after_a_streamed_one_are_handed_over_without_reading_on() {
+        let mut r = Reader::new(&[Source::Stdin], b'\n');
+        r.stream_long_records(10, 7);
+        let pipe = Scripted(vec![b"AAAAAAAAAAAAAAA", b"AAA\npresent\nx"]);
+        r.current = Some((Box::new(pipe), "pipe".into(), true));
+        r.next = 1;
+        let mut buf = Vec::new();
+        assert_eq!(r.fill(&mut buf, 64).unwrap(), Some((1, false)));
+        assert_eq!(r.take_prehashed(), Some(crate::hash::hash(&[b'A'; 18], 7)));
+        // "present" is whole: returned now, with "x" kept for later.
+        assert_eq!(r.fill(&mut buf, 64).unwrap(), Some((8, true)));
+        assert_eq!(&buf[..8], b"present\n");
+        assert_eq!(r.carry, b"x");
     }
 
     #[test]

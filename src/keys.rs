@@ -385,6 +385,8 @@ fn query_sorted(url: &[u8]) -> bool {
 /// property test checks this against the parser on generated URLs.
 fn plain_url(key: &[u8]) -> Option<(&[u8], bool)> {
     let body = match memchr::memchr(b'#', key) {
+        // A key that is not UTF-8 is not a URL, fragment included.
+        Some(i) if std::str::from_utf8(&key[i + 1..]).is_err() => return None,
         Some(i) => &key[..i],
         None => key,
     };
@@ -593,6 +595,10 @@ mod tests {
             );
         }
         assert_eq!(canonical_url(b"http://a.com/\xff", false), None);
+        // Not UTF-8 after the '#' either: not a URL (the shortcut must agree).
+        assert_eq!(canonical_url(b"http://a.com/#\xff", false), None);
+        assert_eq!(canonical_url(b"http://a.com/x#\xc3", false), None);
+        assert_eq!(plain_url(b"http://a.com/#\xff"), None);
     }
 
     /// The parser-free path for plain URLs gives exactly what the parser

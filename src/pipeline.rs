@@ -640,6 +640,7 @@ where
         }
         let sig = signalled();
         if sig != 0 {
+            crate::progress::clear();
             filter.interrupted();
             std::process::exit(128 + sig as i32);
         }

@@ -12,12 +12,15 @@
 use crate::cli::ProgressArgs;
 use indicatif::{HumanBytes, HumanCount, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{IsTerminal, Write};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{RecvTimeoutError, Sender, channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 static BYTES: AtomicU64 = AtomicU64::new(0);
+/// The bar on the terminal, if one is drawn: messages go above it.
+static ACTIVE: Mutex<Option<ProgressBar>> = Mutex::new(None);
 static ITEMS: AtomicU64 = AtomicU64::new(0);
 
 /// How long work runs before progress is shown (unless `SEEN_PROGRESS_DELAY_MS`
@@ -31,6 +34,34 @@ const PLAIN_TICK: Duration = Duration::from_secs(1);
 pub fn advance(bytes: u64, items: u64) {
     BYTES.fetch_add(bytes, Relaxed);
     ITEMS.fetch_add(items, Relaxed);
+}
+
+/// Prints `line` on stderr, above the progress bar when one is drawn (so
+/// the bar neither overwrites it nor is cut by it). Used by
+/// [`say!`](crate::say) for messages printed while work is under way.
+pub fn eprint_line(line: &str) {
+    let bar = ACTIVE.lock().ok().and_then(|a| a.clone());
+    match bar {
+        Some(bar) => bar.suspend(|| eprintln!("{line}")),
+        None => eprintln!("{line}"),
+    }
+}
+
+/// Clears the bar now, before an exit that skips destructors (a signal).
+pub fn clear() {
+    let bar = ACTIVE.lock().ok().and_then(|mut a| a.take());
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+}
+
+/// `eprintln!` for messages printed while work is under way: above the
+/// progress bar, if one is drawn.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::progress::eprint_line(&format!($($arg)*))
+    };
 }
 
 /// Where progress goes.
@@ -152,7 +183,13 @@ impl View {
                     self.items()
                 };
                 let (total, unit) = (self.total, self.unit);
-                let bar = self.bar.get_or_insert_with(|| new_bar(total, unit));
+                let bar = self.bar.get_or_insert_with(|| {
+                    let bar = new_bar(total, unit);
+                    if let Ok(mut a) = ACTIVE.lock() {
+                        *a = Some(bar.clone());
+                    }
+                    bar
+                });
                 bar.set_position(bytes);
                 bar.set_message(msg);
                 bar.tick();
@@ -175,8 +212,8 @@ impl View {
     }
 
     fn finish(self) {
-        if let Some(bar) = self.bar {
-            bar.finish_and_clear();
+        if self.bar.is_some() {
+            clear();
         }
     }
 }

@@ -120,6 +120,25 @@ fn bar_is_drawn_under_a_pseudo_terminal() {
     let t = under_script(d.path(), &format!("'{}' stats f.seen", bin()));
     assert!(t.contains("ETA") && t.contains("fill"), "{t:?}");
 
+    // A warning printed during the run goes above the bar, on a line of its
+    // own: the bar's line is cleared first.
+    let seq: Vec<u8> = (0..5000)
+        .flat_map(|i| format!("{i}\n").into_bytes())
+        .collect();
+    write(&d, "seq.txt", &seq);
+    let t = under_script(
+        d.path(),
+        &format!("'{}' build --fixed -n 1000 -o w.seen seq.txt", bin()),
+    );
+    let at = t
+        .find("seen: warning")
+        .unwrap_or_else(|| panic!("no warning: {t:?}"));
+    let before = &t[..at];
+    assert!(
+        before.ends_with("\x1b[2K") || before.ends_with('\n'),
+        "the warning shares a line with the bar: {t:?}"
+    );
+
     // -q: nothing but the command's own output in the transcript.
     let t = under_script(d.path(), &format!("'{}' dedup -q in.txt > out.txt", bin()));
     assert!(!t.contains("lines"), "{t:?}");

@@ -78,7 +78,7 @@ fn lock(file: &File, path: &Path, exclusive: bool) -> Result<()> {
                     );
                 }
                 if !said && start.elapsed() >= LOCK_PATIENCE {
-                    eprintln!(
+                    crate::say!(
                         "seen: waiting for {} lock on {} (another process is using it)",
                         if exclusive {
                             "an exclusive"
@@ -164,7 +164,7 @@ fn open_checked(path: &Path, write: bool) -> Result<(File, Header)> {
 
 fn warn_dirty(header: &Header, path: &Path) {
     if header.is_dirty() {
-        eprintln!(
+        crate::say!(
             "seen: warning: {} was not closed cleanly (a run was killed or crashed); \
              its bits are valid but its insert counters may be low (a writer recounts \
              them from the bits)",
@@ -445,7 +445,7 @@ impl Layers {
         } else {
             "rebuild it larger (or growing) before it degrades further"
         };
-        eprintln!(
+        crate::say!(
             "seen: warning: {} now holds more than {}% of the {} distinct lines it was sized \
              for and {why}: its false-positive rate is about {fpp:.1e} (target {:.0e}); {advice}",
             self.name,
@@ -778,7 +778,7 @@ impl BatchFilter for WriteFilter {
         if self.locked
             && let Err(e) = self.commit()
         {
-            eprintln!("seen: error: {e:#}");
+            crate::say!("seen: error: {e:#}");
         }
     }
 }
