@@ -183,8 +183,9 @@ impl View {
                     self.items()
                 };
                 let (total, unit) = (self.total, self.unit);
+                let first = msg.clone();
                 let bar = self.bar.get_or_insert_with(|| {
-                    let bar = new_bar(total, unit);
+                    let bar = new_bar(total, unit, first);
                     if let Ok(mut a) = ACTIVE.lock() {
                         *a = Some(bar.clone());
                     }
@@ -218,32 +219,25 @@ impl View {
     }
 }
 
-fn new_bar(total: Option<u64>, unit: &str) -> ProgressBar {
-    let target = ProgressDrawTarget::stderr_with_hz(10);
-    match total {
-        Some(t) => {
-            let bar = ProgressBar::with_draw_target(Some(t), target);
-            let template = if unit.is_empty() {
-                "{spinner} [{bar:30}] {bytes}/{total_bytes} ({percent}%), ETA {eta}"
-            } else {
-                "{spinner} [{bar:30}] {bytes}/{total_bytes} ({percent}%), {msg}, ETA {eta}"
-            };
-            bar.set_style(
-                ProgressStyle::with_template(template)
-                    .expect("valid template")
-                    .progress_chars("=> "),
-            );
-            bar
+/// A bar for `total` bytes (a spinner when unknown), showing `msg` first: it
+/// is built hidden and shown only once styled, so no frame lacks its message.
+fn new_bar(total: Option<u64>, unit: &str, msg: String) -> ProgressBar {
+    let template = match (total, unit.is_empty()) {
+        (Some(_), true) => "{spinner} [{bar:30}] {bytes}/{total_bytes} ({percent}%), ETA {eta}",
+        (Some(_), false) => {
+            "{spinner} [{bar:30}] {bytes}/{total_bytes} ({percent}%), {msg}, ETA {eta}"
         }
-        None => {
-            let bar = ProgressBar::with_draw_target(None, target);
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} {bytes} read, {msg}")
-                    .expect("valid template"),
-            );
-            bar
-        }
-    }
+        (None, _) => "{spinner} {bytes} read, {msg}",
+    };
+    let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::hidden());
+    bar.set_style(
+        ProgressStyle::with_template(template)
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(msg);
+    bar.set_draw_target(ProgressDrawTarget::stderr_with_hz(10));
+    bar
 }
 
 /// `7.5M`, `830k`, `12`.
