@@ -201,17 +201,8 @@ impl Reader {
         // Progress counts the record's bytes here; the pipeline counts its
         // terminator (the chunk returned), and the carry when it comes round.
         crate::progress::advance(len as u64, 0);
-        while let Some((reader, name, _)) = self.current.as_mut() {
-            let n = match reader.read(buf) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    let e = anyhow::Error::new(e).context(format!("cannot read {name}"));
-                    self.current = None;
-                    self.next = self.sources.len();
-                    return Err(e);
-                }
-            };
+        while self.current.is_some() {
+            let n = self.read_current(buf)?;
             if n == 0 {
                 // A source's last record ends with it.
                 self.current = None;
@@ -227,6 +218,25 @@ impl Reader {
             crate::progress::advance(n as u64, 0);
         }
         Ok(h.finish())
+    }
+
+    /// Reads from the open source into `buf`, retrying when interrupted. A
+    /// failed read ends the input (no later source is read); the error names
+    /// the source.
+    fn read_current(&mut self, buf: &mut [u8]) -> Result<usize> {
+        let (reader, name, _) = self.current.as_mut().expect("a source is open");
+        loop {
+            match reader.read(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let e = anyhow::Error::new(e).context(format!("cannot read {name}"));
+                    self.current = None;
+                    self.next = self.sources.len();
+                    return Err(e);
+                }
+            }
+        }
     }
 
     fn open_next(&mut self) -> Result<bool> {
@@ -312,15 +322,10 @@ impl Reader {
                 let grown = buf.len() * 2;
                 buf.resize(grown, 0);
             }
-            let (reader, name, stream) = self.current.as_mut().expect("a source is open");
-            let stream = *stream;
-            let n = match reader.read(&mut buf[len..]) {
+            let stream = self.current.as_ref().is_some_and(|c| c.2);
+            let n = match self.read_current(&mut buf[len..]) {
                 Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    let e = anyhow::Error::new(e).context(format!("cannot read {name}"));
-                    self.current = None;
-                    self.next = self.sources.len();
                     return match memchr::memrchr(self.term, &buf[..len]) {
                         Some(p) => {
                             self.pending = Some(e);
