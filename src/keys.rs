@@ -248,12 +248,13 @@ impl Keyer {
         }
         let mut owned = false;
         if s.url {
-            match plain_url(k) {
+            let plain = plain_url(k);
+            match plain {
                 // Already canonical: hash it where it lies.
                 Some((body, false)) if !s.url_sort_query || query_sorted(body) => k = body,
                 _ => {
                     self.buf.clear();
-                    if canonical_url_into(k, s.url_sort_query, &mut self.buf) {
+                    if canonical_url_into(k, plain, s.url_sort_query, &mut self.buf) {
                         owned = true;
                     } else {
                         self.not_url += 1;
@@ -304,16 +305,21 @@ fn trim(key: &[u8]) -> &[u8] {
 /// `None` when `key` is not UTF-8 or not an absolute URL.
 pub fn canonical_url(key: &[u8], sort_query: bool) -> Option<String> {
     let mut out = Vec::new();
-    canonical_url_into(key, sort_query, &mut out)
+    canonical_url_into(key, plain_url(key), sort_query, &mut out)
         .then(|| String::from_utf8(out).expect("URLs serialize to ASCII"))
 }
 
 /// [`canonical_url`] appended to `out`; false (and `out` unchanged) when `key`
-/// is not a URL. Plain URLs, which parsing would return as they are, skip the
-/// parser ([`plain_url`]).
-fn canonical_url_into(key: &[u8], sort_query: bool, out: &mut Vec<u8>) -> bool {
+/// is not a URL. `plain` is [`plain_url`]`(key)`, computed by the caller: plain
+/// URLs, which parsing would return as they are, skip the parser.
+fn canonical_url_into(
+    key: &[u8],
+    plain: Option<(&[u8], bool)>,
+    sort_query: bool,
+    out: &mut Vec<u8>,
+) -> bool {
     let start = out.len();
-    match plain_url(key) {
+    match plain {
         Some((body, slash)) => {
             out.extend_from_slice(body);
             if slash {
