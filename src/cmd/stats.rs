@@ -407,7 +407,7 @@ fn table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
 /// An unusable filter or a failed write.
 pub fn run(a: StatsArgs) -> Result<ExitCode> {
     let f = ReadFilter::open(&a.filter)?;
-    let total = f.header().layers.iter().map(|l| l.layout.bytes()).sum();
+    let total = f.header().bit_bytes();
     let progress = Progress::start(a.progress, Some(total), "", false);
     let s = compute(&f);
     drop(progress);

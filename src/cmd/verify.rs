@@ -18,7 +18,7 @@ use std::process::ExitCode;
 pub fn run(a: VerifyArgs) -> Result<ExitCode> {
     let f = ReadFilter::open(&a.filter)?;
     let h = f.header();
-    let total = h.layers.iter().map(|l| l.layout.bytes()).sum();
+    let total = h.bit_bytes();
     let progress = Progress::start(a.progress, Some(total), "", false);
     let mut out = crate::output::stdout();
     let name = a.filter.display();

@@ -252,6 +252,11 @@ impl Header {
             .map_or(HEADER_LEN as u64, LayerEntry::end)
     }
 
+    /// Bytes of all bit arrays (what `stats` and `verify` read).
+    pub fn bit_bytes(&self) -> u64 {
+        self.layers.iter().map(|l| l.layout.bytes()).sum()
+    }
+
     /// Whether the dirty flag is set.
     pub fn is_dirty(&self) -> bool {
         self.flags & FLAG_DIRTY != 0
