@@ -8,7 +8,7 @@
 use assert_cmd::cargo::{cargo_bin, cargo_bin_cmd};
 use serde_json::Value;
 use std::collections::HashSet;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::fs;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::ffi::OsStrExt;
@@ -19,128 +19,11 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 mod common;
-use common::{Rng, read_lines_then_close, tmp, write};
+use common::{Rng, read_lines_then_close, seen, seen_io, tmp, write};
 
 // ---------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------
-
-/// What one run of the binary did.
-struct Run {
-    args: Vec<OsString>,
-    code: i32,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
-impl Run {
-    fn ctx(&self) -> String {
-        format!(
-            "seen {:?}\n  exit: {}\n  stdout: {:?}\n  stderr: {}",
-            self.args,
-            self.code,
-            String::from_utf8_lossy(&self.stdout[..self.stdout.len().min(2000)]),
-            self.stderr
-        )
-    }
-
-    /// Exit status `code`, and never a panic.
-    fn code(&self, code: i32) -> &Self {
-        assert_eq!(self.code, code, "unexpected exit status\n{}", self.ctx());
-        assert!(!self.stderr.contains("panicked"), "panic\n{}", self.ctx());
-        self
-    }
-
-    /// Exit 0 with nothing on stderr.
-    fn ok(&self) -> &Self {
-        self.code(0);
-        assert_eq!(self.stderr, "", "unexpected stderr\n{}", self.ctx());
-        self
-    }
-
-    /// Exit 2 with `needle` in the error message.
-    fn fails(&self, needle: &str) -> &Self {
-        self.code(2);
-        assert!(
-            self.stderr.contains(needle),
-            "stderr lacks {needle:?}\n{}",
-            self.ctx()
-        );
-        self
-    }
-
-    /// Exit 2 from `seen` itself (not clap): `seen: error: …` naming `needle`.
-    fn error(&self, needle: &str) -> &Self {
-        self.fails(needle);
-        assert!(
-            self.stderr.starts_with("seen: error: "),
-            "message not in `seen: error: …` form\n{}",
-            self.ctx()
-        );
-        self
-    }
-
-    fn stdout(&self, expected: &[u8]) -> &Self {
-        assert_eq!(
-            String::from_utf8_lossy(&self.stdout),
-            String::from_utf8_lossy(expected),
-            "stdout differs\n{}",
-            self.ctx()
-        );
-        assert_eq!(self.stdout, expected, "stdout bytes differ\n{}", self.ctx());
-        self
-    }
-
-    fn no_stdout(&self) -> &Self {
-        self.stdout(b"")
-    }
-
-    fn stderr_has(&self, needle: &str) -> &Self {
-        assert!(
-            self.stderr.contains(needle),
-            "stderr lacks {needle:?}\n{}",
-            self.ctx()
-        );
-        self
-    }
-
-    fn stdout_str(&self) -> String {
-        String::from_utf8(self.stdout.clone()).expect("stdout is UTF-8")
-    }
-}
-
-/// Runs `seen ARGS` in `dir` with `input` on standard input.
-fn seen_io<I, S>(dir: &Path, args: I, input: &[u8]) -> Run
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<OsStr>,
-{
-    let args: Vec<OsString> = args
-        .into_iter()
-        .map(|a| a.as_ref().to_os_string())
-        .collect();
-    let out = cargo_bin_cmd!("seen")
-        .current_dir(dir)
-        .args(&args)
-        .write_stdin(input.to_vec())
-        .output()
-        .expect("run seen");
-    Run {
-        args,
-        code: out.status.code().expect("seen was killed by a signal"),
-        stdout: out.stdout,
-        stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
-    }
-}
-
-/// Runs `seen ARGS` in `dir` with an empty standard input.
-fn seen<I, S>(dir: &Path, args: I) -> Run
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<OsStr>,
-{
-    seen_io(dir, args, b"")
-}
 
 /// Splits into records; a last record without terminator is still a record.
 fn records(data: &[u8], term: u8) -> Vec<&[u8]> {

@@ -33,6 +33,17 @@ fn as_nobody(dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// Writes `in.txt` (two lines) in `dir` and builds `f.seen` from it, as root.
+fn build_filter(dir: &Path) {
+    fs::write(dir.join("in.txt"), b"a\nb\n").unwrap();
+    let built = Command::new(bin())
+        .args(["build", "-o", "f.seen", "in.txt"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{built:?}");
+}
+
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -62,13 +73,7 @@ fn unreadable_and_unwritable_paths_are_errors_that_say_what_to_do() {
     let d = tmp();
     let dir = d.path();
     chmod(dir, 0o755);
-    fs::write(dir.join("in.txt"), b"a\nb\n").unwrap();
-    let built = Command::new(bin())
-        .args(["build", "-o", "f.seen", "in.txt"])
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{built:?}");
+    build_filter(dir);
     fs::write(dir.join("secret.txt"), b"a\n").unwrap();
     chmod(&dir.join("secret.txt"), 0o000);
     fs::copy(dir.join("f.seen"), dir.join("ro.seen")).unwrap();
@@ -123,13 +128,7 @@ fn read_only_filesystem() {
     }
     let d = tmp();
     let dir = d.path();
-    fs::write(dir.join("in.txt"), b"a\nb\n").unwrap();
-    let built = Command::new(bin())
-        .args(["build", "-o", "f.seen", "in.txt"])
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{built:?}");
+    build_filter(dir);
     fs::create_dir(dir.join("ro")).unwrap();
     // In a private mount namespace, so nothing outlives the test: a tmpfs with
     // the filter, remounted read-only, then every command on it.

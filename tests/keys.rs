@@ -6,170 +6,16 @@
 //! Every test works in its own temporary directory, data is fixed or generated
 //! from fixed seeds, and nothing sleeps.
 
-use assert_cmd::cargo::cargo_bin_cmd;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashSet};
-use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
 mod common;
-use common::{Rng, tmp, write};
+use common::{Rng, Run, seen, seen_env, seen_io, tmp, write};
 
 // ---------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------
-
-/// What one run of the binary did.
-struct Run {
-    args: Vec<OsString>,
-    code: i32,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
-impl Run {
-    fn ctx(&self) -> String {
-        format!(
-            "seen {:?}\n  exit: {}\n  stdout: {:?}\n  stderr: {}",
-            self.args,
-            self.code,
-            String::from_utf8_lossy(&self.stdout[..self.stdout.len().min(2000)]),
-            self.stderr
-        )
-    }
-
-    /// Exit status `code`, and never a panic.
-    fn code(&self, code: i32) -> &Self {
-        assert_eq!(self.code, code, "unexpected exit status\n{}", self.ctx());
-        assert!(!self.stderr.contains("panicked"), "panic\n{}", self.ctx());
-        self
-    }
-
-    /// Exit 0 with nothing on stderr.
-    fn ok(&self) -> &Self {
-        self.code(0);
-        assert_eq!(self.stderr, "", "unexpected stderr\n{}", self.ctx());
-        self
-    }
-
-    /// Exit 2 with `needle` in the error message, nothing on stdout.
-    fn fails(&self, needle: &str) -> &Self {
-        self.code(2);
-        assert!(
-            self.stderr.contains(needle),
-            "stderr lacks {needle:?}\n{}",
-            self.ctx()
-        );
-        assert!(self.stdout.is_empty(), "stdout on error\n{}", self.ctx());
-        self
-    }
-
-    fn stdout(&self, expected: &[u8]) -> &Self {
-        assert_eq!(
-            String::from_utf8_lossy(&self.stdout),
-            String::from_utf8_lossy(expected),
-            "stdout differs\n{}",
-            self.ctx()
-        );
-        assert_eq!(self.stdout, expected, "stdout bytes differ\n{}", self.ctx());
-        self
-    }
-
-    fn stderr_has(&self, needle: &str) -> &Self {
-        assert!(
-            self.stderr.contains(needle),
-            "stderr lacks {needle:?}\n{}",
-            self.ctx()
-        );
-        self
-    }
-
-    fn no_warning(&self) -> &Self {
-        assert!(
-            !self.stderr.contains("warning"),
-            "unexpected warning\n{}",
-            self.ctx()
-        );
-        self
-    }
-
-    /// Standard output as lines (without terminators).
-    fn lines(&self) -> Vec<String> {
-        String::from_utf8(self.stdout.clone())
-            .unwrap_or_else(|_| panic!("stdout is not UTF-8\n{}", self.ctx()))
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
-
-    /// Standard error as exactly one JSON object on one line.
-    fn stderr_json(&self) -> Value {
-        let lines: Vec<&str> = self.stderr.lines().collect();
-        assert_eq!(lines.len(), 1, "stderr is not one line\n{}", self.ctx());
-        let v: Value = serde_json::from_str(lines[0])
-            .unwrap_or_else(|e| panic!("bad JSON on stderr: {e}\n{}", self.ctx()));
-        assert!(v.is_object(), "not a JSON object\n{}", self.ctx());
-        v
-    }
-
-    /// Standard output as one JSON object per line.
-    fn stdout_json_lines(&self) -> Vec<Value> {
-        self.lines()
-            .iter()
-            .map(|l| {
-                let v: Value = serde_json::from_str(l)
-                    .unwrap_or_else(|e| panic!("bad JSON line {l:?}: {e}\n{}", self.ctx()));
-                assert!(v.is_object(), "not a JSON object: {l}\n{}", self.ctx());
-                v
-            })
-            .collect()
-    }
-}
-
-/// Runs `seen ARGS` in `dir` under `env`, with `input` on standard input.
-fn seen_env<I, S>(dir: &Path, env: &[(&str, &str)], args: I, input: &[u8]) -> Run
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<OsStr>,
-{
-    let args: Vec<OsString> = args
-        .into_iter()
-        .map(|a| a.as_ref().to_os_string())
-        .collect();
-    let out = cargo_bin_cmd!("seen")
-        .current_dir(dir)
-        .env_remove("RAYON_NUM_THREADS")
-        .env_remove("SEEN_CHUNK_BYTES")
-        .envs(env.iter().copied())
-        .args(&args)
-        .write_stdin(input.to_vec())
-        .output()
-        .expect("run seen");
-    Run {
-        args,
-        code: out.status.code().expect("seen was killed by a signal"),
-        stdout: out.stdout,
-        stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
-    }
-}
-
-/// Runs `seen ARGS` in `dir` with `input` on standard input.
-fn seen_io<I, S>(dir: &Path, args: I, input: &[u8]) -> Run
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<OsStr>,
-{
-    seen_env(dir, &[], args, input)
-}
-
-/// Runs `seen ARGS` in `dir` with an empty standard input.
-fn seen<I, S>(dir: &Path, args: I) -> Run
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<OsStr>,
-{
-    seen_io(dir, args, b"")
-}
 
 /// `seen dedup FLAGS in.txt` on `data` (a file, so the filter is sized for it);
 /// checks exit 0 and returns the run.
@@ -543,7 +389,7 @@ fn bad_delimiters_are_usage_errors() {
             ["dedup", "-n", "10", "-k", "2", "-t", t],
             b"a,b\n",
         );
-        r.fails("single-byte delimiter");
+        r.fails("single-byte delimiter").no_stdout();
         assert!(r.stderr.contains(t), "the message names {t:?}\n{}", r.ctx());
     }
     for sub in [
@@ -553,7 +399,9 @@ fn bad_delimiters_are_usage_errors() {
     ] {
         let mut args = sub.to_vec();
         args.extend(["-t", ","]);
-        seen_io(d.path(), &args, b"a,b\n").fails("--key");
+        seen_io(d.path(), &args, b"a,b\n")
+            .fails("--key")
+            .no_stdout();
     }
     assert!(!d.path().join("f.seen").exists());
 }
@@ -573,7 +421,7 @@ fn key_flag_misuse_is_a_usage_error() {
     ] {
         let mut a = vec!["dedup", "-n", "10"];
         a.extend_from_slice(args);
-        seen_io(d.path(), &a, b"a\n").fails(needle);
+        seen_io(d.path(), &a, b"a\n").fails(needle).no_stdout();
     }
 }
 
@@ -1535,11 +1383,17 @@ fn query_json_exit_status_follows_presence() {
 #[test]
 fn json_flag_misuse_is_a_usage_error() {
     let d = people_filter();
-    seen_io(d.path(), ["dedup", "-n", "10", "--json"], b"a\n").fails("--summary");
-    seen_io(d.path(), ["build", "-o", "j.seen", "--json"], b"a\n").fails("--summary");
+    seen_io(d.path(), ["dedup", "-n", "10", "--json"], b"a\n")
+        .fails("--summary")
+        .no_stdout();
+    seen_io(d.path(), ["build", "-o", "j.seen", "--json"], b"a\n")
+        .fails("--summary")
+        .no_stdout();
     assert!(!d.path().join("j.seen").exists());
     for flag in ["-c", "--count", "-q", "--quiet", "-v", "--invert-match"] {
-        seen(d.path(), ["query", "--json", flag, "f.seen", "1,alice"]).fails("--json");
+        seen(d.path(), ["query", "--json", flag, "f.seen", "1,alice"])
+            .fails("--json")
+            .no_stdout();
     }
     // `--summary` without --json prints a table, not JSON.
     let r = dedup(d.path(), &["--summary", "-k", "2", "-t", ","], PEOPLE);

@@ -2,6 +2,8 @@
 //! deterministic generator, so test data depends on nothing but a seed.
 #![allow(dead_code)] // each test crate uses a different subset
 
+use serde_json::Value;
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -96,4 +98,176 @@ pub fn read_lines_then_close(
         got,
         err,
     )
+}
+
+/// What one run of the binary did.
+pub struct Run {
+    pub args: Vec<OsString>,
+    pub code: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+impl Run {
+    /// The command and what it did, for assertion messages.
+    pub fn ctx(&self) -> String {
+        format!(
+            "seen {:?}\n  exit: {}\n  stdout: {:?}\n  stderr: {}",
+            self.args,
+            self.code,
+            String::from_utf8_lossy(&self.stdout[..self.stdout.len().min(2000)]),
+            self.stderr
+        )
+    }
+
+    /// Exit status `code`, and never a panic.
+    pub fn code(&self, code: i32) -> &Self {
+        assert_eq!(self.code, code, "unexpected exit status\n{}", self.ctx());
+        assert!(!self.stderr.contains("panicked"), "panic\n{}", self.ctx());
+        self
+    }
+
+    /// Exit 0 with nothing on stderr.
+    pub fn ok(&self) -> &Self {
+        self.code(0);
+        assert_eq!(self.stderr, "", "unexpected stderr\n{}", self.ctx());
+        self
+    }
+
+    /// Exit 2 with `needle` in the error message.
+    pub fn fails(&self, needle: &str) -> &Self {
+        self.code(2);
+        assert!(
+            self.stderr.contains(needle),
+            "stderr lacks {needle:?}\n{}",
+            self.ctx()
+        );
+        self
+    }
+
+    /// Exit 2 from `seen` itself (not clap): `seen: error: …` naming `needle`.
+    pub fn error(&self, needle: &str) -> &Self {
+        self.fails(needle);
+        assert!(
+            self.stderr.starts_with("seen: error: "),
+            "message not in `seen: error: …` form\n{}",
+            self.ctx()
+        );
+        self
+    }
+
+    pub fn stdout(&self, expected: &[u8]) -> &Self {
+        assert_eq!(
+            String::from_utf8_lossy(&self.stdout),
+            String::from_utf8_lossy(expected),
+            "stdout differs\n{}",
+            self.ctx()
+        );
+        assert_eq!(self.stdout, expected, "stdout bytes differ\n{}", self.ctx());
+        self
+    }
+
+    pub fn no_stdout(&self) -> &Self {
+        self.stdout(b"")
+    }
+
+    pub fn stderr_has(&self, needle: &str) -> &Self {
+        assert!(
+            self.stderr.contains(needle),
+            "stderr lacks {needle:?}\n{}",
+            self.ctx()
+        );
+        self
+    }
+
+    pub fn no_warning(&self) -> &Self {
+        assert!(
+            !self.stderr.contains("warning"),
+            "unexpected warning\n{}",
+            self.ctx()
+        );
+        self
+    }
+
+    pub fn stdout_str(&self) -> String {
+        String::from_utf8(self.stdout.clone()).expect("stdout is UTF-8")
+    }
+
+    /// Standard output as lines (without terminators).
+    pub fn lines(&self) -> Vec<String> {
+        String::from_utf8(self.stdout.clone())
+            .unwrap_or_else(|_| panic!("stdout is not UTF-8\n{}", self.ctx()))
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Standard error as exactly one JSON object on one line.
+    pub fn stderr_json(&self) -> Value {
+        let lines: Vec<&str> = self.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "stderr is not one line\n{}", self.ctx());
+        let v: Value = serde_json::from_str(lines[0])
+            .unwrap_or_else(|e| panic!("bad JSON on stderr: {e}\n{}", self.ctx()));
+        assert!(v.is_object(), "not a JSON object\n{}", self.ctx());
+        v
+    }
+
+    /// Standard output as one JSON object per line.
+    pub fn stdout_json_lines(&self) -> Vec<Value> {
+        self.lines()
+            .iter()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l)
+                    .unwrap_or_else(|e| panic!("bad JSON line {l:?}: {e}\n{}", self.ctx()));
+                assert!(v.is_object(), "not a JSON object: {l}\n{}", self.ctx());
+                v
+            })
+            .collect()
+    }
+}
+
+/// Runs `seen ARGS` in `dir` under `env` (and without the inherited
+/// `RAYON_NUM_THREADS` and `SEEN_CHUNK_BYTES`), with `input` on standard input.
+pub fn seen_env<I, S>(dir: &Path, env: &[(&str, &str)], args: I, input: &[u8]) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let args: Vec<OsString> = args
+        .into_iter()
+        .map(|a| a.as_ref().to_os_string())
+        .collect();
+    let out = assert_cmd::cargo::cargo_bin_cmd!("seen")
+        .current_dir(dir)
+        .env_remove("RAYON_NUM_THREADS")
+        .env_remove("SEEN_CHUNK_BYTES")
+        .envs(env.iter().copied())
+        .args(&args)
+        .write_stdin(input.to_vec())
+        .output()
+        .expect("run seen");
+    Run {
+        args,
+        code: out.status.code().expect("seen was killed by a signal"),
+        stdout: out.stdout,
+        stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
+    }
+}
+
+/// Runs `seen ARGS` in `dir` with `input` on standard input.
+pub fn seen_io<I, S>(dir: &Path, args: I, input: &[u8]) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    seen_env(dir, &[], args, input)
+}
+
+/// Runs `seen ARGS` in `dir` with an empty standard input.
+pub fn seen<I, S>(dir: &Path, args: I) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    seen_io(dir, args, b"")
 }
