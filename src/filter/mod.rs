@@ -411,9 +411,20 @@ pub fn set_key(bits: &mut [u8], layout: &Layout, h: Hash128) {
 /// Sets the bits of every key in `bits` (prefetching ahead like
 /// [`insert_batch`]), without asking whether they were present.
 pub fn set_batch(mut bits: &mut [u8], layout: &Layout, hashes: &[Hash128]) {
-    for_each_prefetched(&mut bits, layout, &[], hashes, |bits, h| {
-        set_key(bits, layout, h);
-    });
+    macro_rules! run {
+        ($x:literal, $k:literal, $w:expr) => {
+            for_each_prefetched(&mut bits, layout, &[], hashes, |bits, h| {
+                fixed::set_key::<$x, $k, { $w }>(bits, layout.nblocks, h);
+            })
+        };
+    }
+    fixed::dispatch!(
+        layout,
+        run,
+        for_each_prefetched(&mut bits, layout, &[], hashes, |bits, h| {
+            set_key(bits, layout, h);
+        })
+    );
 }
 
 /// [`contains`] without a [`Probe`]: stops at the first block missing a bit.
@@ -478,6 +489,150 @@ fn in_older(older: &[LayerBits], h: Hash128) -> bool {
         .any(|l| contains_key(l.bits, &l.layout, h))
 }
 
+/// The hot path, specialised: `X` blocks per key, `K` bits per block and `W` =
+/// ⌈X·K/7⌉ SplitMix64 words, all known at compile time, so that every bit
+/// position is a constant shift of one of `W` words computed independently of
+/// each other (the `i`-th output of SplitMix64 seeded with `s` is the mix of
+/// `s + i·γ`), the loops unroll and no position is computed with a branch. Bit
+/// for bit the same as [`test_and_set_key`] / [`contains_key`] (tested).
+mod fixed {
+    use super::{BLOCK_BYTES, BLOCKS_PER_PAGE, Hash128, block_of, block_of_mut, mul_hi};
+
+    const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+
+    #[inline(always)]
+    fn mix(mut z: u64) -> u64 {
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// The first `W` words of the position stream of `h`.
+    #[inline(always)]
+    fn words<const W: usize>(h: Hash128) -> [u64; W] {
+        let mut w = [0u64; W];
+        for (i, w) in w.iter_mut().enumerate() {
+            *w = mix(h.hi.wrapping_add((i as u64 + 1).wrapping_mul(GAMMA)));
+        }
+        w
+    }
+
+    /// Position `idx` of the stream (seven 9-bit positions per word, low first).
+    #[inline(always)]
+    fn pos<const W: usize>(w: &[u64; W], idx: usize) -> usize {
+        ((w[idx / 7] >> (9 * (idx % 7))) & 511) as usize
+    }
+
+    #[inline(always)]
+    fn blocks<const X: usize>(nblocks: u64, h: Hash128) -> [u64; X] {
+        let mut b = [0u64; X];
+        if X == 1 {
+            b[0] = mul_hi(h.lo, nblocks);
+        } else {
+            let page = mul_hi(h.lo, nblocks / BLOCKS_PER_PAGE) * BLOCKS_PER_PAGE;
+            let first = h.hi & 63;
+            let step = ((h.hi >> 6) & 31) * 2 + 1;
+            for (j, b) in b.iter_mut().enumerate() {
+                *b = page + ((first + j as u64 * step) & 63);
+            }
+        }
+        b
+    }
+
+    /// Nonzero when a bit of block `j` of the key is unset in `blk`.
+    #[inline(always)]
+    fn missing<const K: usize, const W: usize>(
+        blk: &[u8; BLOCK_BYTES],
+        w: &[u64; W],
+        j: usize,
+    ) -> u8 {
+        let mut m = 0u8;
+        for i in 0..K {
+            let p = pos(w, j * K + i);
+            m |= !blk[p >> 3] & (1 << (p & 7));
+        }
+        m
+    }
+
+    #[inline(always)]
+    fn set<const K: usize, const W: usize>(blk: &mut [u8; BLOCK_BYTES], w: &[u64; W], j: usize) {
+        for i in 0..K {
+            let p = pos(w, j * K + i);
+            blk[p >> 3] |= 1 << (p & 7);
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn test_and_set<const X: usize, const K: usize, const W: usize>(
+        bits: &mut [u8],
+        nblocks: u64,
+        h: Hash128,
+    ) -> bool {
+        let w = words::<W>(h);
+        let mut seen = true;
+        for (j, &b) in blocks::<X>(nblocks, h).iter().enumerate() {
+            if missing::<K, W>(block_of(bits, b), &w, j) != 0 {
+                seen = false;
+                set::<K, W>(block_of_mut(bits, b), &w, j);
+            }
+        }
+        seen
+    }
+
+    #[inline(always)]
+    pub(super) fn contains<const X: usize, const K: usize, const W: usize>(
+        bits: &[u8],
+        nblocks: u64,
+        h: Hash128,
+    ) -> bool {
+        let w = words::<W>(h);
+        for (j, &b) in blocks::<X>(nblocks, h).iter().enumerate() {
+            if missing::<K, W>(block_of(bits, b), &w, j) != 0 {
+                return false;
+            }
+        }
+        true
+    }
+
+    #[inline(always)]
+    pub(super) fn set_key<const X: usize, const K: usize, const W: usize>(
+        bits: &mut [u8],
+        nblocks: u64,
+        h: Hash128,
+    ) {
+        let w = words::<W>(h);
+        for (j, &b) in blocks::<X>(nblocks, h).iter().enumerate() {
+            set::<K, W>(block_of_mut(bits, b), &w, j);
+        }
+    }
+
+    /// Calls `$run!(X, K, W)` with the constants of `$layout` when they are
+    /// specialised (1, 2 or 4 blocks of 1 to 16 bits), else evaluates `$other`.
+    macro_rules! dispatch {
+        ($layout:expr, $run:ident, $other:expr) => {{
+            let l: &$crate::filter::Layout = $layout;
+            match l.blocks_per_key {
+                1 => fixed::arms!(l, $run, $other, 1: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16),
+                2 => fixed::arms!(l, $run, $other, 2: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16),
+                4 => fixed::arms!(l, $run, $other, 4: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16),
+                _ => $other,
+            }
+        }};
+    }
+
+    /// The `k` arms of [`dispatch`] for one block count.
+    macro_rules! arms {
+        ($l:ident, $run:ident, $other:expr, $x:literal: $($k:literal),*) => {
+            match $l.k {
+                $($k => $run!($x, $k, ($x * $k + 6) / 7),)*
+                _ => $other,
+            }
+        };
+    }
+    pub(super) use arms;
+    pub(super) use dispatch;
+}
+
 /// Inserts `hashes` in order into `newest`, appending to `out` per key whether
 /// it was already present (in `newest` or in any layer of `older`, which are
 /// never changed); returns the number of new keys. A key found in an older layer
@@ -492,11 +647,25 @@ pub fn insert_batch(
 ) -> u64 {
     out.reserve(hashes.len());
     let mut new = 0;
-    for_each_prefetched(&mut newest, layout, older, hashes, |bits, h| {
-        let seen = in_older(older, h) || test_and_set_key(bits, layout, h);
-        new += u64::from(!seen);
-        out.push(seen);
-    });
+    macro_rules! run {
+        ($x:literal, $k:literal, $w:expr) => {
+            for_each_prefetched(&mut newest, layout, older, hashes, |bits, h| {
+                let seen = in_older(older, h)
+                    || fixed::test_and_set::<$x, $k, { $w }>(bits, layout.nblocks, h);
+                new += u64::from(!seen);
+                out.push(seen);
+            })
+        };
+    }
+    fixed::dispatch!(
+        layout,
+        run,
+        for_each_prefetched(&mut newest, layout, older, hashes, |bits, h| {
+            let seen = in_older(older, h) || test_and_set_key(bits, layout, h);
+            new += u64::from(!seen);
+            out.push(seen);
+        })
+    );
     new
 }
 
@@ -509,9 +678,24 @@ pub fn contains_batch(layers: &[LayerBits], hashes: &[Hash128], out: &mut Vec<bo
         return;
     };
     let mut bits = newest.bits;
-    for_each_prefetched(&mut bits, &newest.layout, older, hashes, |bits, h| {
-        out.push(contains_key(bits, &newest.layout, h) || in_older(older, h));
-    });
+    let layout = &newest.layout;
+    macro_rules! run {
+        ($x:literal, $k:literal, $w:expr) => {
+            for_each_prefetched(&mut bits, layout, older, hashes, |bits, h| {
+                out.push(
+                    fixed::contains::<$x, $k, { $w }>(bits, layout.nblocks, h)
+                        || in_older(older, h),
+                );
+            })
+        };
+    }
+    fixed::dispatch!(
+        layout,
+        run,
+        for_each_prefetched(&mut bits, layout, older, hashes, |bits, h| {
+            out.push(contains_key(bits, layout, h) || in_older(older, h));
+        })
+    );
 }
 
 /// What the bits of a filter say about it, computed from the actual per-block
@@ -714,6 +898,79 @@ mod tests {
                     test_and_set_key(&mut b, &l, h)
                 );
                 assert_eq!(a, b);
+            }
+        }
+    }
+
+    /// The batch functions (specialised per `x` and `k`, or the fallback for
+    /// k > 16) agree with the reference `Probe` path bit for bit, with and
+    /// without an older layer, including keys repeated inside a batch.
+    #[test]
+    fn batches_match_probe_path_for_every_k() {
+        for x in [1, 2, 4] {
+            for k in (1..=18).chain([33, 64]) {
+                let l = layout(128, k, x);
+                let old = layout(64, 3, 2);
+                let mut old_bits = vec![0u8; old.bytes() as usize];
+                for i in 0..200u32 {
+                    test_and_set(&mut old_bits, &old.probe(hash(&i.to_le_bytes(), 5)));
+                }
+                let older = [LayerBits {
+                    bits: &old_bits,
+                    layout: old,
+                }];
+                // Keys 0..1500 with every 7th repeated from earlier in the batch.
+                let keys: Vec<Hash128> = (0..1500u32)
+                    .map(|i| if i % 7 == 3 { i / 2 } else { i })
+                    .map(|i| hash(&i.to_le_bytes(), 5))
+                    .collect();
+                for with_older in [false, true] {
+                    let older: &[LayerBits] = if with_older { &older } else { &[] };
+                    let mut want_bits = vec![0u8; l.bytes() as usize];
+                    let want: Vec<bool> = keys
+                        .iter()
+                        .map(|h| {
+                            older.iter().any(|o| contains(o.bits, &o.layout.probe(*h)))
+                                || test_and_set(&mut want_bits, &l.probe(*h))
+                        })
+                        .collect();
+                    let mut bits = vec![0u8; l.bytes() as usize];
+                    let mut got = Vec::new();
+                    let new = insert_batch(older, &mut bits, &l, &keys, &mut got);
+                    assert_eq!(got, want, "insert x={x} k={k} older={with_older}");
+                    assert_eq!(new, want.iter().filter(|s| !**s).count() as u64);
+                    assert!(bits == want_bits, "bits x={x} k={k} older={with_older}");
+
+                    let mut set = vec![0u8; l.bytes() as usize];
+                    let fresh: Vec<Hash128> = keys
+                        .iter()
+                        .zip(&want)
+                        .filter(|(_, s)| !**s)
+                        .map(|(h, _)| *h)
+                        .collect();
+                    set_batch(&mut set, &l, &fresh);
+                    let mut only_new = vec![0u8; l.bytes() as usize];
+                    for h in &fresh {
+                        test_and_set(&mut only_new, &l.probe(*h));
+                    }
+                    assert!(set == only_new, "set_batch x={x} k={k}");
+
+                    let probes: Vec<Hash128> =
+                        (0..3000u32).map(|i| hash(&i.to_le_bytes(), 5)).collect();
+                    let mut layers = older.to_vec();
+                    layers.push(LayerBits {
+                        bits: &bits,
+                        layout: l,
+                    });
+                    let mut got = Vec::new();
+                    contains_batch(&layers, &probes, &mut got);
+                    let want: Vec<bool> = probes
+                        .iter()
+                        .map(|h| layers.iter().any(|o| contains(o.bits, &o.layout.probe(*h))))
+                        .collect();
+                    assert_eq!(got, want, "contains x={x} k={k} older={with_older}");
+                    assert!(got.iter().any(|p| *p) && got.iter().any(|p| !*p));
+                }
             }
         }
     }
