@@ -624,7 +624,7 @@ mod fixed {
     macro_rules! arms {
         ($l:ident, $run:ident, $other:expr, $x:literal: $($k:literal),*) => {
             match $l.k {
-                $($k => $run!($x, $k, ($x * $k + 6) / 7),)*
+                $($k => $run!($x, $k, (($x * $k) as usize).div_ceil(7)),)*
                 _ => $other,
             }
         };
