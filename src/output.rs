@@ -2,8 +2,9 @@
 
 use std::io::{self, BufWriter, Stdout};
 
-/// Output buffer size: large writes, no per-line system calls.
-const BUF: usize = 1 << 20;
+/// Output buffer size: no per-line system calls. Vectored writes at least this
+/// large (`dedup`'s runs of records) bypass the buffer and are not copied.
+const BUF: usize = 64 << 10;
 
 /// Standard output behind one large buffer (`Stdout`, not its lock, so the
 /// writer thread can own it).

@@ -168,10 +168,10 @@ impl Chunk {
 
     /// Calls `f` with maximal runs of consecutive records whose verdict equals
     /// `want`, as one byte slice each: few, large writes.
-    pub fn for_each_run(
-        &self,
+    pub fn for_each_run<'a>(
+        &'a self,
         want: bool,
-        mut f: impl FnMut(&[u8], u64) -> Result<()>,
+        mut f: impl FnMut(&'a [u8], u64) -> Result<()>,
     ) -> Result<()> {
         let mut run: Option<(usize, usize, u64)> = None;
         for (s, e, v) in self.spans() {

@@ -18,7 +18,6 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
     let mut opts = options(a.records);
     // Only hashes are needed: long lines are hashed as they stream by.
     opts.stream_long = true;
-    let term = opts.term;
     let sources = sources(&a.files);
     if a.add {
         if a.size.any() || a.seed.is_some() {
@@ -52,7 +51,7 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
             a.output.display()
         );
     }
-    let spec = spec(&a.size, || match counted(&sources, term)? {
+    let spec = spec(&a.size, || match counted(&sources, &opts)? {
         Some(n) => Ok(n),
         None if a.size.fixed => bail!(
             "{} cannot be counted in advance to size a --fixed filter (it can only be \

@@ -12,7 +12,7 @@ use crate::progress::Progress;
 use crate::units::Every;
 use anyhow::Context;
 use anyhow::Result;
-use std::io::Write;
+use std::io::{self, IoSlice, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -37,14 +37,13 @@ fn stdout_is_file() -> bool {
 /// or a failed write to standard output.
 pub fn run(a: DedupArgs) -> Result<ExitCode> {
     let mut opts = options(a.records);
-    let term = opts.term;
     let sources = sources(&a.files);
     let mut out = stdout();
     let Some(path) = &a.filter else {
         opts.keys = keys(&a.keys, None);
         let mut counted_lines = None;
         let mut spec = spec(&a.size, || {
-            counted_lines = counted(&sources, term)?;
+            counted_lines = counted(&sources, &opts)?;
             Ok(counted_lines.unwrap_or(DEFAULT_CAPACITY))
         })?;
         if counted_lines.is_some() && a.size.growth.is_none() {
@@ -64,7 +63,7 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     };
     if !path.exists() {
-        create(path, &a, &sources, term)?;
+        create(path, &a, &sources, &opts)?;
     } else if a.size.any() {
         eprintln!(
             "seen: warning: {} already exists: sizing flags are ignored (they only size a new filter)",
@@ -118,10 +117,15 @@ pub fn dedup<B: BatchFilter, W: Write + Send>(
 ) -> Result<(Counts, u64)> {
     let mut written = 0u64;
     let counts = pipeline(sources, opts, filter, mode, |c: &Chunk| {
+        // The runs of printed records go out as they lie in the chunk, many per
+        // vectored write, with no copy through a user-space buffer.
+        let mut runs = Vec::new();
         c.for_each_run(repeated, |bytes, n| {
             written += n;
-            out.write_all(bytes).context("cannot write output")
+            runs.push(IoSlice::new(bytes));
+            Ok(())
         })?;
+        write_all_vectored(out, &mut runs).context("cannot write output")?;
         // Every chunk goes to the kernel before the next: a deferred pipeline
         // records it only then, and a signal ends the run after it.
         out.flush().context("cannot write output")?;
@@ -131,11 +135,32 @@ pub fn dedup<B: BatchFilter, W: Write + Send>(
     Ok((counts, written))
 }
 
+/// Writes every byte of `bufs` (`Write::write_all_vectored` is not stable),
+/// at most [`IOV_MAX`] slices per call.
+fn write_all_vectored<W: Write>(out: &mut W, mut bufs: &mut [IoSlice<'_>]) -> io::Result<()> {
+    /// The smallest `IOV_MAX` POSIX allows and Linux's value.
+    const IOV_MAX: usize = 1024;
+    while !bufs.is_empty() {
+        match out.write_vectored(&bufs[..bufs.len().min(IOV_MAX)]) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut bufs, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// Creates a missing persistent filter (atomically; if another process creates
 /// it first, theirs is used).
-fn create(path: &Path, a: &DedupArgs, sources: &[crate::input::Source], term: u8) -> Result<()> {
+fn create(
+    path: &Path,
+    a: &DedupArgs,
+    sources: &[crate::input::Source],
+    opts: &Options,
+) -> Result<()> {
     let spec = spec(&a.size, || {
-        let n = counted(sources, term)?.unwrap_or(0).max(DEFAULT_CAPACITY);
+        let n = counted(sources, opts)?.unwrap_or(0).max(DEFAULT_CAPACITY);
         Ok(n)
     })?;
     let f = NewFilter::create(path, &spec, DEFAULT_SEED, keys(&a.keys, None))?;
@@ -160,4 +185,69 @@ fn create(path: &Path, a: &DedupArgs, sources: &[crate::input::Source], term: u8
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A writer that takes at most `max` bytes per call, and is interrupted on
+    /// every third call.
+    struct Stingy {
+        out: Vec<u8>,
+        max: usize,
+        calls: usize,
+    }
+
+    impl Write for Stingy {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.write_vectored(&[IoSlice::new(buf)])
+        }
+
+        fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+            self.calls += 1;
+            if self.calls.is_multiple_of(3) {
+                return Err(io::ErrorKind::Interrupted.into());
+            }
+            let mut n = 0;
+            for b in bufs {
+                let take = b.len().min(self.max - n);
+                self.out.extend_from_slice(&b[..take]);
+                n += take;
+                if n == self.max {
+                    break;
+                }
+            }
+            Ok(n)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn vectored_writes_resume_after_short_and_interrupted_writes() {
+        let pieces: Vec<Vec<u8>> = (0..3000u32)
+            .map(|i| format!("line {i}\n").repeat(i as usize % 5).into_bytes())
+            .collect();
+        let want: Vec<u8> = pieces.concat();
+        for max in [1, 7, 100, 1 << 20] {
+            let mut w = Stingy {
+                out: Vec::new(),
+                max,
+                calls: 0,
+            };
+            let mut bufs: Vec<IoSlice> = pieces.iter().map(|p| IoSlice::new(p)).collect();
+            write_all_vectored(&mut w, &mut bufs).unwrap();
+            assert!(w.out == want, "max {max}");
+        }
+        let mut full = Stingy {
+            out: Vec::new(),
+            max: 0,
+            calls: 0,
+        };
+        let e = write_all_vectored(&mut full, &mut [IoSlice::new(b"x")]).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::WriteZero);
+    }
 }

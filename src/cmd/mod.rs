@@ -26,9 +26,9 @@ pub fn options(r: RecordArgs) -> Options {
 }
 
 /// Counts the input records when they can be counted (regular files only).
-pub fn counted(sources: &[Source], term: u8) -> Result<Option<u64>> {
+pub fn counted(sources: &[Source], opts: &Options) -> Result<Option<u64>> {
     // Its errors name the file ("cannot open x: ...", "x is a directory").
-    count_records(sources, term)
+    count_records(sources, opts.term, opts.threads)
 }
 
 /// The spec of a new filter from the sizing flags; `default_capacity` is asked

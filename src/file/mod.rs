@@ -1,8 +1,8 @@
 //! The filter file on disk: open and validate, memory-map, lock, create through a
 //! temporary file renamed into place, and commit counters.
 //!
-//! This is the only module with `unsafe` (memory-mapping a file, in [`map_read`]
-//! and [`map_write`]). The format itself lives in [`format`].
+//! This is the only module with `unsafe` (memory-mapping a file, in [`map_read`],
+//! [`map_write`] and [`map_input`]). The format itself lives in [`format`].
 
 pub mod format;
 
@@ -51,6 +51,21 @@ fn map_write(file: &File, path: &Path, l: &LayerEntry) -> Result<MmapMut> {
             .map_mut(file)
     }
     .with_context(|| format!("cannot memory-map {} for writing", path.display()))
+}
+
+/// Maps a whole input file read-only, with its pages mapped up front (it is
+/// about to be read from end to end), for a pass that only counts records.
+///
+/// # Errors
+/// When the file cannot be mapped (an empty file, a file system without mmap).
+pub fn map_input(file: &File) -> std::io::Result<Mmap> {
+    // SAFETY: the mapping is only read as plain bytes (`&[u8]`) and dropped at
+    // the end of the pass. Another process appending to the file changes nothing
+    // we read; one truncating it during the pass would raise SIGBUS and end the
+    // process (as with `rg`'s maps; noted in the README's limits). The bytes may
+    // change under us, which costs only a wrong count, i.e. a filter sized for a
+    // different number of lines.
+    unsafe { MmapOptions::new().map(file) }
 }
 
 /// How long to wait for a lock before saying so on stderr (processes sharing a
