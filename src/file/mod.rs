@@ -53,19 +53,19 @@ fn map_write(file: &File, path: &Path, l: &LayerEntry) -> Result<MmapMut> {
     .with_context(|| format!("cannot memory-map {} for writing", path.display()))
 }
 
-/// Maps a whole input file read-only, with its pages mapped up front (it is
-/// about to be read from end to end), for a pass that only counts records.
+/// Maps `len` bytes of an input file from `offset` (a multiple of the page
+/// size) read-only, for a pass that only counts records.
 ///
 /// # Errors
-/// When the file cannot be mapped (an empty file, a file system without mmap).
-pub fn map_input(file: &File) -> std::io::Result<Mmap> {
+/// When the range cannot be mapped (empty, a file system without mmap).
+pub fn map_input(file: &File, offset: u64, len: usize) -> std::io::Result<Mmap> {
     // SAFETY: the mapping is only read as plain bytes (`&[u8]`) and dropped at
-    // the end of the pass. Another process appending to the file changes nothing
-    // we read; one truncating it during the pass would raise SIGBUS and end the
-    // process (as with `rg`'s maps; noted in the README's limits). The bytes may
-    // change under us, which costs only a wrong count, i.e. a filter sized for a
+    // the end of its window. Another process appending to the file changes
+    // nothing we read; one truncating it during the pass would raise SIGBUS and
+    // end the process (as with `rg`'s maps; see the README's limits). Bytes
+    // changing under us cost only a wrong count: a filter sized for a
     // different number of lines.
-    unsafe { MmapOptions::new().map(file) }
+    unsafe { MmapOptions::new().offset(offset).len(len).map(file) }
 }
 
 /// How long to wait for a lock before saying so on stderr (processes sharing a
