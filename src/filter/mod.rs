@@ -465,8 +465,11 @@ fn for_each_prefetched<S: AsRef<[u8]>>(
     #[inline(always)]
     fn ahead(bits: &[u8], layout: &Layout, older: &[LayerBits], h: Hash128) {
         prefetch_key(bits, layout, h);
+        // Most keys are absent from a given older layer, and a lookup stops
+        // at the first block missing a bit: only that block is worth a slot
+        // among the misses in flight.
         for l in older {
-            prefetch_key(l.bits, &l.layout, h);
+            prefetch(l.bits, l.layout.blocks(h)[0] as usize * BLOCK_BYTES);
         }
     }
     for h in hashes.iter().take(PREFETCH_DISTANCE) {
@@ -480,13 +483,34 @@ fn for_each_prefetched<S: AsRef<[u8]>>(
     }
 }
 
-/// Whether any layer of `older` holds the key, newest layer first.
+/// A lookup in one layer: [`contains_key`], or its specialisation for the
+/// layer's layout.
+type Lookup = fn(&[u8], &Layout, Hash128) -> bool;
+
+/// The fastest [`Lookup`] for `layout`.
+fn lookup_for(layout: &Layout) -> Lookup {
+    macro_rules! run {
+        ($x:literal, $k:literal, $w:expr) => {
+            (|bits: &[u8], l: &Layout, h: Hash128| {
+                fixed::contains::<$x, $k, { $w }>(bits, l.nblocks, h)
+            }) as Lookup
+        };
+    }
+    fixed::dispatch!(layout, run, contains_key as Lookup)
+}
+
+/// The older layers with their lookups, chosen once per batch.
+fn older_lookups<'a>(older: &[LayerBits<'a>]) -> Vec<(LayerBits<'a>, Lookup)> {
+    older.iter().map(|l| (*l, lookup_for(&l.layout))).collect()
+}
+
+/// Whether any of the `older` layers holds the key, newest layer first.
 #[inline(always)]
-fn in_older(older: &[LayerBits], h: Hash128) -> bool {
+fn in_older(older: &[(LayerBits, Lookup)], h: Hash128) -> bool {
     older
         .iter()
         .rev()
-        .any(|l| contains_key(l.bits, &l.layout, h))
+        .any(|(l, lookup)| lookup(l.bits, &l.layout, h))
 }
 
 /// The hot path, specialised: `X` blocks per key, `K` bits per block and `W` =
@@ -647,10 +671,11 @@ pub fn insert_batch(
 ) -> u64 {
     out.reserve(hashes.len());
     let mut new = 0;
+    let lookups = older_lookups(older);
     macro_rules! run {
         ($x:literal, $k:literal, $w:expr) => {
             for_each_prefetched(&mut newest, layout, older, hashes, |bits, h| {
-                let seen = in_older(older, h)
+                let seen = in_older(&lookups, h)
                     || fixed::test_and_set::<$x, $k, { $w }>(bits, layout.nblocks, h);
                 new += u64::from(!seen);
                 out.push(seen);
@@ -661,7 +686,7 @@ pub fn insert_batch(
         layout,
         run,
         for_each_prefetched(&mut newest, layout, older, hashes, |bits, h| {
-            let seen = in_older(older, h) || test_and_set_key(bits, layout, h);
+            let seen = in_older(&lookups, h) || test_and_set_key(bits, layout, h);
             new += u64::from(!seen);
             out.push(seen);
         })
@@ -679,12 +704,13 @@ pub fn contains_batch(layers: &[LayerBits], hashes: &[Hash128], out: &mut Vec<bo
     };
     let mut bits = newest.bits;
     let layout = &newest.layout;
+    let lookups = older_lookups(older);
     macro_rules! run {
         ($x:literal, $k:literal, $w:expr) => {
             for_each_prefetched(&mut bits, layout, older, hashes, |bits, h| {
                 out.push(
                     fixed::contains::<$x, $k, { $w }>(bits, layout.nblocks, h)
-                        || in_older(older, h),
+                        || in_older(&lookups, h),
                 );
             })
         };
@@ -693,7 +719,7 @@ pub fn contains_batch(layers: &[LayerBits], hashes: &[Hash128], out: &mut Vec<bo
         layout,
         run,
         for_each_prefetched(&mut bits, layout, older, hashes, |bits, h| {
-            out.push(contains_key(bits, layout, h) || in_older(older, h));
+            out.push(contains_key(bits, layout, h) || in_older(&lookups, h));
         })
     );
 }
@@ -910,7 +936,8 @@ mod tests {
         for x in [1, 2, 4] {
             for k in (1..=18).chain([33, 64]) {
                 let l = layout(128, k, x);
-                let old = layout(64, 3, 2);
+                // The older layer takes the fallback path too when k is not specialised.
+                let old = layout(64, if k > 16 { k } else { 3 }, 2);
                 let mut old_bits = vec![0u8; old.bytes() as usize];
                 for i in 0..200u32 {
                     test_and_set(&mut old_bits, &old.probe(hash(&i.to_le_bytes(), 5)));
