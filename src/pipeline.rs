@@ -22,7 +22,8 @@ use crate::input::{Reader, Source};
 use crate::keys::{KeySpec, Keyer};
 use anyhow::{Context, Result, anyhow};
 use rayon::prelude::*;
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::hash::BuildHasherDefault;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel, sync_channel};
 use std::time::{Duration, Instant};
@@ -297,9 +298,8 @@ pub struct Commit {
 /// How often the inserter looks for a signal while waiting for input.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
-/// The exact set of keys judged new but not yet recorded: the key's own 128
-/// bits are already uniformly random, so the set hashes them with nothing more
-/// than a fold.
+/// Hashes the keys of the pending map: the key's own 128 bits are already
+/// uniformly random, so nothing more than a fold is needed.
 #[derive(Default)]
 struct KeyHasher(u64);
 
@@ -317,7 +317,16 @@ impl std::hash::Hasher for KeyHasher {
     }
 }
 
-type Pending = HashSet<u128, BuildHasherDefault<KeyHasher>>;
+/// The exact set of keys judged new and not yet recorded, as a map from key to
+/// the number of the chunk that judged it new: an entry counts only while that
+/// chunk is not recorded, so recording removes nothing key by key (stale
+/// entries are pruned in bulk, see [`Deferred::tidy`]). A recorded key is never
+/// looked up here anyway: the filter holds it, and a Bloom filter has no false
+/// negatives.
+type Pending = HashMap<u128, u64, BuildHasherDefault<KeyHasher>>;
+
+/// Pending entries at which stale ones are first pruned.
+const PRUNE_AT: usize = 1 << 17;
 
 fn key128(h: Hash128) -> u128 {
     (u128::from(h.hi) << 64) | u128::from(h.lo)
@@ -326,8 +335,16 @@ fn key128(h: Hash128) -> u128 {
 /// The inserter's state in [`Mode::Deferred`].
 struct Deferred {
     commit: Commit,
-    /// Judged new, not yet recorded (includes `acked`).
+    /// Judged new, not yet recorded (includes `acked`), and stale entries.
     pending: Pending,
+    /// Pending entries at which [`Deferred::tidy`] prunes stale ones.
+    prune_at: usize,
+    /// Chunks judged so far (the number of the last one).
+    judged: u64,
+    /// Chunks acknowledged by the writer so far (a prefix of the judged ones).
+    written: u64,
+    /// Chunks whose new keys are all recorded (a prefix of the written ones).
+    recorded: u64,
     /// Judged new and written out, in input order: recorded at the window's end.
     acked: Vec<Hash128>,
     /// Chunks sent to the writer and not yet acknowledged.
@@ -342,15 +359,22 @@ impl Deferred {
     /// recorded, means seen; otherwise new (and now pending).
     fn judge<B: BatchFilter>(&mut self, filter: &B, chunk: &mut Chunk) -> u64 {
         chunk.new_keys.clear();
+        self.judged += 1;
+        let (seq, recorded) = (self.judged, self.recorded);
         let mut new = 0;
         for p in &mut chunk.pieces[..chunk.used] {
             filter.contains_batch(&p.hashes, &mut p.verdicts);
             for (h, v) in p.hashes.iter().zip(p.verdicts.iter_mut()) {
-                if !*v && self.pending.insert(key128(*h)) {
-                    chunk.new_keys.push(*h);
-                    new += 1;
-                } else {
-                    *v = true;
+                if *v {
+                    continue;
+                }
+                match self.pending.entry(key128(*h)) {
+                    Entry::Occupied(e) if *e.get() > recorded => *v = true,
+                    e => {
+                        e.insert_entry(seq);
+                        chunk.new_keys.push(*h);
+                        new += 1;
+                    }
                 }
             }
         }
@@ -403,19 +427,28 @@ impl Deferred {
     /// pending set stays a few chunks small).
     fn written<B: BatchFilter>(&mut self, filter: &mut B, keys: Vec<Hash128>) -> Result<()> {
         self.in_flight -= 1;
+        self.written += 1;
         if self.commit.sync_output {
             self.acked.extend(keys);
             return Ok(());
         }
-        self.record(filter, &keys)
+        filter.record_batch(&keys)?;
+        self.recorded = self.written;
+        self.tidy();
+        Ok(())
     }
 
-    fn record<B: BatchFilter>(&mut self, filter: &mut B, keys: &[Hash128]) -> Result<()> {
-        filter.record_batch(keys)?;
-        for k in keys {
-            self.pending.remove(&key128(*k));
+    /// Drops the pending entries of recorded chunks: all of them at once when
+    /// every judged chunk is recorded, else (past `prune_at` entries) those
+    /// stale, with the next prune once the map has doubled again.
+    fn tidy(&mut self) {
+        if self.recorded == self.judged {
+            self.pending.clear();
+        } else if self.pending.len() >= self.prune_at {
+            let recorded = self.recorded;
+            self.pending.retain(|_, seq| *seq > recorded);
+            self.prune_at = PRUNE_AT.max(2 * self.pending.len());
         }
-        Ok(())
     }
 
     /// Records what has been written (after syncing the output when asked)
@@ -426,8 +459,10 @@ impl Deferred {
                 .map_err(std::io::Error::from)
                 .context("cannot sync standard output before recording its lines")?;
             let acked = std::mem::take(&mut self.acked);
-            self.record(filter, &acked)?;
+            filter.record_batch(&acked)?;
         }
+        self.recorded = self.written;
+        self.tidy();
         self.window_open = false;
         filter.end_window()
     }
@@ -466,6 +501,10 @@ where
         Mode::Deferred(commit) => Some(Deferred {
             commit,
             pending: Pending::default(),
+            prune_at: PRUNE_AT,
+            judged: 0,
+            written: 0,
+            recorded: 0,
             acked: Vec::new(),
             in_flight: 0,
             window_open: false,
@@ -658,6 +697,64 @@ mod tests {
     use super::*;
     use crate::file::MemFilter;
     use crate::filter::sizing::plan;
+
+    /// A chunk of one piece holding the hashes of `keys`.
+    fn chunk_of(keys: &[u32]) -> Chunk {
+        let mut c = Chunk::default();
+        c.pieces.push(Piece::default());
+        c.pieces[0].hashes = keys.iter().map(|k| hash(&k.to_le_bytes(), 1)).collect();
+        c.used = 1;
+        c
+    }
+
+    /// The pending map of `dedup -f`: a key judged new stays "seen" until its
+    /// chunk is recorded (then the filter answers for it), stale entries are
+    /// pruned without touching live ones, and the map empties when every
+    /// judged chunk is recorded.
+    #[test]
+    fn pending_keys_live_until_their_chunk_is_recorded() {
+        let mut f = MemFilter::new(&plan(1000, 1e-9).unwrap(), 1).unwrap();
+        let mut d = Deferred {
+            commit: Commit {
+                lines: u64::MAX,
+                every: Duration::MAX,
+                sync_output: false,
+            },
+            pending: Pending::default(),
+            prune_at: 4,
+            judged: 0,
+            written: 0,
+            recorded: 0,
+            acked: Vec::new(),
+            in_flight: 0,
+            window_open: true,
+            window_lines: 0,
+            window_start: Instant::now(),
+        };
+        let judge = |d: &mut Deferred, f: &MemFilter, keys: &[u32]| {
+            let mut c = chunk_of(keys);
+            let new = d.judge(f, &mut c);
+            d.in_flight += 1;
+            assert_eq!(new, c.new_keys.len() as u64);
+            (c.pieces[0].verdicts.clone(), c.new_keys)
+        };
+        let (v, a) = judge(&mut d, &f, &[1, 2, 3, 4, 5, 3]);
+        assert_eq!(v, [false, false, false, false, false, true]);
+        let (v, b) = judge(&mut d, &f, &[3, 6, 7]);
+        assert_eq!(v, [true, false, false]);
+        // Chunk 1 recorded: its 5 entries are stale and pruned, 6 and 7 stay.
+        d.written(&mut f, a).unwrap();
+        assert_eq!(d.pending.len(), 2);
+        let (v, c) = judge(&mut d, &f, &[1, 6, 8, 8]);
+        assert_eq!(v, [true, true, false, true]);
+        d.written(&mut f, b).unwrap();
+        let (v, e) = judge(&mut d, &f, &[7, 8, 9]);
+        assert_eq!(v, [true, true, false]);
+        d.written(&mut f, c).unwrap();
+        d.written(&mut f, e).unwrap();
+        assert!(d.pending.is_empty(), "every judged chunk is recorded");
+        assert_eq!(f.inserts(), 9);
+    }
 
     fn dedup_bytes(data: &[u8], threads: usize, chunk_bytes: usize) -> Vec<u8> {
         let dir = tempfile::tempdir().unwrap();

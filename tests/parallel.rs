@@ -542,6 +542,67 @@ fn dedup_persistent_filter_is_identical_for_any_threads_and_chunk_size() {
     }
 }
 
+/// `dedup -f` keeps the keys it judged new but has not recorded yet in a map.
+/// With its output in a regular file, nothing is recorded before the window's
+/// end, so one window of 400k records (over 200k distinct) holds them all;
+/// through a pipe, keys are recorded as the writer acknowledges each chunk.
+/// Either way every record is printed exactly when the exact reference prints
+/// it. (The map's pruning is driven step by step in a unit test of
+/// `pipeline.rs`.)
+#[test]
+fn persistent_dedup_with_many_pending_keys_matches_the_reference() {
+    let d = tmp();
+    let mut rng = Rng(77);
+    let input: Vec<u8> = (0..400_000)
+        .map(|i| {
+            // Repeats near (same or adjacent chunks) and far back.
+            let k = match rng.below(10) {
+                0..3 if i > 50 => i - 1 - rng.below(50.min(i)),
+                3..5 => rng.below(i.max(1)),
+                _ => i,
+            };
+            format!("key-{}\n", k * 7919 % 1_000_003)
+        })
+        .collect::<String>()
+        .into_bytes();
+    write(&d, "in.txt", &input);
+    let want = reference(&input, b'\n', false);
+    assert!(distinct(&input, b'\n') > 200_000);
+    let cfg = Cfg {
+        threads: Some(Threads::Flag(2)),
+        chunk: Some(4096),
+    };
+    for (i, to_file) in [(0, true), (1, false)] {
+        let f = format!("p{i}.seen");
+        let args = [
+            "dedup",
+            "--commit-every",
+            "10M",
+            "-n",
+            "1M",
+            "-f",
+            &f,
+            "in.txt",
+        ];
+        let got = if to_file {
+            let out = std::fs::File::create(d.path().join("out.txt")).unwrap();
+            let status = std::process::Command::new(env!("CARGO_BIN_EXE_seen"))
+                .current_dir(d.path())
+                .env("SEEN_CHUNK_BYTES", "4096")
+                .args(["dedup", "-j", "2"])
+                .args(&args[1..])
+                .stdout(out)
+                .status()
+                .unwrap();
+            assert!(status.success());
+            std::fs::read(d.path().join("out.txt")).unwrap()
+        } else {
+            seen(d.path(), cfg, args).ok().stdout.clone()
+        };
+        assert_same(&got, &want, &format!("to_file={to_file}"));
+    }
+}
+
 // ---------------------------------------------------------------------------
 // 2. Boundary cases
 // ---------------------------------------------------------------------------
