@@ -12,6 +12,7 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let cli = cli::Cli::parse();
+    signals::explain_sigbus();
     if matches!(cli.command, cli::Command::Build(_) | cli::Command::Dedup(_)) {
         // Runs that write a filter stop at a safe point on SIGINT/SIGTERM.
         signals::catch();
