@@ -128,22 +128,66 @@ pub fn count_records(sources: &[Source], term: u8, threads: usize) -> Result<Opt
     Ok(Some(total))
 }
 
-/// [`count_records`] of one open file, in 32 MiB windows shared out to
-/// `threads` threads: window `i` goes to thread `i % threads`, which maps it
-/// (no copy; unmapped after, so resident memory stays at a window per thread)
-/// or, when it cannot be mapped or `map` is false, reads it with positioned
-/// reads (which share one descriptor).
+/// Files at least this large are counted in parallel windows; smaller ones,
+/// and pseudo-files whose size means nothing (`/proc` says 0), are read to
+/// their end.
+const PARALLEL_COUNT_BYTES: u64 = 64 << 20;
+/// Bytes of a file counted as one piece of work.
+const COUNT_WINDOW: u64 = 16 << 20;
+/// Threads counting one file at most: with [`COUNT_WINDOW`], at most 64 MiB of
+/// it is mapped (or buffered) at once, whatever `-j` says.
+const MAX_COUNT_THREADS: usize = 4;
+
+/// [`count_records`] of one open file. A large file's reported size is split
+/// into windows shared out to up to [`MAX_COUNT_THREADS`] threads (window `i`
+/// to thread `i % threads`), each mapped (no copy, unmapped after) or, when it
+/// cannot be mapped or `map` is false, read with positioned reads; then, and
+/// for any other file, whatever lies past the size is read to the end.
 fn count_file(file: &File, term: u8, threads: usize, map: bool) -> io::Result<u64> {
     use std::os::unix::fs::FileExt;
-    const WINDOW: u64 = 32 << 20;
     let len = file.metadata()?.len();
-    let windows = len.div_ceil(WINDOW);
+    let mut total = 0;
+    let mut pos = 0;
+    if len >= PARALLEL_COUNT_BYTES {
+        total = count_windows(file, term, threads.min(MAX_COUNT_THREADS), map, len)?;
+        pos = len;
+    }
+    let mut buf = vec![0u8; 1 << 20];
+    let mut last = None;
+    loop {
+        let n = match file.read_at(&mut buf, pos) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            break;
+        }
+        total += memchr::memchr_iter(term, &buf[..n]).count() as u64;
+        last = Some(buf[n - 1]);
+        pos += n as u64;
+    }
+    if last.is_none() && pos > 0 {
+        let mut b = [term];
+        if file.read_at(&mut b, pos - 1)? == 1 {
+            last = Some(b[0]);
+        }
+    }
+    Ok(total + u64::from(last.is_some_and(|b| b != term)))
+}
+
+/// The records in the first `len` bytes of `file` (as far as it still goes),
+/// counted in [`COUNT_WINDOW`]s by `threads` threads.
+fn count_windows(file: &File, term: u8, threads: usize, map: bool, len: u64) -> io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let windows = len.div_ceil(COUNT_WINDOW);
     let threads = (threads as u64).clamp(1, windows.max(1));
     let share = |t: u64| -> io::Result<u64> {
         let mut buf = Vec::new();
         let mut n = 0u64;
         for i in (t..windows).step_by(threads as usize) {
-            let (start, want) = (i * WINDOW, WINDOW.min(len - i * WINDOW) as usize);
+            let start = i * COUNT_WINDOW;
+            let want = COUNT_WINDOW.min(len - start) as usize;
             if map && let Ok(m) = crate::file::map_input(file, start, want) {
                 n += memchr::memchr_iter(term, &m).count() as u64;
                 continue;
@@ -166,19 +210,14 @@ fn count_file(file: &File, term: u8, threads: usize, map: bool) -> io::Result<u6
         }
         Ok(n)
     };
-    let mut total = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         let others: Vec<_> = (1..threads).map(|t| s.spawn(move || share(t))).collect();
         let mut total = share(0)?;
         for h in others {
             total += h.join().expect("a counting thread panicked")?;
         }
-        Ok::<u64, io::Error>(total)
-    })?;
-    let mut last = [term];
-    if len > 0 && file.read_at(&mut last, len - 1)? == 1 && last[0] != term {
-        total += 1;
-    }
-    Ok(total)
+        Ok(total)
+    })
 }
 
 /// Reads all sources in order, in chunks of whole records.
@@ -422,6 +461,7 @@ impl Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     fn records_of(data: &[u8], term: u8, target: usize) -> Vec<Vec<u8>> {
         let dir = tempfile::tempdir().unwrap();
@@ -520,7 +560,7 @@ mod tests {
 
     /// The mapped count, the striped-read count and a plain count agree, for
     /// any number of threads, with and without a last terminator, across the
-    /// 32 MiB window boundaries.
+    /// window boundaries.
     #[test]
     fn counts_agree_with_and_without_a_map() {
         let dir = tempfile::tempdir().unwrap();
@@ -565,6 +605,41 @@ mod tests {
             }
         }
         assert_eq!(count_records(&[Source::Stdin], b'\n', 2).unwrap(), None);
+        // Pseudo-files report a size of 0 (or a page) whatever they hold.
+        for proc_file in ["/proc/cpuinfo", "/proc/version"] {
+            let Ok(bytes) = std::fs::read(proc_file) else {
+                continue;
+            };
+            let want = memchr::memchr_iter(b'\n', &bytes).count() as u64
+                + u64::from(bytes.last().is_some_and(|&b| b != b'\n'));
+            let file = File::open(proc_file).unwrap();
+            assert_eq!(
+                count_file(&file, b'\n', 2, true).unwrap(),
+                want,
+                "{proc_file}"
+            );
+        }
+    }
+
+    /// A file large enough for the windows, then the same file with an
+    /// unterminated last line appended.
+    #[test]
+    fn large_files_count_an_unterminated_last_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("grows");
+        let line = b"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\n";
+        let body = line.repeat((PARALLEL_COUNT_BYTES as usize / line.len()) + 1000);
+        std::fs::write(&path, &body).unwrap();
+        let file = File::open(&path).unwrap();
+        let lines = (body.len() / line.len()) as u64;
+        assert_eq!(count_file(&file, b'\n', 3, true).unwrap(), lines);
+        let mut more = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        more.write_all(b"x\ny").unwrap();
+        assert_eq!(count_file(&file, b'\n', 3, true).unwrap(), lines + 2);
+        assert_eq!(count_file(&file, b'\n', 3, false).unwrap(), lines + 2);
     }
 
     #[test]

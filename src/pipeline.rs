@@ -312,8 +312,8 @@ impl std::hash::Hasher for KeyHasher {
             self.0 = self.0.rotate_left(8) ^ u64::from(*b);
         }
     }
-    fn write_u128(&mut self, v: u128) {
-        self.0 = (v as u64) ^ ((v >> 64) as u64);
+    fn write_u64(&mut self, v: u64) {
+        self.0 ^= v;
     }
 }
 
@@ -323,13 +323,16 @@ impl std::hash::Hasher for KeyHasher {
 /// entries are pruned in bulk, see [`Deferred::tidy`]). A recorded key is never
 /// looked up here anyway: the filter holds it, and a Bloom filter has no false
 /// negatives.
-type Pending = HashMap<u128, u64, BuildHasherDefault<KeyHasher>>;
+///
+/// Keys are `(lo, hi)` rather than `u128`, whose 16-byte alignment would pad
+/// every entry to 32 bytes instead of 24.
+type Pending = HashMap<(u64, u64), u64, BuildHasherDefault<KeyHasher>>;
 
 /// Pending entries at which stale ones are first pruned.
 const PRUNE_AT: usize = 1 << 17;
 
-fn key128(h: Hash128) -> u128 {
-    (u128::from(h.hi) << 64) | u128::from(h.lo)
+fn pending_key(h: Hash128) -> (u64, u64) {
+    (h.lo, h.hi)
 }
 
 /// The inserter's state in [`Mode::Deferred`].
@@ -368,7 +371,7 @@ impl Deferred {
                 if *v {
                     continue;
                 }
-                match self.pending.entry(key128(*h)) {
+                match self.pending.entry(pending_key(*h)) {
                     Entry::Occupied(e) if *e.get() > recorded => *v = true,
                     e => {
                         e.insert_entry(seq);
