@@ -108,8 +108,8 @@ pub fn total_bytes(sources: &[Source]) -> Option<u64> {
 
 /// Counts the records of every source when all are regular files (a last record
 /// without terminator counts); `None` when one is standard input or not a regular
-/// file (a pipe cannot be read twice). Each file is counted by `threads` threads
-/// at once.
+/// file (a pipe cannot be read twice). A large file is counted by up to
+/// `threads` (at most [`MAX_COUNT_THREADS`]) threads at once.
 ///
 /// # Errors
 /// When a file cannot be opened or read.
@@ -155,6 +155,7 @@ fn count_file(file: &File, term: u8, threads: usize, map: bool) -> io::Result<u6
     let mut buf = vec![0u8; 1 << 20];
     let mut last = None;
     loop {
+        stop_if_signalled()?;
         let n = match file.read_at(&mut buf, pos) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -176,6 +177,15 @@ fn count_file(file: &File, term: u8, threads: usize, map: bool) -> io::Result<u6
     Ok(total + u64::from(last.is_some_and(|b| b != term)))
 }
 
+/// Ends a count early when SIGINT or SIGTERM has arrived (counting a large
+/// uncached file can take many seconds); the caller exits with 128 + signal.
+fn stop_if_signalled() -> io::Result<()> {
+    if crate::signals::received() == 0 {
+        return Ok(());
+    }
+    Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted"))
+}
+
 /// The records in the first `len` bytes of `file` (as far as it still goes),
 /// counted in [`COUNT_WINDOW`]s by `threads` threads.
 fn count_windows(file: &File, term: u8, threads: usize, map: bool, len: u64) -> io::Result<u64> {
@@ -186,6 +196,7 @@ fn count_windows(file: &File, term: u8, threads: usize, map: bool, len: u64) -> 
         let mut buf = Vec::new();
         let mut n = 0u64;
         for i in (t..windows).step_by(threads as usize) {
+            stop_if_signalled()?;
             let start = i * COUNT_WINDOW;
             let want = COUNT_WINDOW.min(len - start) as usize;
             if map && let Ok(m) = crate::file::map_input(file, start, want) {

@@ -2,7 +2,7 @@
 //! (see `pipeline::run`) instead of dying with work half recorded. SIGBUS
 //! (a mapped file shrank) as a message and exit status 2.
 
-use signal_hook::consts::{SIGBUS, SIGINT, SIGTERM};
+use signal_hook::consts::{SIGINT, SIGTERM};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -33,20 +33,41 @@ pub fn received() -> usize {
 const SIGBUS_MESSAGE: &[u8] =
     b"\nseen: error: a memory-mapped file shrank while in use (another program \
 truncated a filter file, or an input file while its lines were being counted): stopping. \
-Give -n to skip counting inputs, and leave filter files alone while seen uses them.\n";
+Leave filter files alone while seen uses them; with dedup and build, -n skips counting inputs.\n";
+
+/// The SIGBUS handler: the first thread to get here prints [`SIGBUS_MESSAGE`]
+/// and ends the process with status 2; any other thread that faults meanwhile
+/// waits for that, so the message is printed once and the status is always 2.
+extern "C" fn on_sigbus(_: libc::c_int) {
+    static FIRST: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+    if FIRST.swap(false, Ordering::SeqCst) {
+        let _ = rustix::io::write(std::io::stderr().as_fd(), SIGBUS_MESSAGE);
+        // SAFETY: _exit(2) is async-signal-safe and ends the process at once.
+        unsafe { libc::_exit(2) };
+    }
+    loop {
+        // SAFETY: pause(2) is async-signal-safe; the first thread ends the
+        // process while this one waits.
+        unsafe { libc::pause() };
+    }
+}
 
 /// From now on, SIGBUS (an access to a page of a memory-mapped file past its
 /// new end) ends the process with exit status 2 and [`SIGBUS_MESSAGE`] instead
-/// of a bare "Bus error".
+/// of a bare "Bus error". Installed with `sigaction` directly, replacing Rust's
+/// own handler (which on Linux only watches SIGSEGV for stack overflows, and
+/// for any other SIGBUS restores the default action and returns: a second
+/// thread faulting then would die without the message).
 pub fn explain_sigbus() {
-    // SAFETY: the handler makes two system calls, write(2) to standard error
-    // and _exit(2), both async-signal-safe; it takes no lock and allocates
-    // nothing (`stderr()` is a handle to a static, `as_fd` is fd 2). It never
-    // returns, which matters: returning would retry the faulting access.
-    let _ = unsafe {
-        signal_hook::low_level::register(SIGBUS, || {
-            let _ = rustix::io::write(std::io::stderr().as_fd(), SIGBUS_MESSAGE);
-            signal_hook::low_level::exit(2);
-        })
-    };
+    // SAFETY: `action` is fully initialised (zeroed, then an empty mask and the
+    // handler); the handler only makes async-signal-safe calls (an atomic swap,
+    // write(2), _exit(2), pause(2)), takes no lock and allocates nothing
+    // (`stderr()` is a handle to a static, `as_fd` is fd 2). It never returns,
+    // which matters: returning would retry the faulting access.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_sigbus as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut());
+    }
 }

@@ -356,7 +356,8 @@ fn sigbus_is_explained() {
             err.contains("a memory-mapped file shrank while in use"),
             "{err}"
         );
-        assert!(err.contains("Give -n"), "{err}");
+        assert!(err.contains("-n skips counting inputs"), "{err}");
+        assert_eq!(err.matches("shrank").count(), 1, "printed once: {err}");
     }
 }
 
