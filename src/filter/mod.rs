@@ -410,20 +410,29 @@ pub fn set_key(bits: &mut [u8], layout: &Layout, h: Hash128) {
 
 /// Sets the bits of every key in `bits` (prefetching ahead like
 /// [`insert_batch`]), without asking whether they were present.
-pub fn set_batch(mut bits: &mut [u8], layout: &Layout, hashes: &[Hash128]) {
+pub fn set_batch(bits: &mut [u8], layout: &Layout, hashes: &[Hash128]) {
+    fn go(
+        mut bits: &mut [u8],
+        layout: &Layout,
+        hashes: &[Hash128],
+        set: impl Fn(&mut [u8], Hash128),
+    ) {
+        for_each_prefetched(&mut bits, layout, &[], hashes, |bits, h| set(bits, h));
+    }
+    let nblocks = layout.nblocks;
     macro_rules! run {
         ($x:literal, $k:literal, $w:expr) => {
-            for_each_prefetched(&mut bits, layout, &[], hashes, |bits, h| {
-                fixed::set_key::<$x, $k, { $w }>(bits, layout.nblocks, h);
+            go(bits, layout, hashes, |b: &mut [u8], h| {
+                fixed::set_key::<$x, $k, { $w }>(b, nblocks, h)
             })
         };
     }
     fixed::dispatch!(
         layout,
         run,
-        for_each_prefetched(&mut bits, layout, &[], hashes, |bits, h| {
-            set_key(bits, layout, h);
-        })
+        go(bits, layout, hashes, |b: &mut [u8], h| set_key(
+            b, layout, h
+        ))
     );
 }
 
@@ -664,34 +673,45 @@ mod fixed {
 /// ahead, and only written when a bit is missing.
 pub fn insert_batch(
     older: &[LayerBits],
-    mut newest: &mut [u8],
+    newest: &mut [u8],
     layout: &Layout,
     hashes: &[Hash128],
     out: &mut Vec<bool>,
 ) -> u64 {
-    out.reserve(hashes.len());
-    let mut new = 0;
-    let lookups = older_lookups(older);
+    /// The batch, with the test-and-set of `newest` given.
+    fn go(
+        older: &[LayerBits],
+        mut newest: &mut [u8],
+        layout: &Layout,
+        hashes: &[Hash128],
+        out: &mut Vec<bool>,
+        test_and_set: impl Fn(&mut [u8], Hash128) -> bool,
+    ) -> u64 {
+        out.reserve(hashes.len());
+        let mut new = 0;
+        let lookups = older_lookups(older);
+        for_each_prefetched(&mut newest, layout, older, hashes, |bits, h| {
+            let seen = in_older(&lookups, h) || test_and_set(bits, h);
+            new += u64::from(!seen);
+            out.push(seen);
+        });
+        new
+    }
+    let nblocks = layout.nblocks;
     macro_rules! run {
         ($x:literal, $k:literal, $w:expr) => {
-            for_each_prefetched(&mut newest, layout, older, hashes, |bits, h| {
-                let seen = in_older(&lookups, h)
-                    || fixed::test_and_set::<$x, $k, { $w }>(bits, layout.nblocks, h);
-                new += u64::from(!seen);
-                out.push(seen);
+            go(older, newest, layout, hashes, out, |b: &mut [u8], h| {
+                fixed::test_and_set::<$x, $k, { $w }>(b, nblocks, h)
             })
         };
     }
     fixed::dispatch!(
         layout,
         run,
-        for_each_prefetched(&mut newest, layout, older, hashes, |bits, h| {
-            let seen = in_older(&lookups, h) || test_and_set_key(bits, layout, h);
-            new += u64::from(!seen);
-            out.push(seen);
+        go(older, newest, layout, hashes, out, |b: &mut [u8], h| {
+            test_and_set_key(b, layout, h)
         })
-    );
-    new
+    )
 }
 
 /// Looks `hashes` up in `layers` (present when any layer holds every bit of the
@@ -702,25 +722,35 @@ pub fn contains_batch(layers: &[LayerBits], hashes: &[Hash128], out: &mut Vec<bo
         out.extend(hashes.iter().map(|_| false));
         return;
     };
-    let mut bits = newest.bits;
+    /// The batch, with the lookup in `newest` given.
+    fn go(
+        newest: &LayerBits,
+        older: &[LayerBits],
+        hashes: &[Hash128],
+        out: &mut Vec<bool>,
+        contains: impl Fn(&[u8], Hash128) -> bool,
+    ) {
+        let mut bits = newest.bits;
+        let lookups = older_lookups(older);
+        for_each_prefetched(&mut bits, &newest.layout, older, hashes, |bits, h| {
+            out.push(contains(bits, h) || in_older(&lookups, h));
+        });
+    }
     let layout = &newest.layout;
-    let lookups = older_lookups(older);
+    let nblocks = layout.nblocks;
     macro_rules! run {
         ($x:literal, $k:literal, $w:expr) => {
-            for_each_prefetched(&mut bits, layout, older, hashes, |bits, h| {
-                out.push(
-                    fixed::contains::<$x, $k, { $w }>(bits, layout.nblocks, h)
-                        || in_older(&lookups, h),
-                );
+            go(newest, older, hashes, out, |b: &[u8], h| {
+                fixed::contains::<$x, $k, { $w }>(b, nblocks, h)
             })
         };
     }
     fixed::dispatch!(
         layout,
         run,
-        for_each_prefetched(&mut bits, layout, older, hashes, |bits, h| {
-            out.push(contains_key(bits, layout, h) || in_older(&lookups, h));
-        })
+        go(newest, older, hashes, out, |b: &[u8], h| contains_key(
+            b, layout, h
+        ))
     );
 }
 
