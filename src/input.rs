@@ -156,11 +156,7 @@ fn count_file(file: &File, term: u8, threads: usize, map: bool) -> io::Result<u6
     let mut last = None;
     loop {
         stop_if_signalled()?;
-        let n = match file.read_at(&mut buf, pos) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
+        let n = read_at_most(file, &mut buf, pos)?;
         if n == 0 {
             break;
         }
@@ -177,6 +173,22 @@ fn count_file(file: &File, term: u8, threads: usize, map: bool) -> io::Result<u6
     Ok(total + u64::from(last.is_some_and(|b| b != term)))
 }
 
+/// Reads from `offset` until `buf` is full or the file ends, retrying when
+/// interrupted; returns the bytes read.
+fn read_at_most(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read_at(&mut buf[got..], offset + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
 /// Ends a count early when SIGINT or SIGTERM has arrived (counting a large
 /// uncached file can take many seconds); the caller exits with 128 + signal.
 fn stop_if_signalled() -> io::Result<()> {
@@ -189,7 +201,6 @@ fn stop_if_signalled() -> io::Result<()> {
 /// The records in the first `len` bytes of `file` (as far as it still goes),
 /// counted in [`COUNT_WINDOW`]s by `threads` threads.
 fn count_windows(file: &File, term: u8, threads: usize, map: bool, len: u64) -> io::Result<u64> {
-    use std::os::unix::fs::FileExt;
     let windows = len.div_ceil(COUNT_WINDOW);
     let threads = (threads as u64).clamp(1, windows.max(1));
     let share = |t: u64| -> io::Result<u64> {
@@ -204,15 +215,7 @@ fn count_windows(file: &File, term: u8, threads: usize, map: bool, len: u64) -> 
                 continue;
             }
             buf.resize(want, 0);
-            let mut got = 0;
-            while got < want {
-                match file.read_at(&mut buf[got..want], start + got as u64) {
-                    Ok(0) => break,
-                    Ok(r) => got += r,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e),
-                }
-            }
+            let got = read_at_most(file, &mut buf, start)?;
             n += memchr::memchr_iter(term, &buf[..got]).count() as u64;
             if got < want {
                 // The file shrank meanwhile: nothing more to count.
