@@ -350,14 +350,32 @@ struct Deferred {
     recorded: u64,
     /// Judged new and written out, in input order: recorded at the window's end.
     acked: Vec<Hash128>,
-    /// Chunks sent to the writer and not yet acknowledged.
-    in_flight: usize,
     window_open: bool,
     window_lines: u64,
     window_start: Instant,
 }
 
 impl Deferred {
+    fn new(commit: Commit) -> Deferred {
+        Deferred {
+            commit,
+            pending: Pending::default(),
+            prune_at: PRUNE_AT,
+            judged: 0,
+            written: 0,
+            recorded: 0,
+            acked: Vec::new(),
+            window_open: false,
+            window_lines: 0,
+            window_start: Instant::now(),
+        }
+    }
+
+    /// Chunks judged and not yet acknowledged by the writer.
+    fn in_flight(&self) -> u64 {
+        self.judged - self.written
+    }
+
     /// Judges a chunk: present in the filter, or judged new earlier and not yet
     /// recorded, means seen; otherwise new (and now pending).
     fn judge<B: BatchFilter>(&mut self, filter: &B, chunk: &mut Chunk) -> u64 {
@@ -413,14 +431,14 @@ impl Deferred {
         wait: bool,
     ) -> Result<bool> {
         loop {
-            let keys = if wait && self.in_flight > 0 {
+            let keys = if wait && self.in_flight() > 0 {
                 acks.recv().ok()
             } else {
                 acks.try_recv().ok()
             };
             match keys {
                 Some(keys) => self.written(filter, keys)?,
-                None => return Ok(self.in_flight == 0),
+                None => return Ok(self.in_flight() == 0),
             }
         }
     }
@@ -429,7 +447,6 @@ impl Deferred {
     /// the output must be synced first, they are recorded at once (so the
     /// pending set stays a few chunks small).
     fn written<B: BatchFilter>(&mut self, filter: &mut B, keys: Vec<Hash128>) -> Result<()> {
-        self.in_flight -= 1;
         self.written += 1;
         if self.commit.sync_output {
             self.acked.extend(keys);
@@ -501,19 +518,7 @@ where
         crate::signals::catch();
     }
     let mut deferred = match mode {
-        Mode::Deferred(commit) => Some(Deferred {
-            commit,
-            pending: Pending::default(),
-            prune_at: PRUNE_AT,
-            judged: 0,
-            written: 0,
-            recorded: 0,
-            acked: Vec::new(),
-            in_flight: 0,
-            window_open: false,
-            window_lines: 0,
-            window_start: Instant::now(),
-        }),
+        Mode::Deferred(commit) => Some(Deferred::new(commit)),
         _ => None,
     };
     std::thread::scope(|scope| {
@@ -643,22 +648,21 @@ where
             if to_writer.send(chunk).is_err() {
                 break;
             }
-            if let Some(d) = &mut deferred {
-                d.in_flight += 1;
-                if d.due(pause) {
-                    // Wait for the writer to finish the window's chunks.
-                    match d.drain(filter, &acks, true) {
-                        Ok(true) => {}
-                        Ok(false) => break, // the writer stopped
-                        Err(e) => {
-                            input_error = Some(e);
-                            break;
-                        }
-                    }
-                    if let Err(e) = d.commit(filter) {
+            if let Some(d) = &mut deferred
+                && d.due(pause)
+            {
+                // Wait for the writer to finish the window's chunks.
+                match d.drain(filter, &acks, true) {
+                    Ok(true) => {}
+                    Ok(false) => break, // the writer stopped
+                    Err(e) => {
                         input_error = Some(e);
                         break;
                     }
+                }
+                if let Err(e) = d.commit(filter) {
+                    input_error = Some(e);
+                    break;
                 }
             }
         }
@@ -717,27 +721,16 @@ mod tests {
     #[test]
     fn pending_keys_live_until_their_chunk_is_recorded() {
         let mut f = MemFilter::new(&plan(1000, 1e-9).unwrap(), 1).unwrap();
-        let mut d = Deferred {
-            commit: Commit {
-                lines: u64::MAX,
-                every: Duration::MAX,
-                sync_output: false,
-            },
-            pending: Pending::default(),
-            prune_at: 4,
-            judged: 0,
-            written: 0,
-            recorded: 0,
-            acked: Vec::new(),
-            in_flight: 0,
-            window_open: true,
-            window_lines: 0,
-            window_start: Instant::now(),
-        };
+        let mut d = Deferred::new(Commit {
+            lines: u64::MAX,
+            every: Duration::MAX,
+            sync_output: false,
+        });
+        d.prune_at = 4;
+        d.window_open = true;
         let judge = |d: &mut Deferred, f: &MemFilter, keys: &[u32]| {
             let mut c = chunk_of(keys);
             let new = d.judge(f, &mut c);
-            d.in_flight += 1;
             assert_eq!(new, c.new_keys.len() as u64);
             (c.pieces[0].verdicts.clone(), c.new_keys)
         };
