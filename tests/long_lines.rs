@@ -122,36 +122,41 @@ fn streamed_long_lines_hash_as_whole_ones() {
     assert_eq!(o.status.code(), Some(0));
 }
 
+/// Whether GNU time is there to measure peak RSS (tests say when they skip).
+fn gnu_time() -> bool {
+    let there = Command::new("/usr/bin/time").arg("true").output().is_ok();
+    if !there {
+        eprintln!("skipped: /usr/bin/time (GNU time) is not installed");
+    }
+    there
+}
+
+/// Runs `seen ARGS` in `dir` under GNU time; asserts it succeeded and returns
+/// its peak RSS in KiB.
+fn peak_rss_kib(dir: &Path, args: &[&str]) -> u64 {
+    let o = Command::new("/usr/bin/time")
+        .args(["-f", "%M", bin()])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    err.lines().last().unwrap().trim().parse().unwrap()
+}
+
 /// A 256 MiB line: `build` needs about the streaming threshold (64 MiB) and
 /// the filter, not the line. Measured with GNU time's peak RSS.
 #[test]
 fn building_from_a_huge_line_does_not_hold_it() {
-    if Command::new("/usr/bin/time").arg("true").output().is_err() {
-        eprintln!("skipped: /usr/bin/time (GNU time) is not installed");
+    if !gnu_time() {
         return;
     }
     let d = tmp();
     let line = vec![b'u'; 256 << 20];
     write(&d, "huge.txt", &[&line[..], b"\nshort\n"].concat());
     drop(line);
-    let o = Command::new("/usr/bin/time")
-        .args([
-            "-f",
-            "%M",
-            bin(),
-            "build",
-            "-n",
-            "10",
-            "-o",
-            "h.seen",
-            "huge.txt",
-        ])
-        .current_dir(d.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{o:?}");
-    let err = String::from_utf8_lossy(&o.stderr);
-    let kib: u64 = err.lines().last().unwrap().trim().parse().unwrap();
+    let kib = peak_rss_kib(d.path(), &["build", "-n", "10", "-o", "h.seen", "huge.txt"]);
     assert!(kib < 200 << 10, "peak RSS {kib} KiB for a 256 MiB line");
     // And the line is in the filter, as a query that holds it finds.
     let o = run(d.path(), &[], &["query", "-c", "h.seen", "-f", "huge.txt"]);
@@ -164,31 +169,13 @@ fn building_from_a_huge_line_does_not_hold_it() {
 /// with `-j 8`). Measured as above.
 #[test]
 fn counting_pass_does_not_hold_the_input() {
-    if Command::new("/usr/bin/time").arg("true").output().is_err() {
-        eprintln!("skipped: /usr/bin/time (GNU time) is not installed");
+    if !gnu_time() {
         return;
     }
     let d = tmp();
     let line = format!("https://example.com/{}\n", "a".repeat(76));
     write(&d, "big.txt", line.repeat(3 << 20).as_bytes());
-    let o = Command::new("/usr/bin/time")
-        .args([
-            "-f",
-            "%M",
-            bin(),
-            "build",
-            "-j",
-            "8",
-            "-o",
-            "b.seen",
-            "big.txt",
-        ])
-        .current_dir(d.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{o:?}");
-    let err = String::from_utf8_lossy(&o.stderr);
-    let kib: u64 = err.lines().last().unwrap().trim().parse().unwrap();
+    let kib = peak_rss_kib(d.path(), &["build", "-j", "8", "-o", "b.seen", "big.txt"]);
     // At most 4 threads × 16 MiB windows at once, whatever -j says.
     assert!(kib < 100 << 10, "peak RSS {kib} KiB for a 300 MiB input");
     // The filter was sized from the count: 3 Mi lines.
