@@ -6,8 +6,8 @@
 //! `cargo bench --bench filter -- 16M` limits the sizes to those given.
 
 use seen::file::MemFilter;
-use seen::filter::BatchFilter;
 use seen::filter::sizing::plan_with_spread;
+use seen::filter::{BatchFilter, Scheme};
 use seen::hash::{Hash128, hash};
 use std::time::Instant;
 
@@ -55,23 +55,25 @@ fn main() {
     drop(strings);
     let absent = keys(&urls(ops..2 * ops));
     println!(
-        "| filter size | blocks/key | insert ns/op | query (absent) ns/op | query (present) ns/op |"
+        "| filter size | bit positions | blocks/key | k | insert ns/op | query (absent) ns/op | query (present) ns/op |"
     );
-    println!("|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|");
     for (name, bytes) in sizes {
         if !wanted.is_empty() && !wanted.iter().any(|w| w == name) {
             continue;
         }
-        for x in [1, 2, 4] {
-            // Capacity that gives about this size at 1e-3 (x = 1), 1e-6 (x = 2) or
-            // 2e-7 (x = 4, the first layer of a growing 1e-6 filter).
-            let (p, bits_per_key) = match x {
-                1 => (1e-3, 15.5),
-                2 => (1e-6, 31.1),
-                _ => (2e-7, 33.0),
-            };
+        // Capacity that gives about this size at 1e-3 (x = 1), 1e-6 (x = 2) or
+        // 2e-7 (x = 3 or 4, the first layer of a growing 1e-6 filter).
+        for (scheme, x, p, bits_per_key) in [
+            (Scheme::Scattered, 1, 1e-3, 15.5),
+            (Scheme::Sectored, 1, 1e-3, 15.7),
+            (Scheme::Scattered, 2, 1e-6, 31.1),
+            (Scheme::Sectored, 2, 1e-6, 31.5),
+            (Scheme::Scattered, 4, 2e-7, 33.0),
+            (Scheme::Sectored, 3, 2e-7, 34.0),
+        ] {
             let capacity = (bytes as f64 * 8.0 / bits_per_key) as u64;
-            let plan = plan_with_spread(capacity, p, x).unwrap();
+            let plan = plan_with_spread(capacity, p, x, scheme).unwrap();
             let n = ops.min(capacity) as usize;
             let (mut ins, mut qa, mut qp) = (vec![], vec![], vec![]);
             let mut v = Vec::with_capacity(n);
@@ -91,7 +93,9 @@ fn main() {
                 assert!(v.iter().all(|&b| b), "false negative");
             }
             println!(
-                "| {name} | {x} | {:.1} | {:.1} | {:.1} |",
+                "| {name} | {} | {x} | {} | {:.1} | {:.1} | {:.1} |",
+                scheme.name(),
+                plan.layout.k,
                 median(ins),
                 median(qa),
                 median(qp)

@@ -1325,13 +1325,23 @@ fn stats_human_output() {
     );
     // The per-layer table: a header and one row for the one layer.
     let head = row("layer ");
-    for col in ["x", "k", "capacity", "inserts", "fill", "fpp now"] {
+    for col in [
+        "x",
+        "k",
+        "positions",
+        "capacity",
+        "inserts",
+        "fill",
+        "fpp now",
+    ] {
         assert!(head.contains(col), "{out}");
     }
     let l0 = row("0 ");
     let l0: Vec<&str> = l0.split_whitespace().collect();
-    assert_eq!(l0[5], "1,000", "{out}"); // size is two words: "4.00 KiB"
-    assert_eq!(l0[6], "500", "{out}");
+    // A growing 1e-2 filter's first layer is sized at 2e-3: sectored.
+    assert_eq!(l0[3], "sectored", "{out}");
+    assert_eq!(l0[6], "1,000", "{out}"); // size is two words: "4.00 KiB"
+    assert_eq!(l0[7], "500", "{out}");
     assert!(row("state").contains("clean"), "{out}");
 }
 
@@ -1386,7 +1396,11 @@ fn stats_json_has_the_documented_keys() {
     }
     assert!(l["k"].as_u64().unwrap() >= 1, "{s}");
     assert!(
-        [1, 2, 4].contains(&l["blocks_per_key"].as_u64().unwrap()),
+        (1..=4).contains(&l["blocks_per_key"].as_u64().unwrap()),
+        "{s}"
+    );
+    assert!(
+        ["sectored", "scattered"].contains(&l["positions"].as_str().unwrap()),
         "{s}"
     );
     assert_eq!(l["bits_set"], bits_set);
@@ -1590,7 +1604,7 @@ fn corrupt_unsupported_version() {
     b[8..10].copy_from_slice(&0u16.to_le_bytes());
     reseal(&mut b);
     write(&d, "v0.seen", &b);
-    assert_rejected(&d, "v0.seen", "version 0.3 is not supported");
+    assert_rejected(&d, "v0.seen", "version 0.4 is not supported");
 }
 
 #[test]
@@ -1708,7 +1722,14 @@ fn corrupt_k_and_blocks_per_key() {
         ("k0.seen", LAYER + 16, 0u32, "k = 0 is outside"),
         ("k65.seen", LAYER + 16, 65, "k = 65 is outside"),
         ("kbig.seen", LAYER + 16, u32::MAX, "is outside"),
-        ("x3.seen", LAYER + 20, 3, "blocks per key = 3"),
+        ("x5.seen", LAYER + 20, 5, "blocks per key = 5"),
+        (
+            "positions.seen",
+            LAYER + 56,
+            2,
+            "bit positions of layer 0 = 2 is unknown",
+        ),
+        ("reserved.seen", LAYER + 60, 1, "layer reserved bytes"),
         ("x0.seen", LAYER + 20, 0, "blocks per key = 0"),
         ("layers0.seen", 36, 0, "layer count"),
         ("layers2.seen", 36, 2, "layer 1: block count 0"),
@@ -1722,6 +1743,13 @@ fn corrupt_k_and_blocks_per_key() {
         write(&d, name, &b);
         assert_rejected(&d, name, needle);
     }
+    // Sectored bit positions (layer bytes 56..60 = 1) need k a multiple of 8.
+    let mut b = good.clone();
+    put_u32(&mut b, LAYER + 56, 1);
+    put_u32(&mut b, LAYER + 16, 12);
+    reseal(&mut b);
+    write(&d, "k12.seen", &b);
+    assert_rejected(&d, "k12.seen", "k = 12 is not a multiple of 8");
     // NaN target fpp.
     let mut b = good;
     put_u64(&mut b, 56, f64::NAN.to_bits());

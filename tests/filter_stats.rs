@@ -5,7 +5,7 @@
 use seen::cmd::dedup::dedup;
 use seen::file::MemFilter;
 use seen::filter::sizing::{Plan, blocked_fpp, plan, plan_with_spread};
-use seen::filter::{self, BatchFilter};
+use seen::filter::{self, BatchFilter, Scheme};
 use seen::hash::{DEFAULT_SEED, hash};
 use seen::input::Source;
 use seen::pipeline::Mode;
@@ -66,7 +66,8 @@ fn measured_fpp_at_capacity_meets_target() {
         let expected = p * queries as f64;
         let bound = expected * 1.1 + 4.0 * expected.sqrt();
         println!(
-            "p={p:e} x={} k={} bits/key={:.2}: {fp} false positives in {queries} (bound {bound:.1})",
+            "p={p:e} {} x={} k={} bits/key={:.2}: {fp} false positives in {queries} (bound {bound:.1})",
+            plan.layout.scheme.name(),
             plan.layout.blocks_per_key,
             plan.layout.k,
             plan.bits_per_key()
@@ -80,19 +81,32 @@ fn measured_fpp_at_capacity_meets_target() {
 /// This is what makes the 1e-6 and 1e-9 sizing trustworthy.
 #[test]
 fn formula_predicts_measured_fpp_for_every_spread() {
-    for (p, x, n, queries) in [
-        (1e-3, 1, 200_000u64, 3_000_000u64),
-        (1e-3, 2, 200_000, 3_000_000),
-        (1e-3, 4, 200_000, 3_000_000),
-        (1e-2, 2, 100_000, 1_000_000),
-        (1e-2, 4, 100_000, 1_000_000),
+    use Scheme::{Scattered, Sectored};
+    for (scheme, p, x, n, queries) in [
+        (Scattered, 1e-3, 1, 200_000u64, 3_000_000u64),
+        (Scattered, 1e-3, 2, 200_000, 3_000_000),
+        (Scattered, 1e-3, 4, 200_000, 3_000_000),
+        (Scattered, 1e-2, 2, 100_000, 1_000_000),
+        (Scattered, 1e-2, 4, 100_000, 1_000_000),
+        (Sectored, 1e-3, 1, 200_000, 3_000_000),
+        (Sectored, 1e-3, 2, 200_000, 3_000_000),
+        (Sectored, 1e-3, 3, 200_000, 3_000_000),
+        (Sectored, 1e-3, 4, 200_000, 3_000_000),
+        (Sectored, 1e-2, 2, 100_000, 1_000_000),
     ] {
-        let plan = plan_with_spread(n, p, x).unwrap();
+        let plan = plan_with_spread(n, p, x, scheme).unwrap();
         let fp = measure(&plan, n, queries);
         let predicted = plan.expected_fpp * queries as f64;
-        println!("p={p:e} x={x}: measured {fp}, formula {predicted:.0}");
+        let name = scheme.name();
+        println!(
+            "{name} p={p:e} x={x} k={}: measured {fp}, formula {predicted:.0}",
+            plan.layout.k
+        );
         let ratio = fp as f64 / predicted;
-        assert!((0.9..=1.1).contains(&ratio), "p={p} x={x}: ratio {ratio}");
+        assert!(
+            (0.9..=1.1).contains(&ratio),
+            "{name} p={p} x={x}: ratio {ratio}"
+        );
     }
 }
 
@@ -107,11 +121,21 @@ fn blocked_formula_is_never_below_classic() {
             seen::filter::sizing::classic_fpp((n * bits_per_key) as u64, n as u64, k_total);
         for x in [1, 2, 4] {
             let best = (1..40)
-                .map(|k| blocked_fpp(n, nblocks, k, x))
+                .map(|k| blocked_fpp(n, nblocks, k, x, Scheme::Scattered))
                 .fold(1.0, f64::min);
             assert!(
                 best >= classic * 0.99,
                 "b={bits_per_key} x={x}: {best} < {classic}"
+            );
+        }
+        for x in [1, 2, 3, 4] {
+            let best = (8..=64)
+                .step_by(8)
+                .map(|k| blocked_fpp(n, nblocks, k, x, Scheme::Sectored))
+                .fold(1.0, f64::min);
+            assert!(
+                best >= classic * 0.99,
+                "sectored b={bits_per_key} x={x}: {best} < {classic}"
             );
         }
     }

@@ -8,7 +8,7 @@
 use assert_cmd::cargo::cargo_bin_cmd;
 use seen::file::MemFilter;
 use seen::filter::sizing::{Growth, Spec, expected_false_positives, plan, plan_with_spread};
-use seen::filter::{BatchFilter, occupancy};
+use seen::filter::{BatchFilter, Scheme, occupancy};
 use seen::hash::{DEFAULT_SEED, Hash128, hash};
 use serde_json::Value;
 use std::collections::HashSet;
@@ -146,8 +146,22 @@ fn growth_points_do_not_depend_on_batch_size() {
 fn estimates_match_measurements_from_1_to_200_percent_full() {
     let q = 3_000_000u64;
     for (name, plan) in [
-        ("x=1 p=0.1", plan_with_spread(50_000, 0.1, 1).unwrap()),
-        ("x=2 p=0.01", plan_with_spread(50_000, 0.01, 2).unwrap()),
+        (
+            "x=1 p=0.1",
+            plan_with_spread(50_000, 0.1, 1, Scheme::Scattered).unwrap(),
+        ),
+        (
+            "x=2 p=0.01",
+            plan_with_spread(50_000, 0.01, 2, Scheme::Scattered).unwrap(),
+        ),
+        (
+            "sectored x=1 p=0.01",
+            plan_with_spread(50_000, 0.01, 1, Scheme::Sectored).unwrap(),
+        ),
+        (
+            "sectored x=3 p=0.01",
+            plan_with_spread(50_000, 0.01, 3, Scheme::Sectored).unwrap(),
+        ),
     ] {
         let mut f = MemFilter::new(&plan, DEFAULT_SEED).unwrap();
         let mut inserted = 0;
@@ -539,7 +553,15 @@ fn plan_shows_layouts_and_reproduces_the_seed_tables() {
     assert!(t.contains("143,775,876 bits"), "{t}");
     assert!(t.contains("k = 10,"), "{t}");
     let t = text(&["plan", "--fixed", "-n", "10M", "-p", "1e-6"]);
-    assert!(t.contains("2 blocks/key, k = 9"), "{t}");
+    assert!(
+        t.contains("2 blocks/key, k = 8 bits per block, sectored bit positions"),
+        "{t}"
+    );
+    let t = text(&["plan", "--fixed", "-n", "10M", "-p", "0.1"]);
+    assert!(
+        t.contains("1 block/key, k = 3 bits per block, scattered bit positions"),
+        "{t}"
+    );
     assert!(t.contains("expected fpp"), "{t}");
     let t = text(&["plan", "-n", "1M", "-p", "1e-3", "--layers", "5"]);
     let rows: Vec<&str> = t
@@ -557,4 +579,76 @@ fn plan_shows_layouts_and_reproduces_the_seed_tables() {
     );
     let o = seen(d.path(), &["plan", "-p", "0"]);
     assert_eq!(o.code, 2);
+}
+
+/// A file from before format 1.4 (every layer scattered, made here with the
+/// `SEEN_SCATTERED_ONLY` knob) keeps working: its bits are read with the rule
+/// they were written with, and when it grows the new layers are sectored. No
+/// line recorded under either rule is lost. (That a sectored layer makes an
+/// older file 1.4 is a unit test of the header.)
+#[test]
+fn scattered_file_grows_with_sectored_layers() {
+    let d = tmp();
+    let first: Vec<String> = (0..3_000)
+        .map(|i| format!("https://old.example/{i}"))
+        .collect();
+    let more: Vec<String> = (0..12_000)
+        .map(|i| format!("https://new.example/{i}"))
+        .collect();
+    write(&d, "first.txt", (first.join("\n") + "\n").as_bytes());
+    write(&d, "more.txt", (more.join("\n") + "\n").as_bytes());
+    common::seen_env(
+        d.path(),
+        &[("SEEN_SCATTERED_ONLY", "1")],
+        [
+            "build",
+            "-n",
+            "3000",
+            "-p",
+            "1e-6",
+            "-o",
+            "f.seen",
+            "first.txt",
+        ],
+        b"",
+    )
+    .ok();
+    let s = stats(d.path(), "f.seen");
+    assert_eq!(s["layers"].as_array().unwrap().len(), 1, "{s}");
+    assert_eq!(s["layers"][0]["positions"], "scattered", "{s}");
+
+    let o = seen(d.path(), &["build", "--add", "-o", "f.seen", "more.txt"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let s = stats(d.path(), "f.seen");
+    assert_eq!(s["format_version"], "1.4", "{s}");
+    let layers = s["layers"].as_array().unwrap();
+    assert!(layers.len() >= 3, "{s}");
+    assert_eq!(layers[0]["positions"], "scattered", "{s}");
+    for l in &layers[1..] {
+        assert_eq!(l["positions"], "sectored", "{s}");
+    }
+    // Every line of both files is present (query prints the present ones),
+    // and dedup -f of all of them prints nothing.
+    let all = [first.clone(), more.clone()].concat();
+    let o = seen(
+        d.path(),
+        &["query", "-c", "f.seen", "-f", "first.txt", "-f", "more.txt"],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        all.len().to_string()
+    );
+    let o = seen(
+        d.path(),
+        &["dedup", "-f", "f.seen", "more.txt", "first.txt"],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout.is_empty(),
+        "{} lines printed",
+        lines(&o.stdout).len()
+    );
+    let o = seen(d.path(), &["verify", "f.seen"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
 }

@@ -13,14 +13,15 @@ use std::process::ExitCode;
 
 fn layout_text(p: &Plan) -> String {
     format!(
-        "blocked, {BLOCK_BITS}-bit blocks, {} block{}/key, k = {} bits per block",
+        "blocked, {BLOCK_BITS}-bit blocks, {} block{}/key, k = {} bits per block, {} bit positions",
         p.layout.blocks_per_key,
         if p.layout.blocks_per_key == 1 {
             ""
         } else {
             "s"
         },
-        p.layout.k
+        p.layout.k,
+        p.layout.scheme.name()
     )
 }
 
@@ -107,6 +108,7 @@ pub fn run(a: PlanArgs) -> Result<ExitCode> {
                 "layer fpp",
                 "x",
                 "k",
+                "positions",
                 "size",
                 "total size",
                 "vs fixed",
@@ -139,6 +141,7 @@ pub fn run(a: PlanArgs) -> Result<ExitCode> {
                     format!("{:.1e}", p.target_fpp),
                     p.layout.blocks_per_key.to_string(),
                     p.layout.k.to_string(),
+                    p.layout.scheme.name().to_string(),
                     HumanBytes(p.layout.bytes()).to_string(),
                     HumanBytes(total_bits / 8).to_string(),
                     vs(total_cap),

@@ -19,6 +19,9 @@ pub struct LayerStats {
     pub layout: &'static str,
     /// Bits set per block per key.
     pub k: u32,
+    /// Where a key's bits go in a block: "scattered" (bit positions v1) or
+    /// "sectored" (v2, format 1.4).
+    pub positions: &'static str,
     /// Blocks each key touches.
     pub blocks_per_key: u32,
     /// Size of the bit array in bits.
@@ -156,6 +159,7 @@ pub fn compute(f: &ReadFilter) -> Stats {
         layers.push(LayerStats {
             layout: "blocked-512",
             k: l.layout.k,
+            positions: l.layout.scheme.name(),
             blocks_per_key: l.layout.blocks_per_key,
             bits: l.layout.bits(),
             bytes: l.layout.bytes(),
@@ -375,6 +379,7 @@ fn table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
         "layer",
         "x",
         "k",
+        "positions",
         "size",
         "capacity",
         "inserts",
@@ -383,12 +388,13 @@ fn table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
         "fpp now",
         "fpp at cap",
     ];
-    let mut rows: Vec<[String; 10]> = vec![header.map(String::from)];
+    let mut rows: Vec<[String; 11]> = vec![header.map(String::from)];
     for (i, l) in s.layers.iter().enumerate() {
         rows.push([
             i.to_string(),
             l.blocks_per_key.to_string(),
             l.k.to_string(),
+            l.positions.to_string(),
             HumanBytes(l.bytes).to_string(),
             HumanCount(l.capacity).to_string(),
             HumanCount(l.inserts).to_string(),

@@ -5,7 +5,7 @@
 //! until [`Header::decode`] has checked it against the file length.
 
 use crate::filter::sizing::{Growth, MAX_GROWTH};
-use crate::filter::{BLOCK_BITS, Layout};
+use crate::filter::{BLOCK_BITS, Layout, Scheme};
 use crate::hash::HASH_XXH3_128_V1;
 use crate::keys::KeySpec;
 use xxhash_rust::xxh3::xxh3_64;
@@ -15,7 +15,9 @@ pub const MAGIC: [u8; 8] = *b"\x89SEEN\r\n\x1a";
 /// Format major version written and understood by this build.
 pub const VERSION_MAJOR: u16 = 1;
 /// Format minor version written by this build.
-pub const VERSION_MINOR: u16 = 3;
+pub const VERSION_MINOR: u16 = 4;
+/// First minor version with sectored bit positions (layer entry bytes 56..60).
+pub const SECTORED_SINCE_MINOR: u16 = 4;
 /// Bytes of header (fixed part + layer table); bit arrays start after it.
 pub const HEADER_LEN: usize = 4096;
 /// Alignment of every bit array in the file.
@@ -32,6 +34,19 @@ pub const CHECKSUM_OFFSET: usize = 120;
 pub const FLAG_DIRTY: u32 = 1;
 /// Bytes of bit array covered by one checksum (the last segment may be shorter).
 pub const SEGMENT_BYTES: u64 = 1 << 20;
+/// Layer entry "bit positions" (bytes 56..60): scattered, bit positions v1 (the
+/// only rule before format 1.4, where these bytes were reserved and zero).
+pub const POSITIONS_SCATTERED: u32 = 0;
+/// Layer entry "bit positions": sectored, bit positions v2 (format 1.4).
+pub const POSITIONS_SECTORED: u32 = 1;
+
+/// The "bit positions" id of a scheme.
+fn scheme_id(scheme: Scheme) -> u32 {
+    match scheme {
+        Scheme::Scattered => POSITIONS_SCATTERED,
+        Scheme::Sectored => POSITIONS_SECTORED,
+    }
+}
 
 /// One bit array of the filter.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -278,7 +293,17 @@ impl Header {
         let mut b = [0u8; HEADER_LEN];
         put(&mut b, 0, &MAGIC);
         put(&mut b, 8, &VERSION_MAJOR.to_le_bytes());
-        put(&mut b, 10, &self.version_minor.to_le_bytes());
+        // A layer with sectored positions makes the file 1.4 whatever it was.
+        let minor = if self
+            .layers
+            .iter()
+            .any(|l| l.layout.scheme == Scheme::Sectored)
+        {
+            self.version_minor.max(SECTORED_SINCE_MINOR)
+        } else {
+            self.version_minor
+        };
+        put(&mut b, 10, &minor.to_le_bytes());
         put(&mut b, 12, &(HEADER_LEN as u32).to_le_bytes());
         put(&mut b, 16, &self.flags.to_le_bytes());
         put(&mut b, 20, &self.hash_algorithm.to_le_bytes());
@@ -305,6 +330,7 @@ impl Header {
             put(&mut b, o + 32, &l.target_fpp.to_bits().to_le_bytes());
             put(&mut b, o + 40, &l.inserts.to_le_bytes());
             put(&mut b, o + 48, &l.checksums.to_le_bytes());
+            put(&mut b, o + 56, &scheme_id(l.layout.scheme).to_le_bytes());
         }
         let sum = header_checksum(&b);
         put(&mut b, CHECKSUM_OFFSET, &sum.to_le_bytes());
@@ -418,10 +444,21 @@ impl Header {
                 }
                 continue;
             }
+            let scheme = match u32_at(e, 56) {
+                POSITIONS_SCATTERED => Scheme::Scattered,
+                POSITIONS_SECTORED => Scheme::Sectored,
+                other => {
+                    return Err(bad(
+                        "bit positions",
+                        format!("of layer {i} = {other} is unknown"),
+                    ));
+                }
+            };
             let layout = Layout {
                 nblocks: u64_at(e, 8),
                 k: u32_at(e, 16),
                 blocks_per_key: u32_at(e, 20),
+                scheme,
             };
             layout
                 .validate()
@@ -445,7 +482,7 @@ impl Header {
                     format!("{i} = {checksums} is not the end of the layer's bits ({layer_end})"),
                 ));
             }
-            if e[56..].iter().any(|&x| x != 0) {
+            if e[60..].iter().any(|&x| x != 0) {
                 return Err(bad("layer reserved bytes", format!("{i} are not zero")));
             }
             let entry = LayerEntry {
@@ -526,6 +563,7 @@ mod tests {
                     nblocks: 128,
                     k: 9,
                     blocks_per_key: 2,
+                    scheme: Scheme::Scattered,
                 },
                 capacity: 1000,
                 target_fpp: 1e-6,
@@ -587,6 +625,30 @@ mod tests {
                 ..
             })
         ));
+        // Bit positions (format 1.4): a scattered layer leaves bytes 56..64 of
+        // its entry zero and the version as it was, so a 1.3 file stays 1.3;
+        // a sectored layer writes 1 there and makes the file 1.4.
+        let mut old = h.clone();
+        old.version_minor = 3;
+        let b = old.encode();
+        assert_eq!(u16::from_le_bytes([b[10], b[11]]), 3);
+        for i in 0..2 {
+            let e = LAYER_TABLE_OFFSET + i * LAYER_ENTRY_LEN;
+            assert!(b[e + 56..e + 64].iter().all(|&x| x == 0));
+        }
+        old.layers[1].layout = Layout {
+            k: 16,
+            blocks_per_key: 3,
+            scheme: Scheme::Sectored,
+            ..old.layers[1].layout
+        };
+        let b = old.encode();
+        assert_eq!(u16::from_le_bytes([b[10], b[11]]), 4);
+        let e = LAYER_TABLE_OFFSET + LAYER_ENTRY_LEN;
+        assert_eq!(b[e + 56..e + 64], [1, 0, 0, 0, 0, 0, 0, 0]);
+        let back = Header::decode(&b, old.file_len()).unwrap();
+        assert_eq!(back.version_minor, 4);
+        assert_eq!(back.layers, old.layers);
         // Format 1.0 files: no growth fields, no checksums, a fixed filter.
         let mut fixed = sample();
         fixed.growth = None;
@@ -805,7 +867,7 @@ mod tests {
             h.seed = seed;
             h.capacity = cap;
             h.flags = if dirty { FLAG_DIRTY } else { 0 };
-            h.layers[0].layout = Layout { nblocks: pages * 64, k, blocks_per_key: x };
+            h.layers[0].layout = Layout { nblocks: pages * 64, k, blocks_per_key: x, scheme: Scheme::Scattered };
             h.layers[0].checksums = h.layers[0].offset + pages * 4096;
             h.layers[0].inserts = inserts;
             h.layers[0].target_fpp = fpp;

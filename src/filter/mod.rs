@@ -16,10 +16,20 @@
 //! * `x > 1`: page = `⌊lo · npages / 2^64⌋`; with `a = hi & 63` and
 //!   `s = 2·((hi >> 6) & 31) + 1`, block `j` of the key is `page · 64 + ((a + j·s) & 63)`:
 //!   `x` distinct blocks, all in one 4 KiB page.
-//! * Bit positions come from a SplitMix64 stream seeded with `hi`: each 64-bit
-//!   output gives seven 9-bit positions (low bits first); block `j` takes
-//!   positions `j·k .. j·k + k` of the stream.
-//! * Bit `p` of a block is bit `p & 7` of byte `p >> 3` of the block.
+//! * Bit positions come from a SplitMix64 stream seeded with `hi`, by one of two
+//!   [`Scheme`]s recorded per layer:
+//!   - *scattered* (bit positions v1, every file before format 1.4): each 64-bit
+//!     output gives seven 9-bit positions (low bits first); block `j` takes
+//!     positions `j·k .. j·k + k` of the stream;
+//!   - *sectored* (bit positions v2, format 1.4): `k` is a multiple of 8 and
+//!     each 64-bit word of a block gets `k/8` of the key's bits. Output
+//!     `t = j·(k/8) + r` of the stream is round `r` of block `j`: word `w`
+//!     (0–7) of the block gets bit `(out >> 6w) & 63`. The test-and-set of a
+//!     block is then eight independent word operations, with no position
+//!     addressing a byte, for the same false-positive rate (the sizing formula
+//!     has the exact rate of each scheme).
+//! * Bit `p` of a block is bit `p & 7` of byte `p >> 3` of the block (so bit `b`
+//!   of word `w` is bit `64w + b`: words are little-endian).
 
 pub mod sizing;
 
@@ -34,6 +44,26 @@ pub const BLOCKS_PER_PAGE: u64 = 64;
 /// Largest `k` (bits per block) a filter may use.
 pub const MAX_K: u32 = 64;
 
+/// How a key's `k` bits are placed inside each of its blocks (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheme {
+    /// Bit positions v1: `k` 9-bit positions anywhere in the block.
+    Scattered,
+    /// Bit positions v2: `k/8` 6-bit positions in each of the block's eight
+    /// 64-bit words (`k` a multiple of 8).
+    Sectored,
+}
+
+impl Scheme {
+    /// The scheme's name in `stats` and `plan` output.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheme::Scattered => "scattered",
+            Scheme::Sectored => "sectored",
+        }
+    }
+}
+
 /// Geometry of one bit array: everything needed to reproduce bit positions
 /// (together with the hash seed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,8 +72,10 @@ pub struct Layout {
     pub nblocks: u64,
     /// Bits set per block per key, `1..=MAX_K`.
     pub k: u32,
-    /// Blocks per key: 1, 2 or 4.
+    /// Blocks per key: 1, 2 or 4 (or 3 with [`Scheme::Sectored`]).
     pub blocks_per_key: u32,
+    /// Where in a block the bits go.
+    pub scheme: Scheme,
 }
 
 /// Why a [`Layout`] is not usable.
@@ -82,9 +114,19 @@ impl Layout {
                 self.k
             )));
         }
-        if !matches!(self.blocks_per_key, 1 | 2 | 4) {
+        if self.scheme == Scheme::Sectored && !self.k.is_multiple_of(8) {
             return Err(LayoutError(format!(
-                "blocks per key = {} is not 1, 2 or 4",
+                "k = {} is not a multiple of 8, as sectored bit positions need",
+                self.k
+            )));
+        }
+        let spreads_ok = match self.scheme {
+            Scheme::Scattered => matches!(self.blocks_per_key, 1 | 2 | 4),
+            Scheme::Sectored => matches!(self.blocks_per_key, 1..=4),
+        };
+        if !spreads_ok {
+            return Err(LayoutError(format!(
+                "blocks per key = {} is not 1, 2 or 4 (or 3 with sectored bit positions)",
                 self.blocks_per_key
             )));
         }
@@ -133,11 +175,26 @@ impl Layout {
             masks: [[0; 8]; 4],
             x,
         };
-        let mut pos = Positions::new(h);
-        for mask in p.masks.iter_mut().take(x) {
-            for _ in 0..self.k {
-                let p = pos.next();
-                mask[p >> 6] |= 1u64 << (p & 63);
+        match self.scheme {
+            Scheme::Scattered => {
+                let mut pos = Positions::new(h);
+                for mask in p.masks.iter_mut().take(x) {
+                    for _ in 0..self.k {
+                        let p = pos.next();
+                        mask[p >> 6] |= 1u64 << (p & 63);
+                    }
+                }
+            }
+            Scheme::Sectored => {
+                let mut stream = SplitMix64(h.hi);
+                for mask in p.masks.iter_mut().take(x) {
+                    for _ in 0..self.k / 8 {
+                        let out = stream.next_u64();
+                        for (w, m) in mask.iter_mut().enumerate() {
+                            *m |= 1u64 << ((out >> (6 * w)) & 63);
+                        }
+                    }
+                }
             }
         }
         p
@@ -375,6 +432,9 @@ fn missing_bits(blk: &[u8; BLOCK_BYTES], pos: &mut Positions, k: u32) -> u8 {
 /// is missing (a second pass over the same positions).
 #[inline]
 pub fn test_and_set_key(bits: &mut [u8], layout: &Layout, h: Hash128) -> bool {
+    if layout.scheme == Scheme::Sectored {
+        return test_and_set(bits, &layout.probe(h));
+    }
     let blocks = layout.blocks(h);
     let mut pos = Positions::new(h);
     let mut seen = true;
@@ -397,6 +457,10 @@ pub fn test_and_set_key(bits: &mut [u8], layout: &Layout, h: Hash128) -> bool {
 /// new, e.g. recorded after their line was printed).
 #[inline]
 pub fn set_key(bits: &mut [u8], layout: &Layout, h: Hash128) {
+    if layout.scheme == Scheme::Sectored {
+        test_and_set(bits, &layout.probe(h));
+        return;
+    }
     let blocks = layout.blocks(h);
     let mut pos = Positions::new(h);
     for &b in blocks.iter().take(layout.blocks_per_key as usize) {
@@ -421,9 +485,9 @@ pub fn set_batch(bits: &mut [u8], layout: &Layout, hashes: &[Hash128]) {
     }
     let nblocks = layout.nblocks;
     macro_rules! run {
-        ($x:literal, $k:literal, $w:expr) => {
+        ($x:literal, $r:ty) => {
             go(bits, layout, hashes, |b: &mut [u8], h| {
-                fixed::set_key::<$x, $k, { $w }>(b, nblocks, h)
+                fixed::set_key::<$x, $r>(b, nblocks, h)
             })
         };
     }
@@ -439,6 +503,9 @@ pub fn set_batch(bits: &mut [u8], layout: &Layout, hashes: &[Hash128]) {
 /// [`contains`] without a [`Probe`]: stops at the first block missing a bit.
 #[inline]
 pub fn contains_key(bits: &[u8], layout: &Layout, h: Hash128) -> bool {
+    if layout.scheme == Scheme::Sectored {
+        return contains(bits, &layout.probe(h));
+    }
     let blocks = layout.blocks(h);
     let mut pos = Positions::new(h);
     for &b in blocks.iter().take(layout.blocks_per_key as usize) {
@@ -499,10 +566,9 @@ type Lookup = fn(&[u8], &Layout, Hash128) -> bool;
 /// The fastest [`Lookup`] for `layout`.
 fn lookup_for(layout: &Layout) -> Lookup {
     macro_rules! run {
-        ($x:literal, $k:literal, $w:expr) => {
-            (|bits: &[u8], l: &Layout, h: Hash128| {
-                fixed::contains::<$x, $k, { $w }>(bits, l.nblocks, h)
-            }) as Lookup
+        ($x:literal, $r:ty) => {
+            (|bits: &[u8], l: &Layout, h: Hash128| fixed::contains::<$x, $r>(bits, l.nblocks, h))
+                as Lookup
         };
     }
     fixed::dispatch!(layout, run, contains_key as Lookup)
@@ -522,12 +588,18 @@ fn in_older(older: &[(LayerBits, Lookup)], h: Hash128) -> bool {
         .any(|(l, lookup)| lookup(l.bits, &l.layout, h))
 }
 
-/// The hot path, specialised: `X` blocks per key, `K` bits per block and `W` =
-/// ⌈X·K/7⌉ SplitMix64 words, all known at compile time, so that every bit
-/// position is a constant shift of one of `W` words computed independently of
-/// each other (the `i`-th output of SplitMix64 seeded with `s` is the mix of
-/// `s + i·γ`), the loops unroll and no position is computed with a branch. Bit
-/// for bit the same as [`test_and_set_key`] / [`contains_key`] (tested).
+/// The hot path, specialised: `X` blocks per key and a [`fixed::Rule`] for the
+/// bits inside a block, all known at compile time, so that the loops unroll and
+/// no position is computed with a branch. Bit for bit the same as
+/// [`test_and_set_key`] / [`contains_key`] (tested).
+///
+/// * [`fixed::Scattered`]`<K, W>` (v1): `K` bits per block, `W` = ⌈X·K/7⌉
+///   SplitMix64 words computed independently of each other (the `i`-th output
+///   of SplitMix64 seeded with `s` is the mix of `s + i·γ`); every position is a
+///   constant shift of one of them, then a byte and a bit.
+/// * [`fixed::Sectored`]`<C>` (v2): `C` rounds per block, each one word of the
+///   stream giving one bit to each of the block's eight 64-bit words: a block is
+///   tested with eight loads, eight and-nots and one branch.
 mod fixed {
     use super::{BLOCK_BYTES, BLOCKS_PER_PAGE, Hash128, block_of, block_of_mut, mul_hi};
 
@@ -540,20 +612,114 @@ mod fixed {
         z ^ (z >> 31)
     }
 
-    /// The first `W` words of the position stream of `h`.
+    /// Output `i` (0-based) of the SplitMix64 stream seeded with `hi`.
     #[inline(always)]
-    fn words<const W: usize>(h: Hash128) -> [u64; W] {
-        let mut w = [0u64; W];
-        for (i, w) in w.iter_mut().enumerate() {
-            *w = mix(h.hi.wrapping_add((i as u64 + 1).wrapping_mul(GAMMA)));
-        }
-        w
+    fn output(hi: u64, i: usize) -> u64 {
+        mix(hi.wrapping_add((i as u64 + 1).wrapping_mul(GAMMA)))
     }
 
-    /// Position `idx` of the stream (seven 9-bit positions per word, low first).
-    #[inline(always)]
-    fn pos<const W: usize>(w: &[u64; W], idx: usize) -> usize {
-        ((w[idx / 7] >> (9 * (idx % 7))) & 511) as usize
+    /// Where a key's bits go inside each of its blocks.
+    pub(super) trait Rule {
+        /// What is computed once per key.
+        type Key;
+        fn key(h: Hash128) -> Self::Key;
+        /// Whether a bit of block `j` of the key is unset in `blk`.
+        fn missing(blk: &[u8; BLOCK_BYTES], key: &Self::Key, j: usize) -> bool;
+        /// Sets the bits of block `j` of the key.
+        fn set(blk: &mut [u8; BLOCK_BYTES], key: &Self::Key, j: usize);
+    }
+
+    /// Bit positions v1 with `K` bits per block and `W` = ⌈X·K/7⌉ words.
+    pub(super) struct Scattered<const K: usize, const W: usize>;
+
+    impl<const K: usize, const W: usize> Scattered<K, W> {
+        /// Position `idx` of the stream (seven 9-bit positions per word, low first).
+        #[inline(always)]
+        fn pos(w: &[u64; W], idx: usize) -> usize {
+            ((w[idx / 7] >> (9 * (idx % 7))) & 511) as usize
+        }
+    }
+
+    impl<const K: usize, const W: usize> Rule for Scattered<K, W> {
+        type Key = [u64; W];
+
+        #[inline(always)]
+        fn key(h: Hash128) -> [u64; W] {
+            let mut w = [0u64; W];
+            for (i, w) in w.iter_mut().enumerate() {
+                *w = output(h.hi, i);
+            }
+            w
+        }
+
+        #[inline(always)]
+        fn missing(blk: &[u8; BLOCK_BYTES], w: &[u64; W], j: usize) -> bool {
+            let mut m = 0u8;
+            for i in 0..K {
+                let p = Self::pos(w, j * K + i);
+                m |= !blk[p >> 3] & (1 << (p & 7));
+            }
+            m != 0
+        }
+
+        #[inline(always)]
+        fn set(blk: &mut [u8; BLOCK_BYTES], w: &[u64; W], j: usize) {
+            for i in 0..K {
+                let p = Self::pos(w, j * K + i);
+                blk[p >> 3] |= 1 << (p & 7);
+            }
+        }
+    }
+
+    /// Bit positions v2 with `C` = k/8 rounds per block.
+    pub(super) struct Sectored<const C: usize>;
+
+    impl<const C: usize> Sectored<C> {
+        /// The eight word masks of block `j`.
+        #[inline(always)]
+        fn masks(hi: u64, j: usize) -> [u64; 8] {
+            let mut m = [0u64; 8];
+            for r in 0..C {
+                let out = output(hi, j * C + r);
+                for (w, m) in m.iter_mut().enumerate() {
+                    *m |= 1u64 << ((out >> (6 * w)) & 63);
+                }
+            }
+            m
+        }
+
+        #[inline(always)]
+        fn word(blk: &[u8; BLOCK_BYTES], w: usize) -> u64 {
+            u64::from_le_bytes(blk[8 * w..8 * w + 8].try_into().expect("8 bytes"))
+        }
+    }
+
+    impl<const C: usize> Rule for Sectored<C> {
+        type Key = u64;
+
+        #[inline(always)]
+        fn key(h: Hash128) -> u64 {
+            h.hi
+        }
+
+        #[inline(always)]
+        fn missing(blk: &[u8; BLOCK_BYTES], hi: &u64, j: usize) -> bool {
+            let m = Self::masks(*hi, j);
+            let mut missing = 0u64;
+            for (w, m) in m.iter().enumerate() {
+                missing |= m & !Self::word(blk, w);
+            }
+            missing != 0
+        }
+
+        #[inline(always)]
+        fn set(blk: &mut [u8; BLOCK_BYTES], hi: &u64, j: usize) {
+            let m = Self::masks(*hi, j);
+            for (w, m) in m.iter().enumerate() {
+                let v = Self::word(blk, w) | m;
+                blk[8 * w..8 * w + 8].copy_from_slice(&v.to_le_bytes());
+            }
+        }
     }
 
     #[inline(always)]
@@ -572,55 +738,28 @@ mod fixed {
         b
     }
 
-    /// Nonzero when a bit of block `j` of the key is unset in `blk`.
     #[inline(always)]
-    fn missing<const K: usize, const W: usize>(
-        blk: &[u8; BLOCK_BYTES],
-        w: &[u64; W],
-        j: usize,
-    ) -> u8 {
-        let mut m = 0u8;
-        for i in 0..K {
-            let p = pos(w, j * K + i);
-            m |= !blk[p >> 3] & (1 << (p & 7));
-        }
-        m
-    }
-
-    #[inline(always)]
-    fn set<const K: usize, const W: usize>(blk: &mut [u8; BLOCK_BYTES], w: &[u64; W], j: usize) {
-        for i in 0..K {
-            let p = pos(w, j * K + i);
-            blk[p >> 3] |= 1 << (p & 7);
-        }
-    }
-
-    #[inline(always)]
-    pub(super) fn test_and_set<const X: usize, const K: usize, const W: usize>(
+    pub(super) fn test_and_set<const X: usize, R: Rule>(
         bits: &mut [u8],
         nblocks: u64,
         h: Hash128,
     ) -> bool {
-        let w = words::<W>(h);
+        let key = R::key(h);
         let mut seen = true;
         for (j, &b) in blocks::<X>(nblocks, h).iter().enumerate() {
-            if missing::<K, W>(block_of(bits, b), &w, j) != 0 {
+            if R::missing(block_of(bits, b), &key, j) {
                 seen = false;
-                set::<K, W>(block_of_mut(bits, b), &w, j);
+                R::set(block_of_mut(bits, b), &key, j);
             }
         }
         seen
     }
 
     #[inline(always)]
-    pub(super) fn contains<const X: usize, const K: usize, const W: usize>(
-        bits: &[u8],
-        nblocks: u64,
-        h: Hash128,
-    ) -> bool {
-        let w = words::<W>(h);
+    pub(super) fn contains<const X: usize, R: Rule>(bits: &[u8], nblocks: u64, h: Hash128) -> bool {
+        let key = R::key(h);
         for (j, &b) in blocks::<X>(nblocks, h).iter().enumerate() {
-            if missing::<K, W>(block_of(bits, b), &w, j) != 0 {
+            if R::missing(block_of(bits, b), &key, j) {
                 return false;
             }
         }
@@ -628,42 +767,54 @@ mod fixed {
     }
 
     #[inline(always)]
-    pub(super) fn set_key<const X: usize, const K: usize, const W: usize>(
-        bits: &mut [u8],
-        nblocks: u64,
-        h: Hash128,
-    ) {
-        let w = words::<W>(h);
+    pub(super) fn set_key<const X: usize, R: Rule>(bits: &mut [u8], nblocks: u64, h: Hash128) {
+        let key = R::key(h);
         for (j, &b) in blocks::<X>(nblocks, h).iter().enumerate() {
-            set::<K, W>(block_of_mut(bits, b), &w, j);
+            R::set(block_of_mut(bits, b), &key, j);
         }
     }
 
-    /// Calls `$run!(X, K, W)` with the constants of `$layout` when they are
-    /// specialised (1, 2 or 4 blocks of 1 to 16 bits), else evaluates `$other`.
+    /// Calls `$run!(X, Rule)` with the constants of `$layout` when they are
+    /// specialised (1, 2 or 4 blocks; scattered with 1 to 16 bits, sectored
+    /// with 8 to 64), else evaluates `$other`.
     macro_rules! dispatch {
         ($layout:expr, $run:ident, $other:expr) => {{
             let l: &$crate::filter::Layout = $layout;
-            match l.blocks_per_key {
-                1 => fixed::arms!(l, $run, $other, 1: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16),
-                2 => fixed::arms!(l, $run, $other, 2: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16),
-                4 => fixed::arms!(l, $run, $other, 4: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16),
+            match (l.scheme, l.blocks_per_key) {
+                ($crate::filter::Scheme::Scattered, 1) => fixed::arms!(l, $run, $other, 1: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16),
+                ($crate::filter::Scheme::Scattered, 2) => fixed::arms!(l, $run, $other, 2: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16),
+                ($crate::filter::Scheme::Scattered, 4) => fixed::arms!(l, $run, $other, 4: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16),
+                ($crate::filter::Scheme::Sectored, 1) => fixed::rounds!(l, $run, $other, 1: 1, 2, 3, 4, 5, 6, 7, 8),
+                ($crate::filter::Scheme::Sectored, 2) => fixed::rounds!(l, $run, $other, 2: 1, 2, 3, 4, 5, 6, 7, 8),
+                ($crate::filter::Scheme::Sectored, 3) => fixed::rounds!(l, $run, $other, 3: 1, 2, 3, 4, 5, 6, 7, 8),
+                ($crate::filter::Scheme::Sectored, 4) => fixed::rounds!(l, $run, $other, 4: 1, 2, 3, 4, 5, 6, 7, 8),
                 _ => $other,
             }
         }};
     }
 
-    /// The `k` arms of [`dispatch`] for one block count.
+    /// The scattered `k` arms of [`dispatch`] for one block count.
     macro_rules! arms {
         ($l:ident, $run:ident, $other:expr, $x:literal: $($k:literal),*) => {
             match $l.k {
-                $($k => $run!($x, $k, (($x * $k) as usize).div_ceil(7)),)*
+                $($k => $run!($x, fixed::Scattered<$k, { (($x * $k) as usize).div_ceil(7) }>),)*
+                _ => $other,
+            }
+        };
+    }
+
+    /// The sectored arms of [`dispatch`] (rounds `k/8`) for one block count.
+    macro_rules! rounds {
+        ($l:ident, $run:ident, $other:expr, $x:literal: $($c:literal),*) => {
+            match $l.k {
+                $(k if k == 8 * $c => $run!($x, fixed::Sectored<$c>),)*
                 _ => $other,
             }
         };
     }
     pub(super) use arms;
     pub(super) use dispatch;
+    pub(super) use rounds;
 }
 
 /// Inserts `hashes` in order into `newest`, appending to `out` per key whether
@@ -699,9 +850,9 @@ pub fn insert_batch(
     }
     let nblocks = layout.nblocks;
     macro_rules! run {
-        ($x:literal, $k:literal, $w:expr) => {
+        ($x:literal, $r:ty) => {
             go(older, newest, layout, hashes, out, |b: &mut [u8], h| {
-                fixed::test_and_set::<$x, $k, { $w }>(b, nblocks, h)
+                fixed::test_and_set::<$x, $r>(b, nblocks, h)
             })
         };
     }
@@ -739,9 +890,9 @@ pub fn contains_batch(layers: &[LayerBits], hashes: &[Hash128], out: &mut Vec<bo
     let layout = &newest.layout;
     let nblocks = layout.nblocks;
     macro_rules! run {
-        ($x:literal, $k:literal, $w:expr) => {
+        ($x:literal, $r:ty) => {
             go(newest, older, hashes, out, |b: &[u8], h| {
-                fixed::contains::<$x, $k, { $w }>(b, nblocks, h)
+                fixed::contains::<$x, $r>(b, nblocks, h)
             })
         };
     }
@@ -775,16 +926,19 @@ pub struct Occupancy {
 pub fn occupancy(bits: &[u8], layout: &Layout) -> Occupancy {
     let k = layout.k as i32;
     let x = layout.blocks_per_key as i32;
-    // q[c] = probability that k random positions of a block with c bits set are all set.
+    // q[c] = probability that k random positions of a block with c bits set are
+    // all set; sectored: qw[c] for k/8 positions of a 64-bit word with c set.
     let q: Vec<f64> = (0..=BLOCK_BITS)
         .map(|c| (c as f64 / BLOCK_BITS as f64).powi(k))
         .collect();
-    // Keys expected to give c set bits: invert E[c] = B(1 - (1-1/B)^(k·L)).
-    let ln_keep = (1.0 - 1.0 / BLOCK_BITS as f64).ln();
+    let qw: Vec<f64> = (0..=64).map(|c| (c as f64 / 64.0).powi(k / 8)).collect();
+    // Keys expected to give c set bits: invert E[c] = B(1 - keep^L), keep the
+    // chance that one key leaves a given bit clear.
+    let ln_keep = sizing::keep_per_key(layout.k, layout.scheme).ln();
     let inv: Vec<f64> = (0..=BLOCK_BITS)
         .map(|c| {
             let c = (c as f64).min(BLOCK_BITS as f64 - 0.5);
-            (1.0 - c / BLOCK_BITS as f64).ln() / (layout.k as f64 * ln_keep)
+            (1.0 - c / BLOCK_BITS as f64).ln() / ln_keep
         })
         .collect();
     let mut bits_set = 0u64;
@@ -801,7 +955,13 @@ pub fn occupancy(bits: &[u8], layout: &Layout) -> Occupancy {
             let c = blk.iter().map(|b| b.count_ones()).sum::<u32>() as usize;
             bits_set += c as u64;
             key_blocks += inv[c];
-            page_q += q[c];
+            page_q += match layout.scheme {
+                Scheme::Scattered => q[c],
+                Scheme::Sectored => blk
+                    .chunks_exact(8)
+                    .map(|w| qw[w.iter().map(|b| b.count_ones()).sum::<u32>() as usize])
+                    .product(),
+            };
             if c == BLOCK_BITS as usize {
                 full_blocks += 1;
             }
@@ -831,13 +991,34 @@ mod tests {
     use crate::hash::{DEFAULT_SEED, hash};
 
     fn layout(nblocks: u64, k: u32, x: u32) -> Layout {
+        with_scheme(nblocks, k, x, Scheme::Scattered)
+    }
+
+    fn with_scheme(nblocks: u64, k: u32, x: u32, scheme: Scheme) -> Layout {
         let l = Layout {
             nblocks,
             k,
             blocks_per_key: x,
+            scheme,
         };
         l.validate().unwrap();
         l
+    }
+
+    /// Every layout the batch functions specialise, and a few they do not.
+    fn all_layouts(nblocks: u64) -> Vec<Layout> {
+        let mut v = vec![];
+        for x in [1, 2, 4] {
+            for k in (1..=18).chain([33, 64]) {
+                v.push(layout(nblocks, k, x));
+            }
+        }
+        for x in 1..=4 {
+            for k in (8..=64).step_by(8) {
+                v.push(with_scheme(nblocks, k, x, Scheme::Sectored));
+            }
+        }
+        v
     }
 
     #[test]
@@ -856,6 +1037,22 @@ mod tests {
                 blocks_per_key: 3,
                 ..ok
             },
+            Layout {
+                k: 12,
+                scheme: Scheme::Sectored,
+                ..ok
+            },
+            Layout {
+                k: 72,
+                scheme: Scheme::Sectored,
+                ..ok
+            },
+            Layout {
+                blocks_per_key: 5,
+                k: 8,
+                scheme: Scheme::Sectored,
+                ..ok
+            },
         ] {
             assert!(bad.validate().is_err(), "{bad:?}");
         }
@@ -863,8 +1060,12 @@ mod tests {
 
     #[test]
     fn probe_stays_in_bounds_and_in_one_page() {
-        for x in [1, 2, 4] {
-            let l = layout(64 * 5, 9, x);
+        let layouts = [1, 2, 4]
+            .map(|x| layout(64 * 5, 9, x))
+            .into_iter()
+            .chain((1..=4).map(|x| with_scheme(64 * 5, 16, x, Scheme::Sectored)));
+        for l in layouts {
+            let x = l.blocks_per_key;
             for i in 0..10_000u32 {
                 let p = l.probe(hash(&i.to_le_bytes(), 1));
                 assert_eq!(p.x, x as usize);
@@ -876,6 +1077,12 @@ mod tests {
                     }
                     let bits: u32 = p.masks[j].iter().map(|m| m.count_ones()).sum();
                     assert!(bits >= 1 && bits <= l.k);
+                    if l.scheme == Scheme::Sectored {
+                        // k/8 = 2 bits in every word (one when both coincide).
+                        for m in p.masks[j] {
+                            assert!((1..=2).contains(&m.count_ones()), "{m:x}");
+                        }
+                    }
                 }
             }
         }
@@ -919,10 +1126,36 @@ mod tests {
         assert_eq!(positions, want);
     }
 
+    /// Golden sectored positions (bit positions v2), pinned like
+    /// [`golden_probe`]; `docs/FORMAT.md` has the Python that prints them.
+    #[test]
+    fn golden_probe_sectored() {
+        let l = with_scheme(64 * 1000, 8, 2, Scheme::Sectored);
+        let p = l.probe(hash(b"https://example.com/", DEFAULT_SEED));
+        let positions: Vec<(u64, Vec<u32>)> = (0..p.x)
+            .map(|j| {
+                let v = (0..512u32)
+                    .filter(|&b| p.masks[j][b as usize / 64] >> (b % 64) & 1 == 1)
+                    .collect();
+                (p.blocks[j], v)
+            })
+            .collect();
+        println!("{positions:?}");
+        // The same blocks as scattered (same rule); one bit per 64-bit word.
+        let want: Vec<(u64, Vec<u32>)> = vec![
+            (2573, vec![2, 84, 168, 244, 257, 377, 441, 460]),
+            (2616, vec![6, 82, 132, 228, 308, 369, 405, 453]),
+        ];
+        assert_eq!(positions, want);
+    }
+
     #[test]
     fn test_and_set_then_contains() {
-        for x in [1, 2, 4] {
-            let l = layout(64, 5, x);
+        let layouts = [1, 2, 4]
+            .map(|x| layout(64, 5, x))
+            .into_iter()
+            .chain((1..=4).map(|x| with_scheme(64, 8, x, Scheme::Sectored)));
+        for l in layouts {
             let mut bits = vec![0u8; l.bytes() as usize];
             let keys: Vec<_> = (0..300u32).map(|i| hash(&i.to_le_bytes(), 7)).collect();
             for h in &keys {
@@ -941,8 +1174,11 @@ mod tests {
     /// The hot-path functions agree with the reference `Probe` path bit for bit.
     #[test]
     fn fast_path_matches_probe_path() {
-        for x in [1, 2, 4] {
-            let l = layout(128, 6, x);
+        let layouts = [1, 2, 4]
+            .map(|x| layout(128, 6, x))
+            .into_iter()
+            .chain((1..=4).map(|x| with_scheme(128, 16, x, Scheme::Sectored)));
+        for l in layouts {
             let mut a = vec![0u8; l.bytes() as usize];
             let mut b = a.clone();
             for i in 0..3000u32 {
@@ -963,11 +1199,16 @@ mod tests {
     /// without an older layer, including keys repeated inside a batch.
     #[test]
     fn batches_match_probe_path_for_every_k() {
-        for x in [1, 2, 4] {
-            for k in (1..=18).chain([33, 64]) {
-                let l = layout(128, k, x);
-                // The older layer takes the fallback path too when k is not specialised.
-                let old = layout(64, if k > 16 { k } else { 3 }, 2);
+        for l in all_layouts(128) {
+            let (x, k) = (l.blocks_per_key, l.k);
+            {
+                // The older layer takes the fallback path too when k is not
+                // specialised, and has the other scheme otherwise.
+                let old = match l.scheme {
+                    _ if k > 16 && l.scheme == Scheme::Scattered => layout(64, k, 2),
+                    Scheme::Scattered => with_scheme(64, 8, 2, Scheme::Sectored),
+                    Scheme::Sectored => layout(64, 3, 2),
+                };
                 let mut old_bits = vec![0u8; old.bytes() as usize];
                 for i in 0..200u32 {
                     test_and_set(&mut old_bits, &old.probe(hash(&i.to_le_bytes(), 5)));

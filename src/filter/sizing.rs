@@ -19,10 +19,16 @@
 //!
 //! (the page-level variation costs up to a few percent of space at low `p`; the
 //! independent-blocks formula would under-size the filter).
+//!
+//! With *sectored* bit positions (bit positions v2) a block is eight 64-bit
+//! words and each key sets `k/8` bits in every word, so a block's bit is still
+//! clear after `i` keys with probability `(1 − 1/64)^(k/8 · i)` instead of
+//! `(1 − 1/512)^(k·i)`: the same formulas with that factor (the two differ by
+//! under 1 % per key; a lookup tests `k` bits either way).
 //! The classic (unblocked) textbook formulas are here too, for `plan --classic`,
 //! `stats` and the docs.
 
-use super::{BLOCK_BITS, BLOCKS_PER_PAGE, Layout, MAX_K};
+use super::{BLOCK_BITS, BLOCKS_PER_PAGE, Layout, MAX_K, Scheme};
 
 /// Smallest target false-positive probability accepted.
 pub const MIN_FPP: f64 = 1e-15;
@@ -135,10 +141,19 @@ fn poisson(lambda: f64, lo: usize, hi: usize, lf: &[f64]) -> Vec<f64> {
     out
 }
 
-/// Probability that `k` random positions of a block holding `i` key-blocks are
-/// all set: `(1 − (1 − 1/B)^(k·i))^k`, for i in 0..len.
-fn q_table(k: u32, len: usize) -> Vec<f64> {
-    let keep_k = (1.0 - 1.0 / BLOCK_BITS as f64).powi(k as i32);
+/// Probability that one key's bits in a block leave a given bit of it clear:
+/// `(1 − 1/B)^k` (scattered) or `(1 − 1/64)^(k/8)` (sectored).
+pub fn keep_per_key(k: u32, scheme: Scheme) -> f64 {
+    match scheme {
+        Scheme::Scattered => (1.0 - 1.0 / BLOCK_BITS as f64).powi(k as i32),
+        Scheme::Sectored => (1.0 - 1.0 / 64.0f64).powi((k / 8) as i32),
+    }
+}
+
+/// Probability that `k` positions of a block holding `i` key-blocks are all
+/// set: `(1 − keep^i)^k`, for i in 0..len.
+fn q_table(k: u32, scheme: Scheme, len: usize) -> Vec<f64> {
+    let keep_k = keep_per_key(k, scheme);
     let mut unset = 1.0f64;
     (0..len)
         .map(|_| {
@@ -149,10 +164,11 @@ fn q_table(k: u32, len: usize) -> Vec<f64> {
         .collect()
 }
 
-/// Exact false-positive probability of the layout-v1 blocked filter with `n` keys
-/// in `nblocks` blocks (may be fractional while searching), `k` bits per block and
-/// `x` blocks per key. See the module docs for the formula.
-pub fn blocked_fpp(n: f64, nblocks: f64, k: u32, x: u32) -> f64 {
+/// Exact false-positive probability of the blocked filter with `n` keys in
+/// `nblocks` blocks (may be fractional while searching), `k` bits per block, `x`
+/// blocks per key and bit positions placed by `scheme`. See the module docs for
+/// the formula.
+pub fn blocked_fpp(n: f64, nblocks: f64, k: u32, x: u32, scheme: Scheme) -> f64 {
     if n <= 0.0 {
         return 0.0;
     }
@@ -161,14 +177,14 @@ pub fn blocked_fpp(n: f64, nblocks: f64, k: u32, x: u32) -> f64 {
     // the mean load gives the answer to within 1e-4.
     let per_block = n * x as f64 / nblocks;
     if per_block > 4096.0 || !per_block.is_finite() {
-        let keep = (1.0 - 1.0 / BLOCK_BITS as f64).powf(k as f64 * per_block);
+        let keep = keep_per_key(k, scheme).powf(per_block);
         return (1.0 - keep).powi((k * x) as i32);
     }
     if x == 1 {
         let lambda = n / nblocks;
         let (lo, hi) = span(lambda, lambda.sqrt(), 10.0, usize::MAX);
         let lf = ln_factorials(hi + 2);
-        let q = q_table(k, hi + 1);
+        let q = q_table(k, scheme, hi + 1);
         return poisson(lambda, lo, hi, &lf)
             .iter()
             .zip(lo..)
@@ -181,7 +197,7 @@ pub fn blocked_fpp(n: f64, nblocks: f64, k: u32, x: u32) -> f64 {
     // ≥ p^(1/x)); the one-block case above keeps 10 sd because its FPP is p itself.
     let (jlo, jhi) = span(lambda_page, lambda_page.sqrt(), 6.0, usize::MAX);
     let lf = ln_factorials(jhi + 2);
-    let q = q_table(k, jhi + 1);
+    let q = q_table(k, scheme, jhi + 1);
     let s = x as f64 / per_page;
     let (ln_s, ln_t) = (s.ln(), (1.0 - s).ln());
     let mut total = 0.0;
@@ -204,15 +220,20 @@ pub fn blocked_fpp(n: f64, nblocks: f64, k: u32, x: u32) -> f64 {
 }
 
 /// Best `k` for the given geometry, and its FPP, searching from `hint`. FPP is
-/// unimodal in `k`: walk downhill from the hint.
-fn best_k(n: f64, nblocks: f64, x: u32, hint: u32) -> (u32, f64) {
-    let f = |k: u32| blocked_fpp(n, nblocks, k, x);
-    let mut k = hint.clamp(1, MAX_K);
+/// unimodal in `k`: walk downhill from the hint (in steps of 8 for sectored
+/// positions, whose `k` is a multiple of 8).
+fn best_k(n: f64, nblocks: f64, x: u32, scheme: Scheme, hint: u32) -> (u32, f64) {
+    let f = |k: u32| blocked_fpp(n, nblocks, k, x, scheme);
+    let unit = match scheme {
+        Scheme::Scattered => 1,
+        Scheme::Sectored => 8,
+    };
+    let mut k = (hint / unit * unit).clamp(unit, MAX_K);
     let mut fk = f(k);
-    for step in [1i64, -1] {
+    for step in [unit as i64, -(unit as i64)] {
         loop {
             let next = k as i64 + step;
-            if next < 1 || next > MAX_K as i64 {
+            if next < unit as i64 || next > MAX_K as i64 {
                 break;
             }
             let fnext = f(next as u32);
@@ -225,11 +246,12 @@ fn best_k(n: f64, nblocks: f64, x: u32, hint: u32) -> (u32, f64) {
     (k, fk)
 }
 
-/// Sizes a filter for `n` keys at `p` with exactly `x` blocks per key.
+/// Sizes a filter for `n` keys at `p` with exactly `x` blocks per key and bit
+/// positions placed by `scheme`.
 ///
 /// # Errors
 /// [`SizingError`] when `p` is out of range or the filter would be too large.
-pub fn plan_with_spread(n: u64, p: f64, x: u32) -> Result<Plan, SizingError> {
+pub fn plan_with_spread(n: u64, p: f64, x: u32, scheme: Scheme) -> Result<Plan, SizingError> {
     if !(p.is_finite() && (MIN_FPP..1.0).contains(&p)) {
         return Err(SizingError::BadFpp(p));
     }
@@ -239,12 +261,13 @@ pub fn plan_with_spread(n: u64, p: f64, x: u32) -> Result<Plan, SizingError> {
     // target, no search is needed (keeps `seen dedup` of a few lines instant).
     // `Some(plan)` when `nblocks` blocks, with their best k, meet the target.
     let meets = |nblocks: u64, hint: u32| {
-        let (k, f) = best_k(nf, nblocks as f64, x, hint);
+        let (k, f) = best_k(nf, nblocks as f64, x, scheme, hint);
         (f <= p).then_some(Plan {
             layout: Layout {
                 nblocks,
                 k,
                 blocks_per_key: x,
+                scheme,
             },
             capacity: n,
             target_fpp: p,
@@ -259,7 +282,13 @@ pub fn plan_with_spread(n: u64, p: f64, x: u32) -> Result<Plan, SizingError> {
     let reference = 1e9;
     let hint = std::cell::Cell::new(1u32);
     let fpp_at = |b: f64| {
-        let (k, f) = best_k(reference, reference * b / BLOCK_BITS as f64, x, hint.get());
+        let (k, f) = best_k(
+            reference,
+            reference * b / BLOCK_BITS as f64,
+            x,
+            scheme,
+            hint.get(),
+        );
         hint.set(k);
         f
     };
@@ -294,18 +323,57 @@ pub fn plan_with_spread(n: u64, p: f64, x: u32) -> Result<Plan, SizingError> {
     }
 }
 
-/// Sizes a filter for `n` keys at `p`, choosing the blocks per key: the smallest
-/// spread whose size is within [`SPREAD_SAVING`] of the smallest filter and within
-/// 9 % of the textbook classic size.
+/// Sizes a filter for `n` keys at `p`. First the scattered plan (see
+/// [`plan_scattered`]); then the sectored plan with the fewest blocks per key,
+/// but no more than that one, that costs at most [`SECTORED_PREMIUM`] more space
+/// and stays within 10 % of the textbook classic size is taken instead.
+/// Sectored positions make the test-and-set cheaper; where
+/// the best `k` is far from a multiple of 8 per block (high `p`, where it is
+/// well under 8) they would cost more space, and scattered ones are kept.
 ///
 /// # Errors
 /// [`SizingError`] when `p` is out of range or the filter would be too large.
 pub fn plan(n: u64, p: f64) -> Result<Plan, SizingError> {
+    let scattered = plan_scattered(n, p)?;
+    if std::env::var_os(SCATTERED_ONLY_ENV).is_some() {
+        return Ok(scattered);
+    }
+    // Never past 10 % over the textbook size, unless scattered is already.
+    let textbook = classic_bits(n.max(1), p) as f64 / BLOCK_BITS as f64;
+    let size = scattered.layout.nblocks as f64;
+    let limit = (size * (1.0 + SECTORED_PREMIUM)).min((textbook * 1.10).max(size));
+    for x in 1..=scattered.layout.blocks_per_key {
+        let sectored = plan_with_spread(n, p, x, Scheme::Sectored)?;
+        if sectored.layout.nblocks as f64 <= limit {
+            return Ok(sectored);
+        }
+    }
+    Ok(scattered)
+}
+
+/// When this environment variable is set, [`plan`] makes scattered layers only,
+/// as `seen` before format 1.4 did: for tests of old files and for benchmarks
+/// of one scheme against the other with the same binary. Not a user option.
+pub const SCATTERED_ONLY_ENV: &str = "SEEN_SCATTERED_ONLY";
+
+/// Sectored bit positions are chosen when they cost at most this fraction more
+/// space than scattered ones (`cargo bench --bench filter` measures the
+/// difference in speed; the README quotes it).
+pub const SECTORED_PREMIUM: f64 = 0.03;
+
+/// Sizes a filter for `n` keys at `p` with scattered bit positions, choosing
+/// the blocks per key: the smallest spread whose size is within
+/// [`SPREAD_SAVING`] of the smallest filter and within 9 % of the textbook
+/// classic size.
+///
+/// # Errors
+/// [`SizingError`] when `p` is out of range or the filter would be too large.
+pub fn plan_scattered(n: u64, p: f64) -> Result<Plan, SizingError> {
     // Down to 1e-2 one block per key is within 3 % of the classic size.
     let spreads: &[u32] = if p >= 1e-2 { &[1] } else { &[1, 2, 4] };
     let plans = spreads
         .iter()
-        .map(|&x| plan_with_spread(n, p, x))
+        .map(|&x| plan_with_spread(n, p, x, Scheme::Scattered))
         .collect::<Result<Vec<_>, _>>()?;
     let smallest = plans.iter().map(|p| p.layout.nblocks).min().unwrap_or(0) as f64;
     let textbook = classic_bits(n.max(1), p) as f64 / BLOCK_BITS as f64;
@@ -406,6 +474,7 @@ pub fn layer_fpp(layout: &Layout, n: u64) -> f64 {
         layout.nblocks as f64,
         layout.k,
         layout.blocks_per_key,
+        layout.scheme,
     )
 }
 
@@ -517,7 +586,7 @@ mod tests {
     #[test]
     fn one_block_matches_design_table() {
         for (p, want) in [(1e-2, 9.90), (1e-3, 15.5), (1e-6, 38.5), (1e-9, 79.1)] {
-            let plan = plan_with_spread(100_000_000, p, 1).unwrap();
+            let plan = plan_with_spread(100_000_000, p, 1, Scheme::Scattered).unwrap();
             let got = plan.bits_per_key();
             assert!((got / want - 1.0).abs() < 0.01, "p={p}: {got} vs {want}");
             assert!(plan.expected_fpp <= p);
@@ -528,11 +597,11 @@ mod tests {
     fn page_effect_costs_a_little_space() {
         // Spreading over blocks of one page needs slightly more than the
         // independent-blocks figures of DESIGN.md (31.0 and 44.9 bits/key), never less.
-        let two = plan_with_spread(100_000_000, 1e-6, 2)
+        let two = plan_with_spread(100_000_000, 1e-6, 2, Scheme::Scattered)
             .unwrap()
             .bits_per_key();
         assert!((31.0..31.0 * 1.06).contains(&two), "{two}");
-        let four = plan_with_spread(100_000_000, 1e-9, 4)
+        let four = plan_with_spread(100_000_000, 1e-9, 4, Scheme::Scattered)
             .unwrap()
             .bits_per_key();
         assert!((44.9..44.9 * 1.08).contains(&four), "{four}");
@@ -580,7 +649,7 @@ mod tests {
     fn formula_survives_absurd_loads() {
         for n in [1e7, 1e12, 1.8e19, f64::MAX] {
             for x in [1, 2, 4] {
-                let f = blocked_fpp(n, 64.0, 7, x);
+                let f = blocked_fpp(n, 64.0, 7, x, Scheme::Scattered);
                 assert!((0.999..=1.0).contains(&f), "n={n} x={x}: {f}");
             }
         }
@@ -589,8 +658,8 @@ mod tests {
     #[test]
     fn formula_sums_to_one_when_saturated() {
         // With every key in a handful of blocks, every query is a false positive.
-        assert!((blocked_fpp(1e6, 64.0, 3, 1) - 1.0).abs() < 1e-9);
-        let two = blocked_fpp(1e6, 64.0, 3, 2);
+        assert!((blocked_fpp(1e6, 64.0, 3, 1, Scheme::Scattered) - 1.0).abs() < 1e-9);
+        let two = blocked_fpp(1e6, 64.0, 3, 2, Scheme::Scattered);
         assert!((two - 1.0).abs() < 1e-6, "{two}");
     }
 }
