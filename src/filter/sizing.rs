@@ -274,7 +274,12 @@ pub fn plan_with_spread(n: u64, p: f64, x: u32, scheme: Scheme) -> Result<Plan, 
             expected_fpp: f,
         })
     };
-    if let Some(plan) = meets(BLOCKS_PER_PAGE, 8) {
+    // A blocked filter never beats the classic one, so the one-page check is
+    // only worth making when a classic filter would fit in a page: with many
+    // keys in one page the formula's sums are long (48 ms for 100,000 keys).
+    if classic_bits(n, p) <= BLOCKS_PER_PAGE * BLOCK_BITS as u64
+        && let Some(plan) = meets(BLOCKS_PER_PAGE, 8)
+    {
         return Ok(plan);
     }
     // FPP depends on bits per key only (plus rounding): bisect on it, on a large
@@ -334,7 +339,7 @@ pub fn plan_with_spread(n: u64, p: f64, x: u32, scheme: Scheme) -> Result<Plan, 
 /// # Errors
 /// [`SizingError`] when `p` is out of range or the filter would be too large.
 pub fn plan(n: u64, p: f64) -> Result<Plan, SizingError> {
-    let scattered = plan_scattered(n, p)?;
+    let (scattered, candidates) = scattered_plans(n, p)?;
     if std::env::var_os(SCATTERED_ONLY_ENV).is_some() {
         return Ok(scattered);
     }
@@ -343,6 +348,16 @@ pub fn plan(n: u64, p: f64) -> Result<Plan, SizingError> {
     let size = scattered.layout.nblocks as f64;
     let limit = (size * (1.0 + SECTORED_PREMIUM)).min((textbook * 1.10).max(size));
     for x in 1..=scattered.layout.blocks_per_key {
+        // Sectored positions never need less space than scattered ones with
+        // as many blocks (their k is a multiple of 8, and each of a key's bits
+        // in a 64-bit word is slightly likelier to collide): skip the search
+        // (a few milliseconds each) when the scattered plan is already too big.
+        if candidates
+            .iter()
+            .any(|c| c.layout.blocks_per_key == x && c.layout.nblocks as f64 > limit)
+        {
+            continue;
+        }
         let sectored = plan_with_spread(n, p, x, Scheme::Sectored)?;
         if sectored.layout.nblocks as f64 <= limit {
             return Ok(sectored);
@@ -369,6 +384,11 @@ pub const SECTORED_PREMIUM: f64 = 0.03;
 /// # Errors
 /// [`SizingError`] when `p` is out of range or the filter would be too large.
 pub fn plan_scattered(n: u64, p: f64) -> Result<Plan, SizingError> {
+    Ok(scattered_plans(n, p)?.0)
+}
+
+/// [`plan_scattered`], and the plans for every spread it chose from.
+fn scattered_plans(n: u64, p: f64) -> Result<(Plan, Vec<Plan>), SizingError> {
     // Down to 1e-2 one block per key is within 3 % of the classic size.
     let spreads: &[u32] = if p >= 1e-2 { &[1] } else { &[1, 2, 4] };
     let plans = spreads
@@ -378,10 +398,11 @@ pub fn plan_scattered(n: u64, p: f64) -> Result<Plan, SizingError> {
     let smallest = plans.iter().map(|p| p.layout.nblocks).min().unwrap_or(0) as f64;
     let textbook = classic_bits(n.max(1), p) as f64 / BLOCK_BITS as f64;
     let limit = (smallest * (1.0 + SPREAD_SAVING)).min((textbook * 1.09).max(smallest));
-    Ok(plans
-        .into_iter()
+    let chosen = *plans
+        .iter()
         .find(|p| p.layout.nblocks as f64 <= limit)
-        .expect("the smallest plan always qualifies"))
+        .expect("the smallest plan always qualifies");
+    Ok((chosen, plans))
 }
 
 /// How a filter grows when its newest layer is full (Almeida, Baquero, Preguiça,
