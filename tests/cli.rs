@@ -1718,11 +1718,15 @@ fn corrupt_oversized_block_count() {
 fn corrupt_k_and_blocks_per_key() {
     let d = tmp();
     let good = good_filter(&d);
+    let positions = u32::from_le_bytes(good[LAYER + 56..LAYER + 60].try_into().unwrap());
+    assert_eq!(positions, 0, "the cases below expect a scattered layer");
     for (name, at, v, needle) in [
         ("k0.seen", LAYER + 16, 0u32, "k = 0 is outside"),
         ("k65.seen", LAYER + 16, 65, "k = 65 is outside"),
         ("kbig.seen", LAYER + 16, u32::MAX, "is outside"),
         ("x5.seen", LAYER + 20, 5, "blocks per key = 5"),
+        // The good filter's layer is scattered: 3 blocks per key are sectored only.
+        ("x3.seen", LAYER + 20, 3, "blocks per key = 3"),
         (
             "positions.seen",
             LAYER + 56,

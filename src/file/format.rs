@@ -446,7 +446,15 @@ impl Header {
             }
             let scheme = match u32_at(e, 56) {
                 POSITIONS_SCATTERED => Scheme::Scattered,
-                POSITIONS_SECTORED => Scheme::Sectored,
+                POSITIONS_SECTORED if minor >= SECTORED_SINCE_MINOR => Scheme::Sectored,
+                POSITIONS_SECTORED => {
+                    return Err(bad(
+                        "bit positions",
+                        format!(
+                            "of layer {i} = {POSITIONS_SECTORED} (sectored) needs format 1.{SECTORED_SINCE_MINOR}, and the file says 1.{minor}"
+                        ),
+                    ));
+                }
                 other => {
                     return Err(bad(
                         "bit positions",
@@ -649,6 +657,18 @@ mod tests {
         let back = Header::decode(&b, old.file_len()).unwrap();
         assert_eq!(back.version_minor, 4);
         assert_eq!(back.layers, old.layers);
+        // A sectored layer in a file that says 1.3 is an error, named.
+        let mut b = b;
+        b[10..12].copy_from_slice(&3u16.to_le_bytes());
+        let sum = header_checksum(&b);
+        b[CHECKSUM_OFFSET..CHECKSUM_OFFSET + 8].copy_from_slice(&sum.to_le_bytes());
+        assert!(matches!(
+            Header::decode(&b, old.file_len()),
+            Err(FormatError::BadField {
+                field: "bit positions",
+                ..
+            })
+        ));
         // Format 1.0 files: no growth fields, no checksums, a fixed filter.
         let mut fixed = sample();
         fixed.growth = None;

@@ -10,7 +10,8 @@
 //!
 //! The bit array is a sequence of 512-bit (64-byte) *blocks*, grouped in *pages*
 //! of 64 blocks (4 KiB); the block count is always a multiple of 64. A key touches
-//! `x` blocks (`x` = 1, 2 or 4) and sets `k` bits in each of them:
+//! `x` blocks (`x` = 1, 2 or 4; also 3 with sectored positions, below) and sets
+//! `k` bits in each of them:
 //!
 //! * `x = 1`: block = `⌊lo · nblocks / 2^64⌋` (all 64 bits of `lo` count).
 //! * `x > 1`: page = `⌊lo · npages / 2^64⌋`; with `a = hi & 63` and
@@ -775,8 +776,8 @@ mod fixed {
     }
 
     /// Calls `$run!(X, Rule)` with the constants of `$layout` when they are
-    /// specialised (1, 2 or 4 blocks; scattered with 1 to 16 bits, sectored
-    /// with 8 to 64), else evaluates `$other`.
+    /// specialised (scattered: 1, 2 or 4 blocks of 1 to 16 bits; sectored: 1
+    /// to 4 blocks of 8 to 64 bits), else evaluates `$other`.
     macro_rules! dispatch {
         ($layout:expr, $run:ident, $other:expr) => {{
             let l: &$crate::filter::Layout = $layout;

@@ -349,24 +349,29 @@ pub fn plan(n: u64, p: f64) -> Result<Plan, SizingError> {
     let limit = (size * (1.0 + SECTORED_PREMIUM)).min((textbook * 1.10).max(size));
     for x in 1..=scattered.layout.blocks_per_key {
         // Sectored positions never need less space than scattered ones with
-        // as many blocks (their k is a multiple of 8, and each of a key's bits
-        // in a 64-bit word is slightly likelier to collide): skip the search
-        // (a few milliseconds each) when the scattered plan is already too big.
+        // as many blocks (their k is a multiple of 8, and a key's own bits
+        // collide less often inside a 64-bit word than inside 512 bits, so
+        // each key sets slightly more bits): skip the search (a few
+        // milliseconds each) when the scattered plan is already too big.
         if candidates
             .iter()
             .any(|c| c.layout.blocks_per_key == x && c.layout.nblocks as f64 > limit)
         {
             continue;
         }
-        let sectored = plan_with_spread(n, p, x, Scheme::Sectored)?;
-        if sectored.layout.nblocks as f64 <= limit {
+        // A sectored plan that cannot be made (too large, near MAX_BYTES,
+        // where the scattered one just fits) is simply not chosen.
+        if let Ok(sectored) = plan_with_spread(n, p, x, Scheme::Sectored)
+            && sectored.layout.nblocks as f64 <= limit
+        {
             return Ok(sectored);
         }
     }
     Ok(scattered)
 }
 
-/// When this environment variable is set, [`plan`] makes scattered layers only,
+/// When this environment variable is set (to any value), [`plan`] makes
+/// scattered layers only,
 /// as `seen` before format 1.4 did: for tests of old files and for benchmarks
 /// of one scheme against the other with the same binary. Not a user option.
 pub const SCATTERED_ONLY_ENV: &str = "SEEN_SCATTERED_ONLY";
