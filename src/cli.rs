@@ -382,7 +382,8 @@ pub struct DedupArgs {
     /// With -f: record printed lines in FILTER (and let other processes at it)
     /// at least this often: a duration (2s, 500ms) or a line count (100k)
     /// [default: 1s or 1M lines, whichever comes first]; windows end between
-    /// input chunks (4 MiB), so a window holds at least one chunk. A line is
+    /// input chunks (4 MiB), so a window holds at least one chunk, and also
+    /// once 524,288 new lines wait to be recorded (bounded memory). A line is
     /// recorded only after it was written out, so a killed run loses nothing;
     /// it may print again, in the next run, the lines of its last window.
     #[arg(long, value_name = "WHEN", value_parser = parse_every, requires = "filter")]

@@ -279,8 +279,8 @@ pub enum Mode {
 ///
 /// Keys judged new wait in an exact in-memory set (their 128-bit hashes)
 /// until the writer has handed their chunk to the kernel; at the end of each
-/// *commit window* (`lines` records, `every` elapsed, a pause in the input, or
-/// the end), the pipeline waits for the writer, syncs standard output when
+/// *commit window* (`lines` records, `every` elapsed, [`MAX_PENDING_KEYS`]
+/// keys waiting, a pause in the input, or the end), the pipeline waits for the writer, syncs standard output when
 /// `sync_output` (a regular file), then inserts the waiting keys into the filter
 /// and ends the window ([`BatchFilter::end_window`]: counters written, lock
 /// released). A window holds the filter's lock from its first judgement to its
@@ -330,6 +330,13 @@ type Pending = HashMap<(u64, u64), u64, BuildHasherDefault<KeyHasher>>;
 
 /// Pending entries at which stale ones are first pruned.
 const PRUNE_AT: usize = 1 << 17;
+
+/// Keys judged new a window may hold before it ends, whatever `--commit-every`
+/// says: when the output is a file, every new key of a window waits in memory
+/// until the window's commit (24 bytes in the pending map, at most 2 buckets
+/// per entry, plus 16 in `acked`), so this keeps the window's memory under
+/// about 40 MiB (plus one chunk's keys) instead of growing with the input.
+pub const MAX_PENDING_KEYS: usize = 1 << 19;
 
 fn pending_key(h: Hash128) -> (u64, u64) {
     (h.lo, h.hi)
@@ -419,6 +426,7 @@ impl Deferred {
         pause
             || self.window_lines >= self.commit.lines
             || self.window_start.elapsed() >= self.commit.every
+            || self.pending.len() >= MAX_PENDING_KEYS
     }
 
     /// Takes the writer's acknowledgements waiting now, or with `wait` every
