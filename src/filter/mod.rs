@@ -953,15 +953,15 @@ pub fn occupancy(bits: &[u8], layout: &Layout) -> Occupancy {
         }
         let mut page_q = 0f64;
         for blk in page.chunks_exact(BLOCK_BYTES) {
-            let c = blk.iter().map(|b| b.count_ones()).sum::<u32>() as usize;
+            // Bits set in each 64-bit word of the block, counted once.
+            let words: [usize; 8] =
+                std::array::from_fn(|w| load_word(blk, w).count_ones() as usize);
+            let c: usize = words.iter().sum();
             bits_set += c as u64;
             key_blocks += inv[c];
             page_q += match layout.scheme {
                 Scheme::Scattered => q[c],
-                Scheme::Sectored => blk
-                    .chunks_exact(8)
-                    .map(|w| qw[w.iter().map(|b| b.count_ones()).sum::<u32>() as usize])
-                    .product(),
+                Scheme::Sectored => words.iter().map(|&cw| qw[cw]).product(),
             };
             if c == BLOCK_BITS as usize {
                 full_blocks += 1;

@@ -329,12 +329,12 @@ pub fn plan_with_spread(n: u64, p: f64, x: u32, scheme: Scheme) -> Result<Plan, 
 }
 
 /// Sizes a filter for `n` keys at `p`. First the scattered plan (see
-/// [`plan_scattered`]); then the sectored plan with the fewest blocks per key,
+/// `scattered_plans`); then the sectored plan with the fewest blocks per key,
 /// but no more than that one, that costs at most [`SECTORED_PREMIUM`] more space
 /// and stays within 10 % of the textbook classic size is taken instead.
-/// Sectored positions make the test-and-set cheaper; where
-/// the best `k` is far from a multiple of 8 per block (high `p`, where it is
-/// well under 8) they would cost more space, and scattered ones are kept.
+/// Sectored positions make the test-and-set cheaper; where the best `k` is far
+/// from a multiple of 8 per block (high `p`, where it is well under 8) they
+/// would cost more space, and scattered ones are kept.
 ///
 /// # Errors
 /// [`SizingError`] when `p` is out of range or the filter would be too large.
@@ -371,9 +371,9 @@ pub fn plan(n: u64, p: f64) -> Result<Plan, SizingError> {
 }
 
 /// When this environment variable is set (to any value), [`plan`] makes
-/// scattered layers only,
-/// as `seen` before format 1.4 did: for tests of old files and for benchmarks
-/// of one scheme against the other with the same binary. Not a user option.
+/// scattered layers only, as `seen` before format 1.4 did: for tests of old
+/// files and for benchmarks of one scheme against the other with the same
+/// binary. Not a user option.
 pub const SCATTERED_ONLY_ENV: &str = "SEEN_SCATTERED_ONLY";
 
 /// Sectored bit positions are chosen when they cost at most this fraction more
@@ -384,15 +384,10 @@ pub const SECTORED_PREMIUM: f64 = 0.03;
 /// Sizes a filter for `n` keys at `p` with scattered bit positions, choosing
 /// the blocks per key: the smallest spread whose size is within
 /// [`SPREAD_SAVING`] of the smallest filter and within 9 % of the textbook
-/// classic size.
+/// classic size. Returns that plan and the plans of every spread it chose from.
 ///
 /// # Errors
 /// [`SizingError`] when `p` is out of range or the filter would be too large.
-pub fn plan_scattered(n: u64, p: f64) -> Result<Plan, SizingError> {
-    Ok(scattered_plans(n, p)?.0)
-}
-
-/// [`plan_scattered`], and the plans for every spread it chose from.
 fn scattered_plans(n: u64, p: f64) -> Result<(Plan, Vec<Plan>), SizingError> {
     // Down to 1e-2 one block per key is within 3 % of the classic size.
     let spreads: &[u32] = if p >= 1e-2 { &[1] } else { &[1, 2, 4] };
