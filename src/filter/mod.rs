@@ -340,6 +340,12 @@ pub trait BatchFilter {
     fn interrupted(&mut self) {}
 }
 
+/// When this environment variable is set (to any value), the batch functions
+/// use the portable sectored kernels even on a CPU with AVX2: for tests that
+/// the two give the same bits, and for benchmarks of one against the other
+/// with the same binary. Not a user option.
+pub const PORTABLE_ENV: &str = "SEEN_PORTABLE";
+
 /// How many keys ahead [`insert_batch`] and [`contains_batch`] prefetch. On the
 /// 2-core development VM, distances 4–32 measured the same (and 0 was 2.5×
 /// slower): the limit there is misses in flight, not distance.
@@ -476,26 +482,31 @@ pub fn set_key(bits: &mut [u8], layout: &Layout, h: Hash128) {
 /// Sets the bits of every key in `bits` (prefetching ahead like
 /// [`insert_batch`]), without asking whether they were present.
 pub fn set_batch(bits: &mut [u8], layout: &Layout, hashes: &[Hash128]) {
-    fn go(
+    #[inline(always)]
+    fn go<const X: usize>(
         mut bits: &mut [u8],
         layout: &Layout,
         hashes: &[Hash128],
         set: impl Fn(&mut [u8], Hash128),
     ) {
-        for_each_prefetched(&mut bits, layout, &[], hashes, |bits, h| set(bits, h));
+        for_each_prefetched::<_, X>(&mut bits, layout, &[], hashes, |bits, h| set(bits, h));
     }
     let nblocks = layout.nblocks;
     macro_rules! run {
         ($x:literal, $r:ty) => {
-            go(bits, layout, hashes, |b: &mut [u8], h| {
+            go::<$x>(bits, layout, hashes, |b: &mut [u8], h| {
                 fixed::set_key::<$x, $r>(b, nblocks, h)
             })
+        };
+        ($x:literal, $r:ty, $fast:ty) => {
+            // SAFETY: `dispatch` passes an AVX2 rule only when `fixed::simd()`.
+            unsafe { fixed::with_avx2(|| run!($x, $fast)) }
         };
     }
     fixed::dispatch!(
         layout,
         run,
-        go(bits, layout, hashes, |b: &mut [u8], h| set_key(
+        go::<0>(bits, layout, hashes, |b: &mut [u8], h| set_key(
             b, layout, h
         ))
     );
@@ -530,9 +541,10 @@ pub struct LayerBits<'a> {
 /// Calls `f` on each hash in order, with the blocks of the key
 /// [`PREFETCH_DISTANCE`] places ahead already requested from memory, in `bits`
 /// and in every layer of `older`. `bits` is `&[u8]` or `&mut [u8]`, handed back
-/// to `f` for the probe itself.
+/// to `f` for the probe itself. `X` is the layout's blocks per key when known
+/// at compile time (the specialised kernels), else 0.
 #[inline(always)]
-fn for_each_prefetched<S: AsRef<[u8]>>(
+fn for_each_prefetched<S: AsRef<[u8]>, const X: usize>(
     bits: &mut S,
     layout: &Layout,
     older: &[LayerBits],
@@ -540,8 +552,14 @@ fn for_each_prefetched<S: AsRef<[u8]>>(
     mut f: impl FnMut(&mut S, Hash128),
 ) {
     #[inline(always)]
-    fn ahead(bits: &[u8], layout: &Layout, older: &[LayerBits], h: Hash128) {
-        prefetch_key(bits, layout, h);
+    fn ahead<const X: usize>(bits: &[u8], layout: &Layout, older: &[LayerBits], h: Hash128) {
+        if X == 0 {
+            prefetch_key(bits, layout, h);
+        } else {
+            for b in fixed::blocks::<X>(layout.nblocks, h) {
+                prefetch(bits, b as usize * BLOCK_BYTES);
+            }
+        }
         // Most keys are absent from a given older layer, and a lookup stops
         // at the first block missing a bit: only that block is worth a slot
         // among the misses in flight.
@@ -550,11 +568,11 @@ fn for_each_prefetched<S: AsRef<[u8]>>(
         }
     }
     for h in hashes.iter().take(PREFETCH_DISTANCE) {
-        ahead(bits.as_ref(), layout, older, *h);
+        ahead::<X>(bits.as_ref(), layout, older, *h);
     }
     for (i, h) in hashes.iter().enumerate() {
         if let Some(next) = hashes.get(i + PREFETCH_DISTANCE) {
-            ahead(bits.as_ref(), layout, older, *next);
+            ahead::<X>(bits.as_ref(), layout, older, *next);
         }
         f(bits, *h);
     }
@@ -570,6 +588,11 @@ fn lookup_for(layout: &Layout) -> Lookup {
         ($x:literal, $r:ty) => {
             (|bits: &[u8], l: &Layout, h: Hash128| fixed::contains::<$x, $r>(bits, l.nblocks, h))
                 as Lookup
+        };
+        // Older layers are looked up through a function pointer, outside the
+        // AVX2-compiled loop: the portable kernel.
+        ($x:literal, $r:ty, $fast:ty) => {
+            run!($x, $r)
         };
     }
     fixed::dispatch!(layout, run, contains_key as Lookup)
@@ -603,6 +626,12 @@ fn in_older(older: &[(LayerBits, Lookup)], h: Hash128) -> bool {
 ///   tested with eight loads, eight and-nots and one branch.
 mod fixed {
     use super::{BLOCK_BYTES, BLOCKS_PER_PAGE, Hash128, block_of, block_of_mut, mul_hi};
+    #[cfg(target_arch = "x86_64")]
+    use std::arch::x86_64::{
+        __m256i, _mm256_and_si256, _mm256_andnot_si256, _mm256_loadu_si256, _mm256_or_si256,
+        _mm256_set1_epi64x, _mm256_setr_epi64x, _mm256_setzero_si256, _mm256_sllv_epi64,
+        _mm256_srlv_epi64, _mm256_storeu_si256, _mm256_testz_si256,
+    };
 
     const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
 
@@ -723,8 +752,118 @@ mod fixed {
         }
     }
 
+    /// [`Sectored`] with AVX2: the eight word masks of a round are made in two
+    /// 256-bit registers (variable shifts) and a block is tested with two loads,
+    /// two and-nots and one `vptest`. Bit for bit the same as [`Sectored`]
+    /// (tested). Only [`dispatch`] names it, and only after [`simd`] said the
+    /// CPU has AVX2, inside [`with_avx2`] so that it compiles to AVX2 code.
+    #[cfg(target_arch = "x86_64")]
+    pub(super) struct SectoredAvx2<const C: usize>;
+
+    #[cfg(target_arch = "x86_64")]
+    impl<const C: usize> SectoredAvx2<C> {
+        /// Block `j`'s masks: words 0–3 and words 4–7.
+        #[inline(always)]
+        fn masks(hi: u64, j: usize) -> (__m256i, __m256i) {
+            // SAFETY (every block below): AVX2 is present (see the type's doc);
+            // the loads and stores are of the 64 bytes of `blk`.
+            unsafe {
+                let low_shifts = _mm256_setr_epi64x(0, 6, 12, 18);
+                let high_shifts = _mm256_setr_epi64x(24, 30, 36, 42);
+                let six_bits = _mm256_set1_epi64x(63);
+                let one = _mm256_set1_epi64x(1);
+                let mut low = _mm256_setzero_si256();
+                let mut high = _mm256_setzero_si256();
+                for r in 0..C {
+                    let out = _mm256_set1_epi64x(output(hi, j * C + r) as i64);
+                    let at = _mm256_and_si256(_mm256_srlv_epi64(out, low_shifts), six_bits);
+                    low = _mm256_or_si256(low, _mm256_sllv_epi64(one, at));
+                    let at = _mm256_and_si256(_mm256_srlv_epi64(out, high_shifts), six_bits);
+                    high = _mm256_or_si256(high, _mm256_sllv_epi64(one, at));
+                }
+                (low, high)
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    impl<const C: usize> Rule for SectoredAvx2<C> {
+        type Key = u64;
+
+        #[inline(always)]
+        fn key(h: Hash128) -> u64 {
+            h.hi
+        }
+
+        #[inline(always)]
+        fn missing(blk: &[u8; BLOCK_BYTES], hi: &u64, j: usize) -> bool {
+            let (low, high) = Self::masks(*hi, j);
+            unsafe {
+                let p = blk.as_ptr().cast::<__m256i>();
+                let a = _mm256_andnot_si256(_mm256_loadu_si256(p), low);
+                let b = _mm256_andnot_si256(_mm256_loadu_si256(p.add(1)), high);
+                let m = _mm256_or_si256(a, b);
+                _mm256_testz_si256(m, m) == 0
+            }
+        }
+
+        #[inline(always)]
+        fn set(blk: &mut [u8; BLOCK_BYTES], hi: &u64, j: usize) {
+            let (low, high) = Self::masks(*hi, j);
+            unsafe {
+                let p = blk.as_mut_ptr().cast::<__m256i>();
+                _mm256_storeu_si256(p, _mm256_or_si256(_mm256_loadu_si256(p), low));
+                let p = p.add(1);
+                _mm256_storeu_si256(p, _mm256_or_si256(_mm256_loadu_si256(p), high));
+            }
+        }
+    }
+
+    /// Elsewhere there is no AVX2 kernel: [`simd`] is always false, and the
+    /// name only keeps [`dispatch`] the same on every target.
+    #[cfg(not(target_arch = "x86_64"))]
+    pub(super) type SectoredAvx2<const C: usize> = Sectored<C>;
+
+    /// Whether [`dispatch`] takes the AVX2 kernels: the CPU has AVX2 and the
+    /// [`PORTABLE_ENV`](super::PORTABLE_ENV) variable is not set (checked once).
+    #[inline]
+    pub(super) fn simd() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            static SIMD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+            let on = *SIMD.get_or_init(|| {
+                std::arch::is_x86_feature_detected!("avx2")
+                    && std::env::var_os(super::PORTABLE_ENV).is_none()
+            });
+            #[cfg(test)]
+            let on = on && !super::tests::PORTABLE.with(std::cell::Cell::get);
+            on
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    }
+
+    /// Runs `f` inside a function compiled for AVX2: the batch loop and the
+    /// kernels `f` calls are inlined into it (`#[inline(always)]`) and use AVX2
+    /// instructions. Only call it when [`simd`] is true.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn with_avx2<T>(f: impl FnOnce() -> T) -> T {
+        f()
+    }
+
+    /// # Safety
+    /// None needed: there is no AVX2 code on this target.
+    #[cfg(not(target_arch = "x86_64"))]
+    pub(super) unsafe fn with_avx2<T>(f: impl FnOnce() -> T) -> T {
+        f()
+    }
+
     #[inline(always)]
-    fn blocks<const X: usize>(nblocks: u64, h: Hash128) -> [u64; X] {
+    pub(super) fn blocks<const X: usize>(nblocks: u64, h: Hash128) -> [u64; X] {
         let mut b = [0u64; X];
         if X == 1 {
             b[0] = mul_hi(h.lo, nblocks);
@@ -804,11 +943,19 @@ mod fixed {
         };
     }
 
-    /// The sectored arms of [`dispatch`] (rounds `k/8`) for one block count.
+    /// The sectored arms of [`dispatch`] (rounds `k/8`) for one block count:
+    /// `$run!(x, portable rule, AVX2 rule)` when the AVX2 kernels are on, else
+    /// `$run!(x, portable rule)`.
     macro_rules! rounds {
         ($l:ident, $run:ident, $other:expr, $x:literal: $($c:literal),*) => {
             match $l.k {
-                $(k if k == 8 * $c => $run!($x, fixed::Sectored<$c>),)*
+                $(k if k == 8 * $c => {
+                    if fixed::simd() {
+                        $run!($x, fixed::Sectored<$c>, fixed::SectoredAvx2<$c>)
+                    } else {
+                        $run!($x, fixed::Sectored<$c>)
+                    }
+                })*
                 _ => $other,
             }
         };
@@ -831,7 +978,8 @@ pub fn insert_batch(
     out: &mut Vec<bool>,
 ) -> u64 {
     /// The batch, with the test-and-set of `newest` given.
-    fn go(
+    #[inline(always)]
+    fn go<const X: usize>(
         older: &[LayerBits],
         mut newest: &mut [u8],
         layout: &Layout,
@@ -842,7 +990,7 @@ pub fn insert_batch(
         out.reserve(hashes.len());
         let mut new = 0;
         let lookups = older_lookups(older);
-        for_each_prefetched(&mut newest, layout, older, hashes, |bits, h| {
+        for_each_prefetched::<_, X>(&mut newest, layout, older, hashes, |bits, h| {
             let seen = in_older(&lookups, h) || test_and_set(bits, h);
             new += u64::from(!seen);
             out.push(seen);
@@ -852,15 +1000,19 @@ pub fn insert_batch(
     let nblocks = layout.nblocks;
     macro_rules! run {
         ($x:literal, $r:ty) => {
-            go(older, newest, layout, hashes, out, |b: &mut [u8], h| {
+            go::<$x>(older, newest, layout, hashes, out, |b: &mut [u8], h| {
                 fixed::test_and_set::<$x, $r>(b, nblocks, h)
             })
+        };
+        ($x:literal, $r:ty, $fast:ty) => {
+            // SAFETY: `dispatch` passes an AVX2 rule only when `fixed::simd()`.
+            unsafe { fixed::with_avx2(|| run!($x, $fast)) }
         };
     }
     fixed::dispatch!(
         layout,
         run,
-        go(older, newest, layout, hashes, out, |b: &mut [u8], h| {
+        go::<0>(older, newest, layout, hashes, out, |b: &mut [u8], h| {
             test_and_set_key(b, layout, h)
         })
     )
@@ -875,7 +1027,8 @@ pub fn contains_batch(layers: &[LayerBits], hashes: &[Hash128], out: &mut Vec<bo
         return;
     };
     /// The batch, with the lookup in `newest` given.
-    fn go(
+    #[inline(always)]
+    fn go<const X: usize>(
         newest: &LayerBits,
         older: &[LayerBits],
         hashes: &[Hash128],
@@ -884,7 +1037,7 @@ pub fn contains_batch(layers: &[LayerBits], hashes: &[Hash128], out: &mut Vec<bo
     ) {
         let mut bits = newest.bits;
         let lookups = older_lookups(older);
-        for_each_prefetched(&mut bits, &newest.layout, older, hashes, |bits, h| {
+        for_each_prefetched::<_, X>(&mut bits, &newest.layout, older, hashes, |bits, h| {
             out.push(contains(bits, h) || in_older(&lookups, h));
         });
     }
@@ -892,15 +1045,19 @@ pub fn contains_batch(layers: &[LayerBits], hashes: &[Hash128], out: &mut Vec<bo
     let nblocks = layout.nblocks;
     macro_rules! run {
         ($x:literal, $r:ty) => {
-            go(newest, older, hashes, out, |b: &[u8], h| {
+            go::<$x>(newest, older, hashes, out, |b: &[u8], h| {
                 fixed::contains::<$x, $r>(b, nblocks, h)
             })
+        };
+        ($x:literal, $r:ty, $fast:ty) => {
+            // SAFETY: `dispatch` passes an AVX2 rule only when `fixed::simd()`.
+            unsafe { fixed::with_avx2(|| run!($x, $fast)) }
         };
     }
     fixed::dispatch!(
         layout,
         run,
-        go(newest, older, hashes, out, |b: &[u8], h| contains_key(
+        go::<0>(newest, older, hashes, out, |b: &[u8], h| contains_key(
             b, layout, h
         ))
     );
@@ -989,6 +1146,12 @@ pub fn occupancy(bits: &[u8], layout: &Layout) -> Occupancy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        /// Set by a test to make this thread's batches take the portable
+        /// kernels (see `fixed::simd`).
+        pub(super) static PORTABLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
     use crate::hash::{DEFAULT_SEED, hash};
 
     fn layout(nblocks: u64, k: u32, x: u32) -> Layout {
@@ -1197,9 +1360,24 @@ mod tests {
 
     /// The batch functions (specialised per `x` and `k`, or the fallback for
     /// k > 16) agree with the reference `Probe` path bit for bit, with and
-    /// without an older layer, including keys repeated inside a batch.
+    /// without an older layer, including keys repeated inside a batch; sectored
+    /// layouts with the AVX2 kernels (where the CPU has them) and the portable
+    /// ones.
     #[test]
     fn batches_match_probe_path_for_every_k() {
+        #[cfg(target_arch = "x86_64")]
+        if std::env::var_os(PORTABLE_ENV).is_none() {
+            assert_eq!(fixed::simd(), std::arch::is_x86_feature_detected!("avx2"));
+        }
+        for portable in [false, true] {
+            PORTABLE.with(|p| p.set(portable));
+            assert!(!portable || !fixed::simd());
+            batches_match_probe_path();
+        }
+        PORTABLE.with(|p| p.set(false));
+    }
+
+    fn batches_match_probe_path() {
         for l in all_layouts(128) {
             let (x, k) = (l.blocks_per_key, l.k);
             {
