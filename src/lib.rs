@@ -3,8 +3,8 @@
 //! modules; the library exists so benchmarks and tests can reach the core.
 //!
 //! Arrows point one way: `cmd` → `pipeline` → `filter`, `cmd` → `file` → `filter`,
-//! `pipeline` → `input` → {`hash`, `progress`}; `hash`, `keys`, `output`,
-//! `progress`, `signals` and `units` are leaves.
+//! `pipeline` → `input` → {`hash`, `progress`}, `pipeline` → `scan`; `hash`,
+//! `keys`, `output`, `progress`, `scan`, `signals` and `units` are leaves.
 
 pub mod cli;
 pub mod cmd;
@@ -16,5 +16,6 @@ pub mod keys;
 pub mod output;
 pub mod pipeline;
 pub mod progress;
+pub mod scan;
 pub mod signals;
 pub mod units;

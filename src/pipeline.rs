@@ -103,23 +103,20 @@ impl Piece {
         self.hashes.clear();
         self.missing_field = 0;
         self.not_url = 0;
+        crate::scan::record_ends(&data[self.start..end], term, self.start, &mut self.ends);
+        self.hashes.reserve(self.ends.len());
         let mut s = self.start;
-        let records = memchr::memchr_iter(term, &data[self.start..end]);
         if keys.is_raw() {
-            for e in records {
-                let e = self.start + e;
-                self.hashes.push(hash(&data[s..e], seed));
-                self.ends.push(e + 1);
-                s = e + 1;
+            for &e in &self.ends {
+                self.hashes.push(hash(&data[s..e - 1], seed));
+                s = e;
             }
             return;
         }
         let mut keyer = Keyer::new(keys);
-        for e in records {
-            let e = self.start + e;
-            self.hashes.push(hash(keyer.key(&data[s..e]), seed));
-            self.ends.push(e + 1);
-            s = e + 1;
+        for &e in &self.ends {
+            self.hashes.push(hash(keyer.key(&data[s..e - 1]), seed));
+            s = e;
         }
         self.missing_field = keyer.missing_field;
         self.not_url = keyer.not_url;
