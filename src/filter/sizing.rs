@@ -297,7 +297,7 @@ pub fn plan_with_spread(n: u64, p: f64, x: u32, scheme: Scheme) -> Result<Plan, 
     {
         return Ok(plan);
     }
-    // FPP depends on bits per key only (plus rounding): bisect on it, on a large
+    // FPP depends on bits per key only (plus rounding): search on it, on a large
     // reference n so that rounding to whole pages does not distort the search.
     let reference = 1e9;
     let hint = std::cell::Cell::new(1u32);
