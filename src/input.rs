@@ -1,6 +1,6 @@
 //! Line sources: files and standard input, read with large `read` calls into
 //! reusable buffers that always end on a record boundary, so records are split
-//! with memchr and never copied or allocated one by one.
+//! in place (`crate::scan`) and never copied or allocated one by one.
 //!
 //! Reading (rather than memory-mapping) the input keeps peak memory independent
 //! of the input size: a mapped input's pages would count in the resident set.

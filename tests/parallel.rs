@@ -954,10 +954,10 @@ fn build_and_query_are_identical_for_any_threads_and_chunk_size() {
 /// The AVX2 test-and-set and lookup kernels (taken on CPUs that have AVX2) and
 /// the portable ones (forced with the hidden `SEEN_PORTABLE` variable) write
 /// byte-identical filters and give the same verdicts: a growing filter with
-/// sectored layers of 1, 2 and 3 blocks per key (and scattered ones), and a
-/// 1-block one at 1e-2. On a
-/// CPU without AVX2 both runs take the portable kernels and this test only
-/// checks that they repeat.
+/// sectored layers of 1 (k = 16), 2 and 3 (k = 8) blocks per key, and scattered
+/// ones, and a 1-block filter at 1e-2. On a CPU without AVX2 both runs take the
+/// portable kernels and this test only checks that they repeat (the unit test
+/// `batches_match_probe_path_for_every_k` covers every k).
 #[test]
 fn avx2_and_portable_kernels_write_the_same_filter() {
     let d = tmp();

@@ -340,7 +340,7 @@ pub trait BatchFilter {
     fn interrupted(&mut self) {}
 }
 
-/// When this environment variable is set (to any value), the batch functions
+/// When this environment variable is set (to any value, even 0), the batch functions
 /// use the portable sectored kernels even on a CPU with AVX2: for tests that
 /// the two give the same bits, and for benchmarks of one against the other
 /// with the same binary. Not a user option.
@@ -765,8 +765,9 @@ mod fixed {
         /// Block `j`'s masks: words 0–3 and words 4–7.
         #[inline(always)]
         fn masks(hi: u64, j: usize) -> (__m256i, __m256i) {
-            // SAFETY (every block below): AVX2 is present (see the type's doc);
-            // the loads and stores are of the 64 bytes of `blk`.
+            debug_assert!(std::arch::is_x86_feature_detected!("avx2"));
+            // SAFETY: AVX2 is present (see the type's doc); register operations
+            // only.
             unsafe {
                 let low_shifts = _mm256_setr_epi64x(0, 6, 12, 18);
                 let high_shifts = _mm256_setr_epi64x(24, 30, 36, 42);
@@ -798,6 +799,8 @@ mod fixed {
         #[inline(always)]
         fn missing(blk: &[u8; BLOCK_BYTES], hi: &u64, j: usize) -> bool {
             let (low, high) = Self::masks(*hi, j);
+            // SAFETY: AVX2 is present (see the type's doc); the two unaligned
+            // 32-byte loads are the 64 bytes of `blk`.
             unsafe {
                 let p = blk.as_ptr().cast::<__m256i>();
                 let a = _mm256_andnot_si256(_mm256_loadu_si256(p), low);
@@ -810,6 +813,9 @@ mod fixed {
         #[inline(always)]
         fn set(blk: &mut [u8; BLOCK_BYTES], hi: &u64, j: usize) {
             let (low, high) = Self::masks(*hi, j);
+            // SAFETY: AVX2 is present (see the type's doc); the unaligned
+            // 32-byte loads and stores are the 64 bytes of `blk`, borrowed
+            // mutably.
             unsafe {
                 let p = blk.as_mut_ptr().cast::<__m256i>();
                 _mm256_storeu_si256(p, _mm256_or_si256(_mm256_loadu_si256(p), low));

@@ -62,6 +62,7 @@ pub fn read_lines_then_close(
     cmd.current_dir(dir)
         .env_remove("RAYON_NUM_THREADS")
         .env_remove("SEEN_CHUNK_BYTES")
+        .env_remove("SEEN_PORTABLE")
         .envs(env.iter().copied())
         .args(args)
         .stdin(Stdio::null())
@@ -227,7 +228,8 @@ impl Run {
 }
 
 /// Runs `seen ARGS` in `dir` under `env` (and without the inherited
-/// `RAYON_NUM_THREADS` and `SEEN_CHUNK_BYTES`), with `input` on standard input.
+/// `RAYON_NUM_THREADS`, `SEEN_CHUNK_BYTES` and `SEEN_PORTABLE`), with `input` on
+/// standard input.
 pub fn seen_env<I, S>(dir: &Path, env: &[(&str, &str)], args: I, input: &[u8]) -> Run
 where
     I: IntoIterator<Item = S>,
@@ -241,6 +243,7 @@ where
         .current_dir(dir)
         .env_remove("RAYON_NUM_THREADS")
         .env_remove("SEEN_CHUNK_BYTES")
+        .env_remove("SEEN_PORTABLE")
         .envs(env.iter().copied())
         .args(&args)
         .write_stdin(input.to_vec())
