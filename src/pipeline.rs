@@ -279,9 +279,10 @@ pub enum Mode {
 /// *commit window* (`lines` records, `every` elapsed, [`MAX_PENDING_KEYS`]
 /// keys waiting, a pause in the input, or the end), the pipeline waits for the
 /// writer, syncs standard output when `sync_output` (a regular file), then
-/// inserts the waiting keys into the filter and ends the window ([`BatchFilter::end_window`]: counters written, lock
-/// released). A window holds the filter's lock from its first judgement to its
-/// commit, so processes sharing a file take turns per window.
+/// inserts the waiting keys into the filter and ends the window
+/// ([`BatchFilter::end_window`]: counters written, lock released). A window
+/// holds the filter's lock from its first judgement to its commit, so
+/// processes sharing a file take turns per window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Commit {
     /// Records per window at most.

@@ -241,11 +241,18 @@ fn block(bits: &[u8], b: u64) -> &[u8] {
     &bits[start..start + BLOCK_BYTES]
 }
 
-#[inline]
+/// Word `w` (0–7) of a block: bytes `8w..8w + 8`, little-endian.
+#[inline(always)]
 fn load_word(block: &[u8], w: usize) -> u64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(&block[w * 8..w * 8 + 8]);
     u64::from_le_bytes(a)
+}
+
+/// Writes word `w` of a block (see [`load_word`]).
+#[inline(always)]
+fn store_word(block: &mut [u8], w: usize, v: u64) {
+    block[w * 8..w * 8 + 8].copy_from_slice(&v.to_le_bytes());
 }
 
 /// Returns true when every bit of the probe is set in `bits`.
@@ -281,7 +288,7 @@ pub fn test_and_set(bits: &mut [u8], probe: &Probe) -> bool {
             let old = load_word(blk, w);
             if old & m != m {
                 seen = false;
-                blk[w * 8..w * 8 + 8].copy_from_slice(&(old | m).to_le_bytes());
+                store_word(blk, w, old | m);
             }
         }
     }
@@ -625,7 +632,10 @@ fn in_older(older: &[(LayerBits, Lookup)], h: Hash128) -> bool {
 ///   stream giving one bit to each of the block's eight 64-bit words: a block is
 ///   tested with eight loads, eight and-nots and one branch.
 mod fixed {
-    use super::{BLOCK_BYTES, BLOCKS_PER_PAGE, Hash128, block_of, block_of_mut, mul_hi};
+    use super::{
+        BLOCK_BYTES, BLOCKS_PER_PAGE, Hash128, block_of, block_of_mut, load_word, mul_hi,
+        store_word,
+    };
     #[cfg(target_arch = "x86_64")]
     use std::arch::x86_64::{
         __m256i, _mm256_and_si256, _mm256_andnot_si256, _mm256_loadu_si256, _mm256_or_si256,
@@ -717,11 +727,6 @@ mod fixed {
             }
             m
         }
-
-        #[inline(always)]
-        fn word(blk: &[u8; BLOCK_BYTES], w: usize) -> u64 {
-            u64::from_le_bytes(blk[8 * w..8 * w + 8].try_into().expect("8 bytes"))
-        }
     }
 
     impl<const C: usize> Rule for Sectored<C> {
@@ -737,7 +742,7 @@ mod fixed {
             let m = Self::masks(*hi, j);
             let mut missing = 0u64;
             for (w, m) in m.iter().enumerate() {
-                missing |= m & !Self::word(blk, w);
+                missing |= m & !load_word(blk, w);
             }
             missing != 0
         }
@@ -746,8 +751,8 @@ mod fixed {
         fn set(blk: &mut [u8; BLOCK_BYTES], hi: &u64, j: usize) {
             let m = Self::masks(*hi, j);
             for (w, m) in m.iter().enumerate() {
-                let v = Self::word(blk, w) | m;
-                blk[8 * w..8 * w + 8].copy_from_slice(&v.to_le_bytes());
+                let v = load_word(blk, w) | m;
+                store_word(blk, w, v);
             }
         }
     }
@@ -1386,74 +1391,72 @@ mod tests {
     fn batches_match_probe_path() {
         for l in all_layouts(128) {
             let (x, k) = (l.blocks_per_key, l.k);
-            {
-                // The older layer takes the fallback path too when k is not
-                // specialised, and has the other scheme otherwise.
-                let old = match l.scheme {
-                    _ if k > 16 && l.scheme == Scheme::Scattered => layout(64, k, 2),
-                    Scheme::Scattered => with_scheme(64, 8, 2, Scheme::Sectored),
-                    Scheme::Sectored => layout(64, 3, 2),
-                };
-                let mut old_bits = vec![0u8; old.bytes() as usize];
-                for i in 0..200u32 {
-                    test_and_set(&mut old_bits, &old.probe(hash(&i.to_le_bytes(), 5)));
-                }
-                let older = [LayerBits {
-                    bits: &old_bits,
-                    layout: old,
-                }];
-                // Keys 0..1500 with every 7th repeated from earlier in the batch.
-                let keys: Vec<Hash128> = (0..1500u32)
-                    .map(|i| if i % 7 == 3 { i / 2 } else { i })
-                    .map(|i| hash(&i.to_le_bytes(), 5))
+            // The older layer takes the fallback path too when k is not
+            // specialised, and has the other scheme otherwise.
+            let old = match l.scheme {
+                _ if k > 16 && l.scheme == Scheme::Scattered => layout(64, k, 2),
+                Scheme::Scattered => with_scheme(64, 8, 2, Scheme::Sectored),
+                Scheme::Sectored => layout(64, 3, 2),
+            };
+            let mut old_bits = vec![0u8; old.bytes() as usize];
+            for i in 0..200u32 {
+                test_and_set(&mut old_bits, &old.probe(hash(&i.to_le_bytes(), 5)));
+            }
+            let older = [LayerBits {
+                bits: &old_bits,
+                layout: old,
+            }];
+            // Keys 0..1500 with every 7th repeated from earlier in the batch.
+            let keys: Vec<Hash128> = (0..1500u32)
+                .map(|i| if i % 7 == 3 { i / 2 } else { i })
+                .map(|i| hash(&i.to_le_bytes(), 5))
+                .collect();
+            for with_older in [false, true] {
+                let older: &[LayerBits] = if with_older { &older } else { &[] };
+                let mut want_bits = vec![0u8; l.bytes() as usize];
+                let want: Vec<bool> = keys
+                    .iter()
+                    .map(|h| {
+                        older.iter().any(|o| contains(o.bits, &o.layout.probe(*h)))
+                            || test_and_set(&mut want_bits, &l.probe(*h))
+                    })
                     .collect();
-                for with_older in [false, true] {
-                    let older: &[LayerBits] = if with_older { &older } else { &[] };
-                    let mut want_bits = vec![0u8; l.bytes() as usize];
-                    let want: Vec<bool> = keys
-                        .iter()
-                        .map(|h| {
-                            older.iter().any(|o| contains(o.bits, &o.layout.probe(*h)))
-                                || test_and_set(&mut want_bits, &l.probe(*h))
-                        })
-                        .collect();
-                    let mut bits = vec![0u8; l.bytes() as usize];
-                    let mut got = Vec::new();
-                    let new = insert_batch(older, &mut bits, &l, &keys, &mut got);
-                    assert_eq!(got, want, "insert x={x} k={k} older={with_older}");
-                    assert_eq!(new, want.iter().filter(|s| !**s).count() as u64);
-                    assert!(bits == want_bits, "bits x={x} k={k} older={with_older}");
+                let mut bits = vec![0u8; l.bytes() as usize];
+                let mut got = Vec::new();
+                let new = insert_batch(older, &mut bits, &l, &keys, &mut got);
+                assert_eq!(got, want, "insert x={x} k={k} older={with_older}");
+                assert_eq!(new, want.iter().filter(|s| !**s).count() as u64);
+                assert!(bits == want_bits, "bits x={x} k={k} older={with_older}");
 
-                    let mut set = vec![0u8; l.bytes() as usize];
-                    let fresh: Vec<Hash128> = keys
-                        .iter()
-                        .zip(&want)
-                        .filter(|(_, s)| !**s)
-                        .map(|(h, _)| *h)
-                        .collect();
-                    set_batch(&mut set, &l, &fresh);
-                    let mut only_new = vec![0u8; l.bytes() as usize];
-                    for h in &fresh {
-                        test_and_set(&mut only_new, &l.probe(*h));
-                    }
-                    assert!(set == only_new, "set_batch x={x} k={k}");
-
-                    let probes: Vec<Hash128> =
-                        (0..3000u32).map(|i| hash(&i.to_le_bytes(), 5)).collect();
-                    let mut layers = older.to_vec();
-                    layers.push(LayerBits {
-                        bits: &bits,
-                        layout: l,
-                    });
-                    let mut got = Vec::new();
-                    contains_batch(&layers, &probes, &mut got);
-                    let want: Vec<bool> = probes
-                        .iter()
-                        .map(|h| layers.iter().any(|o| contains(o.bits, &o.layout.probe(*h))))
-                        .collect();
-                    assert_eq!(got, want, "contains x={x} k={k} older={with_older}");
-                    assert!(got.iter().any(|p| *p) && got.iter().any(|p| !*p));
+                let mut set = vec![0u8; l.bytes() as usize];
+                let fresh: Vec<Hash128> = keys
+                    .iter()
+                    .zip(&want)
+                    .filter(|(_, s)| !**s)
+                    .map(|(h, _)| *h)
+                    .collect();
+                set_batch(&mut set, &l, &fresh);
+                let mut only_new = vec![0u8; l.bytes() as usize];
+                for h in &fresh {
+                    test_and_set(&mut only_new, &l.probe(*h));
                 }
+                assert!(set == only_new, "set_batch x={x} k={k}");
+
+                let probes: Vec<Hash128> =
+                    (0..3000u32).map(|i| hash(&i.to_le_bytes(), 5)).collect();
+                let mut layers = older.to_vec();
+                layers.push(LayerBits {
+                    bits: &bits,
+                    layout: l,
+                });
+                let mut got = Vec::new();
+                contains_batch(&layers, &probes, &mut got);
+                let want: Vec<bool> = probes
+                    .iter()
+                    .map(|h| layers.iter().any(|o| contains(o.bits, &o.layout.probe(*h))))
+                    .collect();
+                assert_eq!(got, want, "contains x={x} k={k} older={with_older}");
+                assert!(got.iter().any(|p| *p) && got.iter().any(|p| !*p));
             }
         }
     }
