@@ -85,7 +85,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__build)
-            opts="-o -n -p -z -j -k -t -i -q -h --output --capacity --fpp --growth --no-grow --fixed --force --add --summary --json --seed --null --threads --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --progress --quiet --help"
+            opts="-o -n -p -z -j -k -t -i -q -h --output --capacity --fpp --growth --no-grow --fixed --force --add --summary --json --seed --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --progress --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -169,7 +169,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__dedup)
-            opts="-f -n -p -d -z -j -k -t -i -q -h --filter --capacity --fpp --growth --no-grow --fixed --summary --commit-every --json --repeated --null --threads --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --progress --quiet --help"
+            opts="-f -n -p -d -z -j -k -t -i -q -h --filter --capacity --fpp --growth --no-grow --fixed --summary --commit-every --json --repeated --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --progress --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -403,7 +403,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__query)
-            opts="-f -v -c -q -z -j -k -t -i -h --file --invert-match --count --silent --quiet --all --json --progress --null --threads --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --help"
+            opts="-f -v -c -q -z -j -k -t -i -h --file --invert-match --count --silent --quiet --all --json --progress --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

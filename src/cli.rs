@@ -223,6 +223,12 @@ pub struct RecordArgs {
     /// CPUs; at most 256]. Output is identical for any value.
     #[arg(short = 'j', long = "threads", value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: Option<u16>,
+
+    /// Read input files instead of memory-mapping them: about 10% slower, but
+    /// a file that another program truncates meanwhile (log rotation with
+    /// copytruncate) just ends early, where a mapped one stops seen (exit 2).
+    #[arg(long = "no-mmap")]
+    pub no_mmap: bool,
 }
 
 /// How a new filter is sized. Only used when a filter is created.

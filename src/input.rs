@@ -1,14 +1,21 @@
-//! Line sources: files and standard input, read with large `read` calls into
-//! reusable buffers that always end on a record boundary, so records are split
-//! in place (`crate::scan`) and never copied or allocated one by one.
+//! Line sources: files and standard input, in chunks that always end on a
+//! record boundary, so records are split in place (`crate::scan`) and never
+//! copied or allocated one by one.
 //!
-//! Reading (rather than memory-mapping) the input keeps peak memory independent
-//! of the input size: a mapped input's pages would count in the resident set.
+//! A regular file is mapped one window (about a chunk) at a time when the
+//! reader is told to ([`Reader::map_files`]): the records are read where they
+//! lie in the page cache, without the kernel's copy into a buffer, and each
+//! window is unmapped once its chunk is written, so peak memory stays a few
+//! chunks whatever the input size. Everything else (pipes, standard input, a
+//! record longer than a window, a last record without terminator, what is
+//! appended to a file past the size it had) is read with large `read` calls
+//! into reusable buffers.
 
 use crate::hash::{Hash128, StreamHash};
 use anyhow::{Context, Result, bail};
+use memmap2::Mmap;
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 /// Where records come from.
@@ -109,11 +116,17 @@ pub fn total_bytes(sources: &[Source]) -> Option<u64> {
 /// Counts the records of every source when all are regular files (a last record
 /// without terminator counts); `None` when one is standard input or not a regular
 /// file (a pipe cannot be read twice). A large file is counted by up to
-/// `threads` (at most [`MAX_COUNT_THREADS`]) threads at once.
+/// `threads` (at most [`MAX_COUNT_THREADS`]) threads at once, in mapped windows
+/// when `map`, else with positioned reads.
 ///
 /// # Errors
 /// When a file cannot be opened or read.
-pub fn count_records(sources: &[Source], term: u8, threads: usize) -> Result<Option<u64>> {
+pub fn count_records(
+    sources: &[Source],
+    term: u8,
+    threads: usize,
+    map: bool,
+) -> Result<Option<u64>> {
     if uncountable(sources).is_some() {
         return Ok(None);
     }
@@ -122,7 +135,7 @@ pub fn count_records(sources: &[Source], term: u8, threads: usize) -> Result<Opt
         let Source::File(path) = s else {
             return Ok(None);
         };
-        total += count_file(&open_file(path)?, term, threads, true)
+        total += count_file(&open_file(path)?, term, threads, map)
             .with_context(|| format!("cannot read {}", path.display()))?;
     }
     Ok(Some(total))
@@ -249,6 +262,36 @@ pub struct Reader {
     long: Option<(usize, u64)>,
     /// The hash of the long record just streamed.
     prehashed: Option<Hash128>,
+    /// Map regular files a window at a time ([`Reader::map_files`]).
+    map: bool,
+    /// The open source's file, when it is a regular file that may be mapped.
+    mappable: Option<File>,
+    /// The window the records returned by the last [`Reader::fill`] lie in.
+    mapped: Option<Window>,
+}
+
+/// What [`Reader::map_window`] did.
+enum MapStep {
+    /// Records were mapped.
+    Mapped(Window),
+    /// The open file has ended.
+    Ended,
+    /// Read on instead.
+    Read,
+}
+
+/// Whole records of a file, mapped where they lie.
+#[derive(Debug)]
+pub struct Window {
+    map: Mmap,
+    len: usize,
+}
+
+impl Window {
+    /// The records, each ending with the terminator.
+    pub fn bytes(&self) -> &[u8] {
+        &self.map[..self.len]
+    }
 }
 
 /// A read shorter than this (and than asked for) means the pipe is empty for now.
@@ -267,7 +310,82 @@ impl Reader {
             drained: false,
             long: None,
             prehashed: None,
+            map: false,
+            mappable: None,
+            mapped: None,
         }
+    }
+
+    /// From now on, records of regular files are mapped rather than read, a
+    /// window of about the chunk size at a time: [`Reader::fill`] then returns
+    /// their length with the records in [`Reader::take_mapped`]'s window
+    /// instead of the buffer. Another program truncating the file meanwhile
+    /// raises SIGBUS (see `crate::signals::explain_sigbus`).
+    pub fn map_files(&mut self) {
+        self.map = true;
+    }
+
+    /// The window holding the records returned by the last [`Reader::fill`],
+    /// when they were mapped (the buffer then holds nothing of them).
+    pub fn take_mapped(&mut self) -> Option<Window> {
+        self.mapped.take()
+    }
+
+    /// Closes the open source.
+    fn close(&mut self) {
+        self.current = None;
+        self.mappable = None;
+    }
+
+    /// Maps the whole records of the open source, when it can be mapped, from
+    /// where reading stands, up to about `target` bytes.
+    fn map_window(&mut self, target: usize) -> MapStep {
+        let Some(file) = self.mappable.as_mut() else {
+            return MapStep::Read;
+        };
+        // The carry is the file's bytes just before its offset.
+        let (Ok(offset), Ok(meta)) = (file.stream_position(), file.metadata()) else {
+            return MapStep::Read;
+        };
+        let pos = offset - self.carry.len() as u64;
+        let size = meta.len();
+        if pos >= size {
+            // At the reported end: ended, unless something was appended since.
+            if !self.carry.is_empty() {
+                return MapStep::Read;
+            }
+            return match file.read(&mut [0u8]) {
+                Ok(0) => MapStep::Ended,
+                _ => match file.seek(SeekFrom::Start(pos)) {
+                    Ok(_) => MapStep::Read,
+                    // Cannot happen on a regular file; stop mapping it at least.
+                    Err(_) => {
+                        self.mappable = None;
+                        MapStep::Read
+                    }
+                },
+            };
+        }
+        let want = usize::try_from(size - pos)
+            .unwrap_or(usize::MAX)
+            .min(target.max(1));
+        let Ok(map) = crate::file::map_input(file, pos, want) else {
+            // A file system without mmap: read the file instead.
+            self.mappable = None;
+            return MapStep::Read;
+        };
+        // No terminator in the window: a record longer than it, or a last one
+        // without terminator. Reading handles both.
+        let Some(last) = memchr::memrchr(self.term, &map) else {
+            return MapStep::Read;
+        };
+        let len = last + 1;
+        if file.seek(SeekFrom::Start(pos + len as u64)).is_err() {
+            self.mappable = None;
+            return MapStep::Read;
+        }
+        self.carry.clear();
+        MapStep::Mapped(Window { map, len })
     }
 
     /// From now on, a record longer than `bytes` is not held in memory: it is
@@ -298,7 +416,7 @@ impl Reader {
             let n = self.read_current(buf)?;
             if n == 0 {
                 // A source's last record ends with it.
-                self.current = None;
+                self.close();
                 break;
             }
             if let Some(p) = memchr::memchr(self.term, &buf[..n]) {
@@ -324,7 +442,7 @@ impl Reader {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     let e = anyhow::Error::new(e).context(format!("cannot read {name}"));
-                    self.current = None;
+                    self.close();
                     self.next = self.sources.len();
                     return Err(e);
                 }
@@ -348,6 +466,11 @@ impl Reader {
                 let regular = f.metadata().is_ok_and(|m| m.is_file());
                 if regular {
                     warn_if_compressed(&f, p);
+                    if self.map {
+                        // A second descriptor of the same open file: they
+                        // share the offset that reading and mapping advance.
+                        self.mappable = f.try_clone().ok();
+                    }
                 }
                 (Box::new(f), !regular)
             }
@@ -380,6 +503,20 @@ impl Reader {
     fn fill_inner(&mut self, buf: &mut Vec<u8>, target: usize) -> Result<Option<usize>> {
         if let Some(e) = self.pending.take() {
             return Err(e);
+        }
+        while self.map {
+            if self.current.is_none() && self.carry.is_empty() && !self.open_next()? {
+                return Ok(None);
+            }
+            match self.map_window(target) {
+                MapStep::Mapped(w) => {
+                    let len = w.len;
+                    self.mapped = Some(w);
+                    return Ok(Some(len));
+                }
+                MapStep::Ended => self.close(),
+                MapStep::Read => break,
+            }
         }
         let target = target.max(1);
         if buf.len() < target.max(self.carry.len()) + 1 {
@@ -429,7 +566,7 @@ impl Reader {
                 }
             };
             if n == 0 {
-                self.current = None;
+                self.close();
                 if len > 0 && buf[len - 1] != self.term {
                     if len == buf.len() {
                         buf.push(0);
@@ -477,23 +614,121 @@ mod tests {
     use super::*;
     use std::io::Write;
 
+    /// The records of `data` as read from a file (given twice) in chunks of
+    /// `target` bytes, the same whether the reader maps the file or not.
     fn records_of(data: &[u8], term: u8, target: usize) -> Vec<Vec<u8>> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("in");
         std::fs::write(&path, data).unwrap();
         // The same file twice: records must not run together across sources.
-        let mut r = Reader::new(&[Source::File(path.clone()), Source::File(path)], term);
+        let sources = [Source::File(path.clone()), Source::File(path)];
+        let (read, _) = fills(Reader::new(&sources, term), term, target);
+        let mut r = Reader::new(&sources, term);
+        r.map_files();
+        let (mapped, _) = fills(r, term, target);
+        assert_eq!(mapped, read, "target {target}");
+        read
+    }
+
+    /// Every record `r` returns for chunks of `target` bytes, and for each fill
+    /// whether its records came in a mapped window.
+    fn fills(mut r: Reader, term: u8, target: usize) -> (Vec<Vec<u8>>, Vec<bool>) {
         let mut buf = Vec::new();
-        let mut out = vec![];
+        let (mut out, mut kinds) = (vec![], vec![]);
         while let Some((len, _)) = r.fill(&mut buf, target).unwrap() {
-            assert_eq!(buf[len - 1], term);
+            let w = r.take_mapped();
+            kinds.push(w.is_some());
+            let data = match &w {
+                Some(w) => w.bytes(),
+                None => &buf[..len],
+            };
+            assert_eq!(data.len(), len);
+            assert_eq!(data[len - 1], term);
             let mut start = 0;
-            for end in memchr::memchr_iter(term, &buf[..len]) {
-                out.push(buf[start..=end].to_vec());
+            for end in memchr::memchr_iter(term, data) {
+                out.push(data[start..=end].to_vec());
                 start = end + 1;
             }
         }
-        out
+        (out, kinds)
+    }
+
+    /// A mapping reader maps the windows it can, reads a record longer than a
+    /// window and a last record without terminator, and maps again after the
+    /// long record.
+    #[test]
+    fn mapping_falls_back_to_reading_and_resumes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in");
+        let mut data = Vec::new();
+        let mut want = Vec::new();
+        for i in 0..3000 {
+            let rec = if i == 100 {
+                vec![b'L'; 10_000]
+            } else {
+                format!("record {i}").into_bytes()
+            };
+            data.extend_from_slice(&rec);
+            want.push([&rec[..], b"\n"].concat());
+            if i < 2999 {
+                data.push(b'\n');
+            }
+        }
+        std::fs::write(&path, &data).unwrap();
+        let mut r = Reader::new(&[Source::File(path)], b'\n');
+        r.map_files();
+        let (got, kinds) = fills(r, b'\n', 256);
+        assert_eq!(got, want);
+        let first_read = kinds.iter().position(|m| !m).unwrap();
+        assert!(first_read > 0, "the first windows are mapped: {kinds:?}");
+        assert!(
+            kinds[first_read..].contains(&true),
+            "mapping resumes after the long record: {kinds:?}"
+        );
+        assert_eq!(kinds.last(), Some(&false), "the unterminated tail is read");
+    }
+
+    /// What is appended to a file after its windows were mapped is read; a file
+    /// cut short between windows ends there.
+    #[test]
+    fn mapped_files_that_grow_or_shrink_between_windows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in");
+        std::fs::write(&path, b"a\nb\n").unwrap();
+        let mut r = Reader::new(&[Source::File(path.clone())], b'\n');
+        r.map_files();
+        let mut buf = Vec::new();
+        assert_eq!(r.fill(&mut buf, 1 << 20).unwrap(), Some((4, false)));
+        assert_eq!(r.take_mapped().unwrap().bytes(), b"a\nb\n");
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(b"c\nd").unwrap();
+        assert_eq!(r.fill(&mut buf, 1 << 20).unwrap(), Some((2, false)));
+        assert_eq!(r.take_mapped().unwrap().bytes(), b"c\n");
+        assert_eq!(r.fill(&mut buf, 1 << 20).unwrap(), Some((2, false)));
+        assert!(r.take_mapped().is_none(), "the unterminated tail is read");
+        assert_eq!(&buf[..2], b"d\n");
+        assert_eq!(r.fill(&mut buf, 1 << 20).unwrap(), None);
+
+        let lines: Vec<u8> = (0..1000)
+            .flat_map(|i| format!("{i:04}\n").into_bytes())
+            .collect();
+        std::fs::write(&path, &lines).unwrap();
+        let mut r = Reader::new(&[Source::File(path.clone())], b'\n');
+        r.map_files();
+        assert_eq!(r.fill(&mut buf, 100).unwrap(), Some((100, false)));
+        assert_eq!(r.take_mapped().unwrap().bytes(), &lines[..100]);
+        // The window is unmapped (dropped) before the cut: the reader finds
+        // the file shorter than where it stands and sees its end.
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(50)
+            .unwrap();
+        assert_eq!(r.fill(&mut buf, 100).unwrap(), None);
     }
 
     /// A pipe whose reads return these pieces, then would block forever.
@@ -615,10 +850,18 @@ mod tests {
                     );
                 }
                 let sources = [Source::File(path.clone()), Source::File(path.clone())];
-                assert_eq!(count_records(&sources, term, 2).unwrap(), Some(2 * want));
+                for map in [false, true] {
+                    assert_eq!(
+                        count_records(&sources, term, 2, map).unwrap(),
+                        Some(2 * want)
+                    );
+                }
             }
         }
-        assert_eq!(count_records(&[Source::Stdin], b'\n', 2).unwrap(), None);
+        assert_eq!(
+            count_records(&[Source::Stdin], b'\n', 2, true).unwrap(),
+            None
+        );
         // Pseudo-files report a size of 0 (or a page) whatever they hold.
         for proc_file in ["/proc/cpuinfo", "/proc/version"] {
             let Ok(bytes) = std::fs::read(proc_file) else {

@@ -18,7 +18,7 @@
 
 use crate::filter::BatchFilter;
 use crate::hash::{Hash128, hash};
-use crate::input::{Reader, Source};
+use crate::input::{Reader, Source, Window};
 use crate::keys::{KeySpec, Keyer};
 use anyhow::{Context, Result, anyhow};
 use rayon::prelude::*;
@@ -55,6 +55,8 @@ pub struct Options {
     pub stream_long: bool,
     /// See [`Options::stream_long`].
     pub long_bytes: usize,
+    /// Map regular input files instead of reading them ([`Reader::map_files`]).
+    pub mmap: bool,
 }
 
 impl Options {
@@ -80,6 +82,7 @@ impl Options {
             keys: KeySpec::RAW,
             stream_long: false,
             long_bytes: env("SEEN_LONG_RECORD_BYTES").unwrap_or(LONG_RECORD_BYTES),
+            mmap: true,
         }
     }
 }
@@ -127,6 +130,8 @@ impl Piece {
 #[derive(Debug, Default)]
 pub struct Chunk {
     data: Vec<u8>,
+    /// The records, when they were mapped instead of read into `data`.
+    mapped: Option<Window>,
     len: usize,
     pieces: Vec<Piece>,
     used: usize,
@@ -145,6 +150,14 @@ impl Chunk {
         self.flush
     }
 
+    /// The records, each ending with the terminator.
+    fn bytes(&self) -> &[u8] {
+        match &self.mapped {
+            Some(w) => w.bytes(),
+            None => &self.data[..self.len],
+        }
+    }
+
     /// Byte range and verdict of every record (terminator included), in order.
     /// The verdict is "was present" (before its own insertion, when inserting).
     fn spans(&self) -> impl Iterator<Item = (usize, usize, bool)> + '_ {
@@ -159,8 +172,9 @@ impl Chunk {
 
     /// Calls `f(record, verdict)` for every record (terminator included), in order.
     pub fn for_each(&self, mut f: impl FnMut(&[u8], bool)) {
+        let data = self.bytes();
         for (s, e, v) in self.spans() {
-            f(&self.data[s..e], v);
+            f(&data[s..e], v);
         }
     }
 
@@ -171,19 +185,27 @@ impl Chunk {
         want: bool,
         mut f: impl FnMut(&'a [u8], u64) -> Result<()>,
     ) -> Result<()> {
-        let mut run: Option<(usize, usize, u64)> = None;
-        for (s, e, v) in self.spans() {
-            if v == want {
-                run = Some(match run {
-                    Some((rs, _, n)) => (rs, e, n + 1),
-                    None => (s, e, 1),
-                });
-            } else if let Some((rs, re, n)) = run.take() {
-                f(&self.data[rs..re], n)?;
+        let data = self.bytes();
+        // Records lie back to back across pieces: a run ends where the next
+        // record not wanted starts. `n` counts the records of the open run.
+        let (mut run_start, mut n, mut s) = (0, 0, 0);
+        for p in &self.pieces[..self.used] {
+            s = p.start;
+            for (&e, &v) in p.ends.iter().zip(&p.verdicts) {
+                if v == want {
+                    if n == 0 {
+                        run_start = s;
+                    }
+                    n += 1;
+                } else if n > 0 {
+                    f(&data[run_start..s], n)?;
+                    n = 0;
+                }
+                s = e;
             }
         }
-        if let Some((rs, re, n)) = run {
-            f(&self.data[rs..re], n)?;
+        if n > 0 {
+            f(&data[run_start..s], n)?;
         }
         Ok(())
     }
@@ -204,6 +226,10 @@ impl Chunk {
             return;
         }
         let len = self.len;
+        let data = match &self.mapped {
+            Some(w) => w.bytes(),
+            None => &self.data[..len],
+        };
         let want = match pool {
             Some(p) => (len / MIN_PIECE_BYTES).clamp(1, 4 * p.current_num_threads()),
             None => 1,
@@ -217,7 +243,7 @@ impl Chunk {
         starts.push(0);
         for i in 1..want {
             let at = (len * i / want).max(*starts.last().unwrap_or(&0));
-            match memchr::memchr(term, &self.data[at..len]) {
+            match memchr::memchr(term, &data[at..len]) {
                 Some(p) if at + p + 1 < len => starts.push(at + p + 1),
                 _ => break,
             }
@@ -225,7 +251,6 @@ impl Chunk {
         starts.dedup();
         self.used = starts.len();
         starts.push(len);
-        let data = &self.data[..len];
         for (i, p) in self.pieces[..self.used].iter_mut().enumerate() {
             p.start = starts[i];
         }
@@ -534,6 +559,9 @@ where
         let (ack, acks) = channel::<Vec<Hash128>>();
         let acking = deferred.is_some();
         let mut reader = Reader::new(sources, opts.term);
+        if opts.mmap {
+            reader.map_files();
+        }
         if opts.stream_long && opts.keys.is_raw() {
             reader.stream_long_records(opts.long_bytes, seed);
         }
@@ -549,6 +577,7 @@ where
                             chunk.len = len;
                             chunk.flush = flush;
                             chunk.prehashed = reader.take_prehashed();
+                            chunk.mapped = reader.take_mapped();
                             if opts.threads > 1 && len >= 2 * MIN_PIECE_BYTES && pool.is_none() {
                                 pool = rayon::ThreadPoolBuilder::new()
                                     .num_threads(opts.threads)
@@ -579,6 +608,8 @@ where
                     if acking {
                         let _ = ack.send(std::mem::take(&mut chunk.new_keys));
                     }
+                    // Unmap a window now: only a few stay mapped at a time.
+                    chunk.mapped = None;
                     let _ = recycle.send(chunk);
                 }
                 Ok(())
@@ -758,7 +789,7 @@ mod tests {
         assert_eq!(f.inserts(), 9);
     }
 
-    fn dedup_bytes(data: &[u8], threads: usize, chunk_bytes: usize) -> Vec<u8> {
+    fn dedup_bytes(data: &[u8], threads: usize, chunk_bytes: usize, mmap: bool) -> Vec<u8> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("in");
         std::fs::write(&path, data).unwrap();
@@ -770,6 +801,7 @@ mod tests {
             keys: KeySpec::RAW,
             stream_long: false,
             long_bytes: LONG_RECORD_BYTES,
+            mmap,
         };
         let mut out = Vec::new();
         run(
@@ -795,20 +827,24 @@ mod tests {
         for i in 0..200_000u32 {
             data.extend_from_slice(format!("{}\n", (i * 7919) % 50_000).as_bytes());
         }
-        let want = dedup_bytes(&data, 1, 1 << 30);
+        let want = dedup_bytes(&data, 1, 1 << 30, false);
         assert_eq!(want.iter().filter(|&&b| b == b'\n').count(), 50_000);
         for (threads, chunk) in [(1, 1), (2, 7), (3, 4096), (8, 200_000), (2, 1 << 20)] {
-            assert_eq!(
-                dedup_bytes(&data, threads, chunk),
-                want,
-                "threads {threads} chunk {chunk}"
-            );
+            for mmap in [false, true] {
+                assert_eq!(
+                    dedup_bytes(&data, threads, chunk, mmap),
+                    want,
+                    "threads {threads} chunk {chunk} mmap {mmap}"
+                );
+            }
         }
     }
 
     #[test]
     fn runs_cover_exactly_the_selected_records() {
         let data = b"a\nb\na\nc\nc\nd\n";
-        assert_eq!(dedup_bytes(data, 2, 3), b"a\nb\nc\nd\n");
+        for mmap in [false, true] {
+            assert_eq!(dedup_bytes(data, 2, 3, mmap), b"a\nb\nc\nd\n");
+        }
     }
 }

@@ -32,8 +32,8 @@ pub fn received() -> usize {
 /// What SIGBUS means for `seen`, printed when it arrives.
 const SIGBUS_MESSAGE: &[u8] =
     b"\nseen: error: a memory-mapped file shrank while in use (another program \
-truncated a filter file, or an input file while its lines were being counted): stopping. \
-Leave filter files alone while seen uses them; with dedup and build, -n skips counting inputs.\n";
+truncated a filter file, or an input file while it was being read): stopping. \
+Leave filter files alone while seen uses them; --no-mmap reads input files instead of mapping them.\n";
 
 /// The SIGBUS handler: the first thread to get here prints [`SIGBUS_MESSAGE`]
 /// and ends the process with status 2; any other thread that faults meanwhile

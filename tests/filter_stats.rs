@@ -199,6 +199,7 @@ fn run_dedup_with(
         keys: seen::keys::KeySpec::RAW,
         stream_long: false,
         long_bytes: seen::pipeline::LONG_RECORD_BYTES,
+        mmap: true,
     };
     dedup(
         &[Source::File(path)],

@@ -15,6 +15,11 @@
 //! pipeline's minimum piece size), so the chunk sizes below include values on
 //! both sides of that threshold: small ones move chunk boundaries everywhere,
 //! large ones hash pieces of one chunk on several threads.
+//!
+//! Input files are memory-mapped a window (a chunk) at a time by default, so
+//! most runs here take that path; the small-chunk checks and one run of each
+//! large case also read the files with `--no-mmap`, and standard input is
+//! always read.
 
 use assert_cmd::cargo::{cargo_bin, cargo_bin_cmd};
 use std::collections::HashSet;
@@ -376,8 +381,13 @@ fn assert_dedup_everywhere(
         a.push(file);
         a
     };
-    // The baseline first: one thread, default chunks.
+    // The baseline first: one thread, default chunks; the file mapped, then read.
     seen(d.path(), Cfg::new(Threads::Flag(1), None), with("full.bin"))
+        .ok()
+        .stdout(&want_full);
+    let mut read = with("full.bin");
+    read.insert(1, "--no-mmap");
+    seen(d.path(), Cfg::new(Threads::Flag(2), Some(65536)), &read)
         .ok()
         .stdout(&want_full);
     for cfg in cfgs {
@@ -651,8 +661,12 @@ fn check_small(d: &TempDir, inputs: &[&[u8]], extra: &[&str], expected: &[u8]) {
         write(d, &name, data);
         args.push(name);
     }
+    // Files are mapped by default; --no-mmap reads them.
+    let mut read_args = args.clone();
+    read_args.insert(1, "--no-mmap".to_string());
     for cfg in SMALL_CFGS {
         seen(d.path(), cfg, &args).ok().stdout(expected);
+        seen(d.path(), cfg, &read_args).ok().stdout(expected);
         if inputs.len() == 1 {
             seen_cfg(d.path(), cfg, &stdin_args, inputs[0])
                 .ok()

@@ -20,15 +20,17 @@ use serde::Serialize;
 use std::io::Write;
 use std::path::Path;
 
-/// Pipeline options from `-z` and `-j`.
+/// Pipeline options from `-z`, `-j` and `--no-mmap`.
 pub fn options(r: RecordArgs) -> Options {
-    Options::new(if r.null { 0 } else { b'\n' }, r.threads.map(usize::from))
+    let mut o = Options::new(if r.null { 0 } else { b'\n' }, r.threads.map(usize::from));
+    o.mmap = !r.no_mmap;
+    o
 }
 
 /// Counts the input records when they can be counted (regular files only).
 pub fn counted(sources: &[Source], opts: &Options) -> Result<Option<u64>> {
     // Its errors name the file ("cannot open x: ...", "x is a directory").
-    count_records(sources, opts.term, opts.threads)
+    count_records(sources, opts.term, opts.threads, opts.mmap)
 }
 
 /// The spec of a new filter from the sizing flags; `default_capacity` is asked
