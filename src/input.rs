@@ -270,6 +270,16 @@ pub struct Reader {
     mapped: Option<Window>,
 }
 
+/// Standard input as a file of its own (a duplicate descriptor, sharing the
+/// offset), when it is a regular file. Reading it through this rather than
+/// `io::stdin()` keeps std's buffer from reading ahead of the shared offset,
+/// which mapping starts from.
+fn stdin_file() -> Option<File> {
+    use std::os::fd::AsFd;
+    let f = File::from(io::stdin().as_fd().try_clone_to_owned().ok()?);
+    f.metadata().is_ok_and(|m| m.is_file()).then_some(f)
+}
+
 /// What [`Reader::map_window`] did.
 enum MapStep {
     /// Records were mapped.
@@ -457,10 +467,17 @@ impl Reader {
         self.next += 1;
         let (reader, stream): (Box<dyn Read + Send>, bool) = match source {
             // /dev/stdin resolves to whatever fd 0 is: a redirected file is regular.
-            Source::Stdin => (
-                Box::new(io::stdin()),
-                !std::fs::metadata("/dev/stdin").is_ok_and(|m| m.is_file()),
-            ),
+            Source::Stdin => match stdin_file() {
+                // A redirected file (`seen dedup < urls.txt`) is read, or
+                // mapped, as a file from where its offset stands.
+                Some(f) => {
+                    if self.map {
+                        self.mappable = f.try_clone().ok();
+                    }
+                    (Box::new(f), false)
+                }
+                None => (Box::new(io::stdin()), true),
+            },
             Source::File(p) => {
                 let f = open_file(p)?;
                 let regular = f.metadata().is_ok_and(|m| m.is_file());

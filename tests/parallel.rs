@@ -675,6 +675,48 @@ fn check_small(d: &TempDir, inputs: &[&[u8]], extra: &[&str], expected: &[u8]) {
     }
 }
 
+/// A regular file on standard input (`seen dedup < file`) is read from where
+/// its offset stands, mapped or (`--no-mmap`) read, across small chunks, a
+/// record longer than a chunk and a last record without terminator; when
+/// `seen` ends, the shared offset stands at the file's end, as after `cat`.
+#[test]
+fn redirected_file_is_read_from_its_offset() {
+    use std::io::{Seek, SeekFrom};
+    let d = tmp();
+    let mut data = corpus(5, SHORT, b'\n');
+    let long = huge_line(5, 10_000);
+    data.extend_from_slice(&long);
+    data.extend_from_slice(b"\n");
+    data.extend_from_slice(&corpus(6, 2_000, b'\n'));
+    data.extend_from_slice(b"no terminator");
+    let path = write(&d, "in.bin", &data);
+    // Start after the first 1,000 records.
+    let skip = memchr::memchr_iter(b'\n', &data).nth(999).unwrap() + 1;
+    let want = reference(&data[skip..], b'\n', false);
+    for (chunk, extra) in [
+        ("4096", None),
+        ("65536", Some("--no-mmap")),
+        ("4096", Some("--no-mmap")),
+    ] {
+        let mut f = fs::File::open(&path).unwrap();
+        f.seek(SeekFrom::Start(skip as u64)).unwrap();
+        let mut cmd = std::process::Command::new(cargo_bin("seen"));
+        cmd.arg("dedup").args(extra).env("SEEN_CHUNK_BYTES", chunk);
+        let out = cmd
+            .env_remove("RAYON_NUM_THREADS")
+            .stdin(f.try_clone().unwrap())
+            .output()
+            .unwrap();
+        let ctx = format!(
+            "chunk {chunk} {extra:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(0), "{ctx}");
+        assert_same(&out.stdout, &want, &ctx);
+        assert_eq!(f.stream_position().unwrap(), data.len() as u64, "{ctx}");
+    }
+}
+
 #[test]
 fn record_split_across_chunks() {
     let d = tmp();
