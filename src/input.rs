@@ -280,6 +280,12 @@ fn stdin_file() -> Option<File> {
     f.metadata().is_ok_and(|m| m.is_file()).then_some(f)
 }
 
+/// Whether a regular file reports a size: pseudo-files (`/proc`, `/sys`) say
+/// 0 and are only read, never mapped or probed at their "end".
+fn has_size(f: &File) -> bool {
+    f.metadata().is_ok_and(|m| m.len() > 0)
+}
+
 /// What [`Reader::map_window`] did.
 enum MapStep {
     /// Records were mapped.
@@ -471,7 +477,7 @@ impl Reader {
                 // A redirected file (`seen dedup < urls.txt`) is read, or
                 // mapped, as a file from where its offset stands.
                 Some(f) => {
-                    if self.map {
+                    if self.map && has_size(&f) {
                         self.mappable = f.try_clone().ok();
                     }
                     (Box::new(f), false)
@@ -483,7 +489,7 @@ impl Reader {
                 let regular = f.metadata().is_ok_and(|m| m.is_file());
                 if regular {
                     warn_if_compressed(&f, p);
-                    if self.map {
+                    if self.map && has_size(&f) {
                         // A second descriptor of the same open file: they
                         // share the offset that reading and mapping advance.
                         self.mappable = f.try_clone().ok();
