@@ -224,9 +224,10 @@ pub struct RecordArgs {
     #[arg(short = 'j', long = "threads", value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub threads: Option<u16>,
 
-    /// Read input files instead of memory-mapping them: about 20% slower, but
-    /// a file that another program truncates meanwhile (log rotation with
-    /// copytruncate) just ends early, where a mapped one stops seen (exit 2).
+    /// Read input files (and a file redirected to stdin) instead of
+    /// memory-mapping them: up to about 20% slower, but a file that another
+    /// program truncates meanwhile (log rotation with copytruncate) just ends
+    /// early, where a mapped one stops seen (exit 2).
     #[arg(long = "no-mmap")]
     pub no_mmap: bool,
 }

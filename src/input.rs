@@ -6,8 +6,9 @@
 //! reader is told to ([`Reader::map_files`]): the records are read where they
 //! lie in the page cache, without the kernel's copy into a buffer, and each
 //! window is unmapped once its chunk is written, so peak memory stays a few
-//! chunks whatever the input size. Everything else (pipes, standard input, a
-//! record longer than a window, a last record without terminator, what is
+//! chunks whatever the input size; so is a regular file redirected to standard
+//! input. Everything else (pipes, terminals, pseudo-files that report no size,
+//! a record longer than a window, a last record without terminator, what is
 //! appended to a file past the size it had) is read with large `read` calls
 //! into reusable buffers.
 
@@ -363,23 +364,22 @@ impl Reader {
         let (Ok(offset), Ok(meta)) = (file.stream_position(), file.metadata()) else {
             return MapStep::Read;
         };
-        let pos = offset - self.carry.len() as u64;
+        let Some(pos) = offset.checked_sub(self.carry.len() as u64) else {
+            // The offset did not advance with reading: not a plain file.
+            self.mappable = None;
+            return MapStep::Read;
+        };
         let size = meta.len();
         if pos >= size {
-            // At the reported end: ended, unless something was appended since.
+            // At the reported end: ended, unless something was appended since
+            // (a positioned read, which leaves the offset alone, tells).
             if !self.carry.is_empty() {
                 return MapStep::Read;
             }
-            return match file.read(&mut [0u8]) {
+            use std::os::unix::fs::FileExt;
+            return match file.read_at(&mut [0u8], pos) {
                 Ok(0) => MapStep::Ended,
-                _ => match file.seek(SeekFrom::Start(pos)) {
-                    Ok(_) => MapStep::Read,
-                    // Cannot happen on a regular file; stop mapping it at least.
-                    Err(_) => {
-                        self.mappable = None;
-                        MapStep::Read
-                    }
-                },
+                _ => MapStep::Read,
             };
         }
         let want = usize::try_from(size - pos)
@@ -506,6 +506,9 @@ impl Reader {
     /// has that many (more when one record is longer: the buffer grows), every
     /// record ending with the terminator (one is added to a source's last record
     /// when it lacks it). Returns the number of bytes of records, `None` at the end.
+    /// When mapping ([`Reader::map_files`]), the records may instead be a
+    /// mapped window of one file ([`Reader::take_mapped`]), `buf` untouched: up
+    /// to `target` bytes, ending at the window's last terminator.
     ///
     /// An error (say, the next file is missing) is reported only after the
     /// records read before it have been returned.
@@ -513,7 +516,7 @@ impl Reader {
     /// A pipe that has been drained (a read returned less than a pipe holds,
     /// [`DRAINED`]) ends the chunk early with `true`, so a slow producer's lines
     /// go through (and out) now rather than after 4 MiB more: `crawl | seen dedup
-    /// | fetch` streams. Regular files are always read in full chunks.
+    /// | fetch` streams. Regular files are read in full chunks.
     ///
     /// # Errors
     /// Opening or reading a source failed; the message names it.

@@ -32,7 +32,7 @@ pub fn received() -> usize {
 /// What SIGBUS means for `seen`, printed when it arrives.
 const SIGBUS_MESSAGE: &[u8] =
     b"\nseen: error: a memory-mapped file shrank while in use (another program \
-truncated a filter file, or an input file while it was being read): stopping. \
+truncated a filter file, or an input file while it was being read; or its device failed): stopping. \
 Leave filter files alone while seen uses them; --no-mmap reads input files instead of mapping them.\n";
 
 /// The SIGBUS handler: the first thread to get here prints [`SIGBUS_MESSAGE`]

@@ -208,3 +208,21 @@ pub fn keys(asked: &KeyArgs, recorded: Option<(KeySpec, &Path)>) -> KeySpec {
         (Some(a), _) => a,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--no-mmap` reaches the pipeline (and the counting pass, which takes
+    /// `Options::mmap` too); without it, input files are mapped.
+    #[test]
+    fn no_mmap_turns_mapping_off() {
+        let args = |no_mmap| RecordArgs {
+            null: false,
+            threads: Some(1),
+            no_mmap,
+        };
+        assert!(options(args(false)).mmap);
+        assert!(!options(args(true)).mmap);
+    }
+}

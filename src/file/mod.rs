@@ -53,8 +53,8 @@ fn map_write(file: &File, path: &Path, l: &LayerEntry) -> Result<MmapMut> {
     .with_context(|| format!("cannot memory-map {} for writing", path.display()))
 }
 
-/// Maps `len` bytes of an input file from `offset` (a multiple of the page
-/// size) read-only, for a pass that only counts records.
+/// Maps `len` bytes of an input file from `offset` (any: memmap2 aligns the
+/// mapping itself) read-only, for the counting pass and the reader's windows.
 ///
 /// # Errors
 /// When the range cannot be mapped (empty, a file system without mmap).
@@ -62,9 +62,11 @@ pub fn map_input(file: &File, offset: u64, len: usize) -> std::io::Result<Mmap> 
     // SAFETY: the mapping is only read as plain bytes (`&[u8]`) and dropped at
     // the end of its window. Another process appending to the file changes
     // nothing we read; one truncating it during the pass would raise SIGBUS and
-    // end the process (as with `rg`'s maps; see the README's limits). Bytes
-    // changing under us cost only a wrong count: a filter sized for a
-    // different number of lines.
+    // end the process (as with `rg`'s maps; see the README's limits), and so
+    // would a read error on its device. Bytes changing under us are never
+    // unsafe, only wrong: a count for a filter of another size, or (in the
+    // main pass) a record printed as it now is rather than as it was judged;
+    // every slice is bounds-checked against the window.
     unsafe { MmapOptions::new().offset(offset).len(len).map(file) }
 }
 
