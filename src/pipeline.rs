@@ -152,10 +152,7 @@ impl Chunk {
 
     /// The records, each ending with the terminator.
     fn bytes(&self) -> &[u8] {
-        match &self.mapped {
-            Some(w) => w.bytes(),
-            None => &self.data[..self.len],
-        }
+        records(self.mapped.as_ref(), &self.data, self.len)
     }
 
     /// Byte range and verdict of every record (terminator included), in order.
@@ -226,10 +223,8 @@ impl Chunk {
             return;
         }
         let len = self.len;
-        let data = match &self.mapped {
-            Some(w) => w.bytes(),
-            None => &self.data[..len],
-        };
+        // Not `self.bytes()`: the pieces are borrowed mutably below.
+        let data = records(self.mapped.as_ref(), &self.data, len);
         let want = match pool {
             Some(p) => (len / MIN_PIECE_BYTES).clamp(1, 4 * p.current_num_threads()),
             None => 1,
@@ -268,6 +263,14 @@ impl Chunk {
                 }
             }
         }
+    }
+}
+
+/// A chunk's records: its mapped window, else the first `len` bytes of its buffer.
+fn records<'a>(mapped: Option<&'a Window>, data: &'a [u8], len: usize) -> &'a [u8] {
+    match mapped {
+        Some(w) => w.bytes(),
+        None => &data[..len],
     }
 }
 
