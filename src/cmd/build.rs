@@ -1,6 +1,6 @@
 //! `seen build`: make a filter file from lines, or add lines to one.
 
-use super::{Summary, counted, keys, layer_counts, options, spec};
+use super::{Summary, counted, expected_keys, keys, layer_counts, options, spec};
 use crate::cli::{BuildArgs, DEFAULT_CAPACITY};
 use crate::file::{NewFilter, WriteFilter};
 use crate::hash::DEFAULT_SEED;
@@ -27,6 +27,7 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
             );
         }
         let mut f = WriteFilter::open(&a.output)?;
+        f.expect_keys(expected_keys(None, &sources));
         opts.keys = keys(&a.keys, Some((f.header().keys, &a.output)));
         let before = layer_counts(f.header());
         let progress = Progress::start(a.progress, total_bytes(&sources), "lines", false);
@@ -51,8 +52,12 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
             a.output.display()
         );
     }
+    let mut lines = None;
     let spec = spec(&a.size, || match counted(&sources, &opts)? {
-        Some(n) => Ok(n),
+        Some(n) => {
+            lines = Some(n);
+            Ok(n)
+        }
         None if a.size.fixed => bail!(
             "{} cannot be counted in advance to size a --fixed filter (it can only be \
              read once): pass -n/--capacity (e.g. -n 10M), or drop --fixed",
@@ -63,6 +68,7 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
     opts.keys = keys(&a.keys, None);
     let seed = a.seed.unwrap_or(DEFAULT_SEED);
     let mut f = NewFilter::create(&a.output, &spec, seed, opts.keys)?;
+    f.expect_keys(expected_keys(lines, &sources));
     let progress = Progress::start(a.progress, total_bytes(&sources), "lines", false);
     let c = pipeline(&sources, opts, &mut f, Mode::Insert, |_| Ok(true));
     drop(progress);

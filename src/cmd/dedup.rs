@@ -1,6 +1,6 @@
 //! `seen dedup`: print each line the first time it is seen, in input order.
 
-use super::{Summary, counted, keys, layer_counts, options, spec};
+use super::{Summary, counted, expected_keys, keys, layer_counts, options, spec};
 use crate::cli::{DEFAULT_CAPACITY, DedupArgs};
 use crate::file::{MemFilter, NewFilter, WriteFilter};
 use crate::filter::BatchFilter;
@@ -71,6 +71,7 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
         );
     }
     let mut f = WriteFilter::open(path)?;
+    f.expect_keys(expected_keys(None, &sources));
     opts.keys = keys(&a.keys, Some((f.header().keys, path)));
     let before = layer_counts(f.header());
     let (lines, every) = match a.commit_every {
@@ -177,7 +178,10 @@ fn create(
         let n = counted(sources, opts)?.unwrap_or(0).max(DEFAULT_CAPACITY);
         Ok(n)
     })?;
-    let f = NewFilter::create(path, &spec, DEFAULT_SEED, keys(&a.keys, None))?;
+    let mut f = NewFilter::create(path, &spec, DEFAULT_SEED, keys(&a.keys, None))?;
+    // Its pages come into the page cache now (checksums are computed over
+    // them): with the page size this run will want.
+    f.expect_keys(expected_keys(None, sources));
     match f.finish(false) {
         Ok(()) => {}
         // Another process created it first: theirs is used.

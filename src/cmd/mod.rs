@@ -33,6 +33,14 @@ pub fn counted(sources: &[Source], opts: &Options) -> Result<Option<u64>> {
     count_records(sources, opts.term, opts.threads, opts.mmap)
 }
 
+/// How many keys a run may insert, for `expect_keys` on a filter file (which
+/// decides its page size): the records when they were counted, else one per
+/// 16 bytes of the input files (a generous upper bound), else unknown
+/// (standard input or a pipe).
+pub fn expected_keys(counted: Option<u64>, sources: &[Source]) -> Option<u64> {
+    counted.or_else(|| crate::input::total_bytes(sources).map(|b| b / 16))
+}
+
 /// The spec of a new filter from the sizing flags; `default_capacity` is asked
 /// only when `-n` is not given.
 ///

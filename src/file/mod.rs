@@ -51,19 +51,20 @@ fn map_write(file: &File, path: &Path, l: &LayerEntry) -> Result<MmapMut> {
             .len(l.layout.bytes() as usize)
             .map_mut(file)
     }
-    .inspect(|m| huge_pages(|a| m.advise(a)))
     .with_context(|| format!("cannot memory-map {} for writing", path.display()))
 }
 
 /// Asks for 2 MiB pages on a layer's mapping (through `advise`), unless the
-/// `SEEN_NO_HUGEPAGE` environment variable is set (a benchmark switch). With
-/// 4 KiB pages, random probes over a filter larger than the TLB's reach (a few
-/// MiB) take a page walk nearly every time. Only a hint: anonymous memory gets
-/// transparent huge pages where they are enabled for `madvise`, and a file
-/// mapping gets 2 MiB page-cache folios, mapped whole, where the file system
-/// supports large folios (ext4 since Linux 6.16, XFS); elsewhere nothing
-/// changes. The price on a cold page cache is a read of up to 4 MiB around a
-/// first touch instead of 128 KiB.
+/// `SEEN_NO_HUGEPAGE` environment variable is set. With 4 KiB pages, random
+/// probes over a filter larger than the TLB's reach (a few MiB) take a page
+/// walk nearly every time. Only a hint: anonymous memory gets transparent huge
+/// pages where they are enabled for `madvise`, and a file mapping gets 2 MiB
+/// page-cache folios, mapped whole, where the file system supports large
+/// folios (ext4 since Linux 6.16, XFS); elsewhere nothing changes. The price
+/// for a file is granularity: a first touch on a cold page cache reads up to
+/// 4 MiB instead of 128 KiB, and the kernel writes a changed folio back whole,
+/// so a layer written to is only hinted when the run is dense (see
+/// [`Layers::expect_keys`]); layers only read always are.
 fn huge_pages(advise: impl FnOnce(memmap2::Advice) -> std::io::Result<()>) {
     if std::env::var_os("SEEN_NO_HUGEPAGE").is_none() {
         let _ = advise(memmap2::Advice::HugePage);
@@ -330,9 +331,36 @@ struct Layers {
     /// Segments changed since their checksums were last written; `None` for
     /// an in-memory filter, which has no checksums to keep.
     stale: Option<Stale>,
+    /// The file's layers ask for 2 MiB pages ([`Layers::expect_keys`]).
+    dense: bool,
 }
 
 impl Layers {
+    /// Says how many keys this run may insert (`None`: unknown). When that is
+    /// at least one per 4 KiB page of the newest layer, nearly every page
+    /// would be written back anyway, and the layers of a file are asked for
+    /// 2 MiB pages ([`huge_pages`]); a sparse or unknown run keeps 4 KiB pages,
+    /// so that adding 1,000 keys to a 400 MiB filter writes back a few MiB,
+    /// not all of it.
+    fn expect_keys(&mut self, keys: Option<u64>) {
+        let pages = self
+            .header
+            .layers
+            .last()
+            .map_or(0, |l| l.layout.nblocks / filter::BLOCKS_PER_PAGE);
+        self.dense = keys.is_some_and(|n| n >= pages);
+        for m in &self.maps {
+            self.hint(m);
+        }
+    }
+
+    /// Asks for 2 MiB pages on a map of the file when the run is dense.
+    fn hint(&self, m: &MmapMut) {
+        if self.dense {
+            huge_pages(|a| m.advise(a));
+        }
+    }
+
     /// Whether a new layer can still be added.
     fn can_grow(&self) -> bool {
         self.header.growth.is_some() && self.header.layers.len() < format::MAX_LAYERS
@@ -442,6 +470,7 @@ impl Layers {
         self.header.layers.push(next_entry(&self.header, &plan));
         match grow(&self.header) {
             Ok(map) => {
+                self.hint(&map);
                 self.maps.push(map);
                 if let Some(stale) = &mut self.stale {
                     stale.cover(&self.header.layers, true);
@@ -637,6 +666,7 @@ impl WriteFilter {
                 name: path.display().to_string(),
                 warned: 0,
                 stale: Some(Stale::default()),
+                dense: false,
             },
             locked: true,
         };
@@ -680,6 +710,7 @@ impl WriteFilter {
         }
         for l in &header.layers[mapped..] {
             let map = map_write(&self.file, path, l)?;
+            self.layers.hint(&map);
             self.layers.maps.push(map);
         }
         let stale = self.layers.stale.get_or_insert_default();
@@ -754,6 +785,12 @@ impl WriteFilter {
             write_header(file, path, h)?;
             Ok(map)
         })
+    }
+
+    /// Says how many keys this run may insert (`None`: unknown), which decides
+    /// whether the layers ask for 2 MiB pages (only for a dense run).
+    pub fn expect_keys(&mut self, keys: Option<u64>) {
+        self.layers.expect_keys(keys);
     }
 
     /// Writes every changed bit to disk, then a clean header with updated counters.
@@ -917,6 +954,7 @@ impl NewFilter {
                 maps: vec![map],
                 name: target.display().to_string(),
                 warned: 0,
+                dense: false,
             },
         })
     }
@@ -924,6 +962,11 @@ impl NewFilter {
     /// The header as it will be written.
     pub fn header(&self) -> &Header {
         &self.layers.header
+    }
+
+    /// As [`WriteFilter::expect_keys`].
+    pub fn expect_keys(&mut self, keys: Option<u64>) {
+        self.layers.expect_keys(keys);
     }
 
     /// Writes the header, syncs the file, renames it over the target (refusing to
@@ -1057,6 +1100,8 @@ impl MemFilter {
                 name: "the in-memory filter".into(),
                 warned: 0,
                 stale: None,
+                // Its memory asks for 2 MiB pages itself (`anon`).
+                dense: false,
             },
         })
     }
@@ -1130,31 +1175,53 @@ mod tests {
         None
     }
 
-    /// Every kind of layer mapping asks for huge pages: in memory, a new file,
-    /// a file opened for writing and one opened for reading (the TLB misses
-    /// they save are most of a large filter's probe cost).
+    /// Layers only read, and in-memory ones, always ask for huge pages; the
+    /// layers of a file written to ask only when the run is dense (at least
+    /// one key per 4 KiB page of the newest layer), layers it adds included,
+    /// so that a sparse run does not write back whole 2 MiB folios.
     #[test]
-    fn layer_maps_ask_for_huge_pages() {
+    fn layer_maps_ask_for_huge_pages_when_it_pays() {
         if !Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
             return; // a kernel without transparent huge pages refuses the hint
         }
         let plan = sizing::plan(200_000, 1e-6).unwrap();
-        let spec = Spec {
-            capacity: plan.capacity,
-            target_fpp: plan.target_fpp,
-            growth: None,
-        };
         let mem = MemFilter::new(&plan, 7).unwrap();
         assert_eq!(advised_huge(mem.layers.maps[0].as_ptr()), Some(true));
+        let spec = Spec {
+            capacity: 20_000,
+            target_fpp: 1e-6,
+            growth: Some(sizing::Growth::new(2)),
+        };
+        let pages = spec.layer(0).unwrap().layout.nblocks / filter::BLOCKS_PER_PAGE;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f.seen");
-        let new = NewFilter::create(&path, &spec, 7, KeySpec::RAW).unwrap();
+        let mut new = NewFilter::create(&path, &spec, 7, KeySpec::RAW).unwrap();
+        assert_eq!(advised_huge(new.layers.maps[0].as_ptr()), Some(false));
+        new.expect_keys(None);
+        assert_eq!(advised_huge(new.layers.maps[0].as_ptr()), Some(false));
+        new.expect_keys(Some(pages - 1));
+        assert_eq!(advised_huge(new.layers.maps[0].as_ptr()), Some(false));
+        new.expect_keys(Some(pages));
         assert_eq!(advised_huge(new.layers.maps[0].as_ptr()), Some(true));
+        // Fill the first layer: the one added for the rest asks too.
+        let keys: Vec<Hash128> = (0..30_000u32)
+            .map(|i| crate::hash::hash(&i.to_le_bytes(), 7))
+            .collect();
+        let mut out = Vec::new();
+        new.insert_batch(&keys, &mut out).unwrap();
+        assert_eq!(new.layers.maps.len(), 2);
+        assert_eq!(advised_huge(new.layers.maps[1].as_ptr()), Some(true));
         new.finish(false).unwrap();
-        let w = WriteFilter::open(&path).unwrap();
-        assert_eq!(advised_huge(w.layers.maps[0].as_ptr()), Some(true));
+        let mut w = WriteFilter::open(&path).unwrap();
+        assert_eq!(advised_huge(w.layers.maps[1].as_ptr()), Some(false));
+        w.expect_keys(Some(u64::MAX));
+        for m in &w.layers.maps {
+            assert_eq!(advised_huge(m.as_ptr()), Some(true));
+        }
         drop(w);
         let r = ReadFilter::open(&path).unwrap();
-        assert_eq!(advised_huge(r.maps[0].as_ptr()), Some(true));
+        for m in &r.maps {
+            assert_eq!(advised_huge(m.as_ptr()), Some(true));
+        }
     }
 }
