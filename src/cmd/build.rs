@@ -26,8 +26,7 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
                 a.output.display()
             );
         }
-        let mut f = WriteFilter::open(&a.output)?;
-        f.expect_keys(expected_keys(None, &sources));
+        let mut f = WriteFilter::open(&a.output, expected_keys(None, &sources))?;
         opts.keys = keys(&a.keys, Some((f.header().keys, &a.output)));
         let before = layer_counts(f.header());
         let progress = Progress::start(a.progress, total_bytes(&sources), "lines", false);

@@ -70,8 +70,7 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
             path.display()
         );
     }
-    let mut f = WriteFilter::open(path)?;
-    f.expect_keys(expected_keys(None, &sources));
+    let mut f = WriteFilter::open(path, expected_keys(None, &sources))?;
     opts.keys = keys(&a.keys, Some((f.header().keys, path)));
     let before = layer_counts(f.header());
     let (lines, every) = match a.commit_every {

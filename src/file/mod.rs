@@ -63,11 +63,23 @@ fn map_write(file: &File, path: &Path, l: &LayerEntry) -> Result<MmapMut> {
 /// folios (ext4 since Linux 6.16, XFS); elsewhere nothing changes. The price
 /// for a file is granularity: a first touch on a cold page cache reads up to
 /// 4 MiB instead of 128 KiB, and the kernel writes a changed folio back whole,
-/// so a layer written to is only hinted when the run is dense (see
+/// so the layer a run writes is only hinted when the run is dense (see
 /// [`Layers::expect_keys`]); layers only read always are.
 fn huge_pages(advise: impl FnOnce(memmap2::Advice) -> std::io::Result<()>) {
     if std::env::var_os("SEEN_NO_HUGEPAGE").is_none() {
         let _ = advise(memmap2::Advice::HugePage);
+    }
+}
+
+/// [`Layers::hint`] for layer `i` of `header`.
+fn hint_layer(header: &Header, expected: Option<u64>, i: usize, m: &MmapMut) {
+    let newest = i + 1 >= header.layers.len();
+    let pages = header
+        .layers
+        .get(i)
+        .map_or(0, |l| l.layout.nblocks / filter::BLOCKS_PER_PAGE);
+    if !newest || expected.is_some_and(|n| n >= pages) {
+        huge_pages(|a| m.advise(a));
     }
 }
 
@@ -331,34 +343,30 @@ struct Layers {
     /// Segments changed since their checksums were last written; `None` for
     /// an in-memory filter, which has no checksums to keep.
     stale: Option<Stale>,
-    /// The file's layers ask for 2 MiB pages ([`Layers::expect_keys`]).
-    dense: bool,
+    /// Keys this run may still insert, when known ([`Layers::expect_keys`]).
+    expected: Option<u64>,
 }
 
 impl Layers {
-    /// Says how many keys this run may insert (`None`: unknown). When that is
-    /// at least one per 4 KiB page of the newest layer, nearly every page
-    /// would be written back anyway, and the layers of a file are asked for
-    /// 2 MiB pages ([`huge_pages`]); a sparse or unknown run keeps 4 KiB pages,
-    /// so that adding 1,000 keys to a 400 MiB filter writes back a few MiB,
-    /// not all of it.
+    /// Says how many keys this run may insert (`None`: unknown; repeated
+    /// lines count too), and asks for 2 MiB pages ([`huge_pages`]) on the
+    /// layers where it pays ([`Layers::hint`]).
     fn expect_keys(&mut self, keys: Option<u64>) {
-        let pages = self
-            .header
-            .layers
-            .last()
-            .map_or(0, |l| l.layout.nblocks / filter::BLOCKS_PER_PAGE);
-        self.dense = keys.is_some_and(|n| n >= pages);
-        for m in &self.maps {
-            self.hint(m);
+        self.expected = keys;
+        for (i, m) in self.maps.iter().enumerate() {
+            self.hint(i, m);
         }
     }
 
-    /// Asks for 2 MiB pages on a map of the file when the run is dense.
-    fn hint(&self, m: &MmapMut) {
-        if self.dense {
-            huge_pages(|a| m.advise(a));
-        }
+    /// Asks for 2 MiB pages on the map `m` of layer `i` of a file when it pays:
+    /// for a layer below the newest (only read from now on), always; for the
+    /// newest, which is written, when the run is dense: when it may still
+    /// insert at least one key per 4 KiB page of it, so that most pages would
+    /// be written back anyway (about 63 % at the threshold). A sparse or
+    /// unknown run keeps 4 KiB pages, so that adding 1,000 keys to a 400 MiB
+    /// filter writes back a few MiB, not all of it.
+    fn hint(&self, i: usize, m: &MmapMut) {
+        hint_layer(&self.header, self.expected, i, m);
     }
 
     /// Whether a new layer can still be added.
@@ -444,6 +452,7 @@ impl Layers {
             last.inserts = last.inserts.saturating_add(n);
             new += n;
             done += batch.len();
+            self.expected = self.expected.map(|e| e.saturating_sub(batch.len() as u64));
             if !self.can_grow() {
                 self.warn_full();
             }
@@ -470,7 +479,7 @@ impl Layers {
         self.header.layers.push(next_entry(&self.header, &plan));
         match grow(&self.header) {
             Ok(map) => {
-                self.hint(&map);
+                self.hint(i, &map);
                 self.maps.push(map);
                 if let Some(stale) = &mut self.stale {
                     stale.cover(&self.header.layers, true);
@@ -655,7 +664,10 @@ impl WriteFilter {
     ///
     /// # Errors
     /// When the file cannot be opened, locked or written, or is not a valid filter.
-    pub fn open(path: &Path) -> Result<WriteFilter> {
+    /// `expected` is how many keys this run may insert (see
+    /// [`NewFilter::expect_keys`]); it is known before the layers are mapped,
+    /// so that a dirty file's recount brings them in with the right page size.
+    pub fn open(path: &Path, expected: Option<u64>) -> Result<WriteFilter> {
         let (file, header) = open_checked(path, true)?;
         let mut w = WriteFilter {
             path: path.to_path_buf(),
@@ -666,7 +678,7 @@ impl WriteFilter {
                 name: path.display().to_string(),
                 warned: 0,
                 stale: Some(Stale::default()),
-                dense: false,
+                expected,
             },
             locked: true,
         };
@@ -710,7 +722,7 @@ impl WriteFilter {
         }
         for l in &header.layers[mapped..] {
             let map = map_write(&self.file, path, l)?;
-            self.layers.hint(&map);
+            hint_layer(&header, self.layers.expected, self.layers.maps.len(), &map);
             self.layers.maps.push(map);
         }
         let stale = self.layers.stale.get_or_insert_default();
@@ -785,12 +797,6 @@ impl WriteFilter {
             write_header(file, path, h)?;
             Ok(map)
         })
-    }
-
-    /// Says how many keys this run may insert (`None`: unknown), which decides
-    /// whether the layers ask for 2 MiB pages (only for a dense run).
-    pub fn expect_keys(&mut self, keys: Option<u64>) {
-        self.layers.expect_keys(keys);
     }
 
     /// Writes every changed bit to disk, then a clean header with updated counters.
@@ -954,7 +960,7 @@ impl NewFilter {
                 maps: vec![map],
                 name: target.display().to_string(),
                 warned: 0,
-                dense: false,
+                expected: None,
             },
         })
     }
@@ -964,7 +970,10 @@ impl NewFilter {
         &self.layers.header
     }
 
-    /// As [`WriteFilter::expect_keys`].
+    /// Says how many keys this run may insert (`None`: unknown; repeated
+    /// lines count too), which decides whether the layer written asks for
+    /// 2 MiB pages (only for a dense run: see README, Limits). Call it before
+    /// the layer's pages are touched: pages already cached keep their size.
     pub fn expect_keys(&mut self, keys: Option<u64>) {
         self.layers.expect_keys(keys);
     }
@@ -1101,7 +1110,7 @@ impl MemFilter {
                 warned: 0,
                 stale: None,
                 // Its memory asks for 2 MiB pages itself (`anon`).
-                dense: false,
+                expected: None,
             },
         })
     }
@@ -1152,6 +1161,10 @@ impl BatchFilter for MemFilter {
 mod tests {
     use super::*;
 
+    fn filter_huge_pages_wanted() -> bool {
+        std::env::var_os("SEEN_NO_HUGEPAGE").is_none()
+    }
+
     /// Whether the mapping holding `p` was advised `MADV_HUGEPAGE` (`hg` among
     /// its `VmFlags` in `/proc/self/smaps`); `None` when it is not found.
     fn advised_huge(p: *const u8) -> Option<bool> {
@@ -1176,13 +1189,17 @@ mod tests {
     }
 
     /// Layers only read, and in-memory ones, always ask for huge pages; the
-    /// layers of a file written to ask only when the run is dense (at least
-    /// one key per 4 KiB page of the newest layer), layers it adds included,
-    /// so that a sparse run does not write back whole 2 MiB folios.
+    /// layer of a file that a run writes asks only when the run is dense (it
+    /// may still insert at least one key per 4 KiB page of it), a layer it
+    /// adds included, so that a sparse run does not write back whole 2 MiB
+    /// folios.
     #[test]
     fn layer_maps_ask_for_huge_pages_when_it_pays() {
-        if !Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
-            return; // a kernel without transparent huge pages refuses the hint
+        if !Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists()
+            || !filter_huge_pages_wanted()
+        {
+            eprintln!("skipped: no transparent huge pages here, or SEEN_NO_HUGEPAGE is set");
+            return;
         }
         let plan = sizing::plan(200_000, 1e-6).unwrap();
         let mem = MemFilter::new(&plan, 7).unwrap();
@@ -1203,18 +1220,25 @@ mod tests {
         assert_eq!(advised_huge(new.layers.maps[0].as_ptr()), Some(false));
         new.expect_keys(Some(pages));
         assert_eq!(advised_huge(new.layers.maps[0].as_ptr()), Some(true));
-        // Fill the first layer: the one added for the rest asks too.
+        // Fill the first layer: the one added for the rest asks too, while
+        // enough keys are still expected for it.
         let keys: Vec<Hash128> = (0..30_000u32)
             .map(|i| crate::hash::hash(&i.to_le_bytes(), 7))
             .collect();
         let mut out = Vec::new();
+        new.expect_keys(Some(30_000 + 2 * pages));
         new.insert_batch(&keys, &mut out).unwrap();
         assert_eq!(new.layers.maps.len(), 2);
         assert_eq!(advised_huge(new.layers.maps[1].as_ptr()), Some(true));
         new.finish(false).unwrap();
-        let mut w = WriteFilter::open(&path).unwrap();
+        // Reopened for a sparse run: the newest layer keeps 4 KiB pages, the
+        // one below (only read now) asks; for a dense run both ask.
+        let mut w = WriteFilter::open(&path, Some(10)).unwrap();
+        assert_eq!(advised_huge(w.layers.maps[0].as_ptr()), Some(true));
         assert_eq!(advised_huge(w.layers.maps[1].as_ptr()), Some(false));
-        w.expect_keys(Some(u64::MAX));
+        w.commit().unwrap();
+        drop(w);
+        let w = WriteFilter::open(&path, Some(u64::MAX)).unwrap();
         for m in &w.layers.maps {
             assert_eq!(advised_huge(m.as_ptr()), Some(true));
         }
