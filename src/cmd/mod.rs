@@ -35,8 +35,8 @@ pub fn counted(sources: &[Source], opts: &Options) -> Result<Option<u64>> {
 
 /// How many keys a run may insert, for `expect_keys` on a filter file (which
 /// decides its page size): the records when they were counted, else one per
-/// 16 bytes of the input files (a generous upper bound), else unknown
-/// (standard input or a pipe).
+/// 16 bytes of the input files (a rough estimate, high for lines of URLs;
+/// repeats count too), else unknown (standard input, a pipe or not).
 pub fn expected_keys(counted: Option<u64>, sources: &[Source]) -> Option<u64> {
     counted.or_else(|| crate::input::total_bytes(sources).map(|b| b / 16))
 }
