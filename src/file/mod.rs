@@ -66,9 +66,14 @@ fn map_write(file: &File, path: &Path, l: &LayerEntry) -> Result<MmapMut> {
 /// so the layer a run writes is only hinted when the run is dense (see
 /// [`Layers::expect_keys`]); layers only read always are.
 fn huge_pages(advise: impl FnOnce(memmap2::Advice) -> std::io::Result<()>) {
-    if std::env::var_os("SEEN_NO_HUGEPAGE").is_none() {
+    if huge_pages_wanted() {
         let _ = advise(memmap2::Advice::HugePage);
     }
+}
+
+/// Whether [`huge_pages`] asks at all: not when `SEEN_NO_HUGEPAGE` is set.
+fn huge_pages_wanted() -> bool {
+    std::env::var_os("SEEN_NO_HUGEPAGE").is_none()
 }
 
 /// [`Layers::hint`] for layer `i` of `header`.
@@ -661,12 +666,12 @@ pub struct WriteFilter {
 impl WriteFilter {
     /// Opens, locks (exclusive) and validates a filter file, then marks it dirty.
     /// A file found dirty gets its counters recounted from the bits.
-    ///
-    /// # Errors
-    /// When the file cannot be opened, locked or written, or is not a valid filter.
     /// `expected` is how many keys this run may insert (see
     /// [`NewFilter::expect_keys`]); it is known before the layers are mapped,
     /// so that a dirty file's recount brings them in with the right page size.
+    ///
+    /// # Errors
+    /// When the file cannot be opened, locked or written, or is not a valid filter.
     pub fn open(path: &Path, expected: Option<u64>) -> Result<WriteFilter> {
         let (file, header) = open_checked(path, true)?;
         let mut w = WriteFilter {
@@ -1161,10 +1166,6 @@ impl BatchFilter for MemFilter {
 mod tests {
     use super::*;
 
-    fn filter_huge_pages_wanted() -> bool {
-        std::env::var_os("SEEN_NO_HUGEPAGE").is_none()
-    }
-
     /// Whether the mapping holding `p` was advised `MADV_HUGEPAGE` (`hg` among
     /// its `VmFlags` in `/proc/self/smaps`); `None` when it is not found.
     fn advised_huge(p: *const u8) -> Option<bool> {
@@ -1196,7 +1197,7 @@ mod tests {
     #[test]
     fn layer_maps_ask_for_huge_pages_when_it_pays() {
         if !Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists()
-            || !filter_huge_pages_wanted()
+            || !huge_pages_wanted()
         {
             eprintln!("skipped: no transparent huge pages here, or SEEN_NO_HUGEPAGE is set");
             return;
