@@ -500,15 +500,13 @@ pub fn set_batch(bits: &mut [u8], layout: &Layout, hashes: &[Hash128]) {
     }
     let nblocks = layout.nblocks;
     macro_rules! run {
-        ($x:literal, $r:ty) => {
-            go::<$x>(bits, layout, hashes, |b: &mut [u8], h| {
-                fixed::set_key::<$x, $r>(b, nblocks, h)
-            })
-        };
-        ($x:literal, $r:ty, $fast:ty) => {
+        ($x:literal, $r:ty) => {{
+            lean::<Set, $x, $r>(bits, nblocks, hashes, &mut Vec::new());
+        }};
+        ($x:literal, $r:ty, $fast:ty) => {{
             // SAFETY: `dispatch` passes an AVX2 rule only when `fixed::simd()`.
-            unsafe { fixed::with_avx2(|| run!($x, $fast)) }
-        };
+            unsafe { lean_avx2::<Set, $x, $fast>(bits, nblocks, hashes, &mut Vec::new()) };
+        }};
     }
     fixed::dispatch!(
         layout,
@@ -976,6 +974,128 @@ mod fixed {
     pub(super) use rounds;
 }
 
+/// What a batch does to each key of a one-layer filter in [`lean`].
+trait Pass {
+    /// The bits: `&[u8]` to look up, `&mut [u8]` to write.
+    type Bits<'a>: AsRef<[u8]>;
+    /// Whether the pass gives a verdict per key.
+    const VERDICTS: bool;
+    /// The pass on one key; true when it was present (before, when writing).
+    fn key<const X: usize, R: fixed::Rule>(
+        bits: &mut Self::Bits<'_>,
+        nblocks: u64,
+        h: Hash128,
+    ) -> bool;
+}
+
+/// [`insert_batch`]'s pass: test-and-set.
+struct Insert;
+/// [`contains_batch`]'s pass: look up.
+struct Contains;
+/// [`set_batch`]'s pass: set, no verdict.
+struct Set;
+
+impl Pass for Insert {
+    type Bits<'a> = &'a mut [u8];
+    const VERDICTS: bool = true;
+    #[inline(always)]
+    fn key<const X: usize, R: fixed::Rule>(bits: &mut &mut [u8], nblocks: u64, h: Hash128) -> bool {
+        fixed::test_and_set::<X, R>(bits, nblocks, h)
+    }
+}
+
+impl Pass for Contains {
+    type Bits<'a> = &'a [u8];
+    const VERDICTS: bool = true;
+    #[inline(always)]
+    fn key<const X: usize, R: fixed::Rule>(bits: &mut &[u8], nblocks: u64, h: Hash128) -> bool {
+        fixed::contains::<X, R>(bits, nblocks, h)
+    }
+}
+
+impl Pass for Set {
+    type Bits<'a> = &'a mut [u8];
+    const VERDICTS: bool = false;
+    #[inline(always)]
+    fn key<const X: usize, R: fixed::Rule>(bits: &mut &mut [u8], nblocks: u64, h: Hash128) -> bool {
+        fixed::set_key::<X, R>(bits, nblocks, h);
+        false
+    }
+}
+
+/// A batch over a filter of one layer with a specialised layout: the steps of
+/// [`for_each_prefetched`] with nothing else in the loop, so that more keys
+/// fit in the CPU's window of instructions in flight, and with them more of
+/// their blocks' misses (the test-and-set of the 10M-line corpus took 0.55 to
+/// 0.8 of the time of the general loop). Appends a verdict per key to `out`
+/// when the pass gives them; returns the keys found absent.
+///
+/// The pass and rule are types, not closures: a closure that is not inlined
+/// is compiled without the AVX2 feature of [`lean_avx2`], and every
+/// intrinsic in it becomes a call (a first version ran 10 times slower).
+#[inline(always)]
+fn lean<P: Pass, const X: usize, R: fixed::Rule>(
+    mut bits: P::Bits<'_>,
+    nblocks: u64,
+    hashes: &[Hash128],
+    out: &mut Vec<bool>,
+) -> u64 {
+    let start = out.len();
+    if P::VERDICTS {
+        out.resize(start + hashes.len(), false);
+    }
+    let verdicts = &mut out[start..];
+    let ahead = |bits: &[u8], h: Hash128| {
+        for b in fixed::blocks::<X>(nblocks, h) {
+            prefetch(bits, b as usize * BLOCK_BYTES);
+        }
+    };
+    for h in hashes.iter().take(PREFETCH_DISTANCE) {
+        ahead(bits.as_ref(), *h);
+    }
+    let mut absent = 0;
+    for (i, h) in hashes.iter().enumerate() {
+        if let Some(next) = hashes.get(i + PREFETCH_DISTANCE) {
+            ahead(bits.as_ref(), *next);
+        }
+        let present = P::key::<X, R>(&mut bits, nblocks, *h);
+        absent += u64::from(!present);
+        if P::VERDICTS {
+            verdicts[i] = present;
+        }
+    }
+    absent
+}
+
+/// [`lean`] compiled for AVX2.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn lean_avx2<P: Pass, const X: usize, R: fixed::Rule>(
+    bits: P::Bits<'_>,
+    nblocks: u64,
+    hashes: &[Hash128],
+    out: &mut Vec<bool>,
+) -> u64 {
+    lean::<P, X, R>(bits, nblocks, hashes, out)
+}
+
+/// Elsewhere there is no AVX2 kernel (see [`fixed::simd`]).
+///
+/// # Safety
+/// None needed.
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn lean_avx2<P: Pass, const X: usize, R: fixed::Rule>(
+    bits: P::Bits<'_>,
+    nblocks: u64,
+    hashes: &[Hash128],
+    out: &mut Vec<bool>,
+) -> u64 {
+    lean::<P, X, R>(bits, nblocks, hashes, out)
+}
+
 /// Inserts `hashes` in order into `newest`, appending to `out` per key whether
 /// it was already present (in `newest` or in any layer of `older`, which are
 /// never changed); returns the number of new keys. A key found in an older layer
@@ -1011,13 +1131,27 @@ pub fn insert_batch(
     let nblocks = layout.nblocks;
     macro_rules! run {
         ($x:literal, $r:ty) => {
-            go::<$x>(older, newest, layout, hashes, out, |b: &mut [u8], h| {
-                fixed::test_and_set::<$x, $r>(b, nblocks, h)
-            })
+            if older.is_empty() {
+                lean::<Insert, $x, $r>(newest, nblocks, hashes, out)
+            } else {
+                go::<$x>(older, newest, layout, hashes, out, |b: &mut [u8], h| {
+                    fixed::test_and_set::<$x, $r>(b, nblocks, h)
+                })
+            }
         };
         ($x:literal, $r:ty, $fast:ty) => {
-            // SAFETY: `dispatch` passes an AVX2 rule only when `fixed::simd()`.
-            unsafe { fixed::with_avx2(|| run!($x, $fast)) }
+            if older.is_empty() {
+                // SAFETY: `dispatch` passes an AVX2 rule only when `fixed::simd()`.
+                unsafe { lean_avx2::<Insert, $x, $fast>(newest, nblocks, hashes, out) }
+            } else {
+                // SAFETY: as above.
+                unsafe { fixed::with_avx2(|| run!($x, $r, $fast, older)) }
+            }
+        };
+        ($x:literal, $r:ty, $fast:ty, older) => {
+            go::<$x>(older, newest, layout, hashes, out, |b: &mut [u8], h| {
+                fixed::test_and_set::<$x, $fast>(b, nblocks, h)
+            })
         };
     }
     fixed::dispatch!(
@@ -1056,13 +1190,27 @@ pub fn contains_batch(layers: &[LayerBits], hashes: &[Hash128], out: &mut Vec<bo
     let nblocks = layout.nblocks;
     macro_rules! run {
         ($x:literal, $r:ty) => {
-            go::<$x>(newest, older, hashes, out, |b: &[u8], h| {
-                fixed::contains::<$x, $r>(b, nblocks, h)
-            })
+            if older.is_empty() {
+                lean::<Contains, $x, $r>(newest.bits, nblocks, hashes, out);
+            } else {
+                go::<$x>(newest, older, hashes, out, |b: &[u8], h| {
+                    fixed::contains::<$x, $r>(b, nblocks, h)
+                })
+            }
         };
         ($x:literal, $r:ty, $fast:ty) => {
-            // SAFETY: `dispatch` passes an AVX2 rule only when `fixed::simd()`.
-            unsafe { fixed::with_avx2(|| run!($x, $fast)) }
+            if older.is_empty() {
+                // SAFETY: `dispatch` passes an AVX2 rule only when `fixed::simd()`.
+                unsafe { lean_avx2::<Contains, $x, $fast>(newest.bits, nblocks, hashes, out) };
+            } else {
+                // SAFETY: as above.
+                unsafe { fixed::with_avx2(|| run!($x, $r, $fast, older)) }
+            }
+        };
+        ($x:literal, $r:ty, $fast:ty, older) => {
+            go::<$x>(newest, older, hashes, out, |b: &[u8], h| {
+                fixed::contains::<$x, $fast>(b, nblocks, h)
+            })
         };
     }
     fixed::dispatch!(
@@ -1422,9 +1570,11 @@ mod tests {
                     })
                     .collect();
                 let mut bits = vec![0u8; l.bytes() as usize];
-                let mut got = Vec::new();
+                // Verdicts are appended after what `out` already holds.
+                let mut got = vec![true, false];
                 let new = insert_batch(older, &mut bits, &l, &keys, &mut got);
-                assert_eq!(got, want, "insert x={x} k={k} older={with_older}");
+                assert_eq!(got[..2], [true, false]);
+                assert_eq!(got[2..], want, "insert x={x} k={k} older={with_older}");
                 assert_eq!(new, want.iter().filter(|s| !**s).count() as u64);
                 assert!(bits == want_bits, "bits x={x} k={k} older={with_older}");
 
@@ -1449,12 +1599,13 @@ mod tests {
                     bits: &bits,
                     layout: l,
                 });
-                let mut got = Vec::new();
+                let mut got = vec![false];
                 contains_batch(&layers, &probes, &mut got);
                 let want: Vec<bool> = probes
                     .iter()
                     .map(|h| layers.iter().any(|o| contains(o.bits, &o.layout.probe(*h))))
                     .collect();
+                assert!(!got.remove(0));
                 assert_eq!(got, want, "contains x={x} k={k} older={with_older}");
                 assert!(got.iter().any(|p| *p) && got.iter().any(|p| !*p));
             }
