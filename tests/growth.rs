@@ -652,3 +652,56 @@ fn scattered_file_grows_with_sectored_layers() {
     let o = seen(d.path(), &["verify", "f.seen"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
 }
+
+/// An in-memory filter for a large input file is sized from a sample of its
+/// lines, not a count (forced here for a small file with
+/// `SEEN_SAMPLE_MIN_BYTES`). When the samples see too few lines, the filter
+/// grows: the output stays exact and the rate stays under the target. Here
+/// the 5,000 short lines lie in the first 30 KB, which only the first of the
+/// 256 evenly spaced 64 KiB windows reads, while the windows overlap twice
+/// over the 8 MB of long lines after them: the estimate is about 80 % of the
+/// 13,000 lines.
+#[test]
+fn sampled_line_counts_grow_when_they_are_low() {
+    let d = tmp();
+    let mut input = String::new();
+    for i in 0..5_000 {
+        input += &format!("{i:05}\n");
+    }
+    for i in 0..8_000 {
+        input += &format!("{}{i:05}\n", "y".repeat(995));
+    }
+    // Repeats of the first lines, at the end.
+    for i in 0..1_000 {
+        input += &format!("{i:05}\n");
+    }
+    write(&d, "in.txt", input.as_bytes());
+    let mut distinct = HashSet::new();
+    let want: String = input
+        .lines()
+        .filter(|l| distinct.insert(*l))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let run = |sample: &str, flags: &[&str]| {
+        let o = cargo_bin_cmd!("seen")
+            .current_dir(d.path())
+            .env("SEEN_SAMPLE_MIN_BYTES", sample)
+            .args(["dedup", "--summary", "--json", "in.txt"])
+            .args(flags)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(String::from_utf8(o.stdout).unwrap(), want);
+        let s: Value = serde_json::from_slice(&o.stderr).unwrap();
+        assert!(s["fpp_now"].as_f64().unwrap() <= 1e-6, "{s}");
+        s["layers"].as_u64().unwrap()
+    };
+    // Sampled: grown past the estimate.
+    assert!(run("1", &[]) >= 2);
+    // Counted (8 MB is under the default threshold): one fixed layer.
+    assert_eq!(run(&(64u64 << 20).to_string(), &[]), 1);
+    // Counted too, whatever the size, for a fixed filter, and for a rate
+    // under 1e-8 (the layers past a low estimate could not be made).
+    assert_eq!(run("1", &["--fixed"]), 1);
+    assert_eq!(run("1", &["-p", "1e-9"]), 1);
+}

@@ -1103,6 +1103,15 @@ impl MemFilter {
         Self::build(spec, &first, seed)
     }
 
+    /// A filter made for `spec` whose first layer is `first` instead of the one
+    /// `spec` sizes (layers added later follow `spec`).
+    ///
+    /// # Errors
+    /// When the memory cannot be reserved.
+    pub fn with_first(spec: &Spec, first: &Plan, seed: u64) -> Result<MemFilter> {
+        Self::build(spec, first, seed)
+    }
+
     fn build(spec: &Spec, first: &Plan, seed: u64) -> Result<MemFilter> {
         // Keys are the pipeline's business; an in-memory filter records none.
         let header = new_header(spec, first, seed, KeySpec::RAW);
