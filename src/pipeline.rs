@@ -175,6 +175,14 @@ impl Chunk {
         }
     }
 
+    /// The records, and those whose verdict is `want`.
+    pub fn count(&self, want: bool) -> (u64, u64) {
+        self.pieces[..self.used].iter().fold((0, 0), |(n, w), p| {
+            let hits = p.verdicts.iter().filter(|&&v| v == want).count();
+            (n + p.verdicts.len() as u64, w + hits as u64)
+        })
+    }
+
     /// Calls `f` with maximal runs of consecutive records whose verdict equals
     /// `want`, as one byte slice each: few, large writes.
     pub fn for_each_run<'a>(

@@ -19,7 +19,7 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 mod common;
-use common::{Rng, read_lines_then_close, seen, seen_io, tmp, write};
+use common::{Rng, read_lines_then_close, seen, seen_env, seen_io, tmp, write};
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -1992,4 +1992,44 @@ fn dedup_of_a_pseudo_file_sizes_for_its_real_length() {
         got.abs_diff(want) < 100,
         "printed {got} lines, expected {want}"
     );
+}
+
+/// `query -c` (with and without -v) and `query -q --all` over many chunks give
+/// what the printing run gives: counts of the lines it prints, and an exit
+/// status that says whether it printed every line. (Counting looks at the
+/// chunks' verdicts only, not at each record.)
+#[test]
+fn query_counts_agree_with_printed_lines() {
+    let d = tmp();
+    let mut rng = Rng(11);
+    let members: String = (0..4000).map(|i| format!("m{i}\n")).collect();
+    write(&d, "members.txt", members.as_bytes());
+    seen(d.path(), ["build", "-o", "f.seen", "members.txt"]).ok();
+    let items: String = (0..20_000)
+        .map(|_| format!("m{}\n", rng.below(6000)))
+        .collect();
+    write(&d, "items.txt", items.as_bytes());
+    let env = [("SEEN_CHUNK_BYTES", "4096")];
+    let run = |args: &[&str]| seen_env(d.path(), &env, args, b"");
+    let present = run(&["query", "f.seen", "--file", "items.txt"])
+        .lines()
+        .len();
+    let absent = run(&["query", "-v", "f.seen", "--file", "items.txt"])
+        .lines()
+        .len();
+    assert_eq!(present + absent, 20_000);
+    // About 2/3 present: the two counts differ.
+    assert!(present > 12_000 && absent > 5000, "{present} {absent}");
+    run(&["query", "-c", "f.seen", "--file", "items.txt"])
+        .ok()
+        .stdout(format!("{present}\n").as_bytes());
+    run(&["query", "-c", "-v", "f.seen", "--file", "items.txt"])
+        .ok()
+        .stdout(format!("{absent}\n").as_bytes());
+    run(&["query", "-q", "--all", "f.seen", "--file", "items.txt"])
+        .code(1)
+        .no_stdout();
+    run(&["query", "-q", "--all", "f.seen", "--file", "members.txt"])
+        .ok()
+        .no_stdout();
 }

@@ -82,7 +82,17 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
             quiet: a.quiet,
         };
         let _progress = Progress::start(show, total_bytes(&srcs), "lines", true);
+        // Records and selected ones counted a chunk at a time.
+        let mut bulk = (0u64, 0u64);
         pipeline(&srcs, opts, &mut filter, Mode::Lookup, |c: &Chunk| {
+            if !print && !a.json && !stop_early {
+                // Counts, or the status after every line (-q -a): no record is
+                // looked at.
+                let (n, hits) = c.count(!a.invert);
+                bulk.0 += n;
+                bulk.1 += hits;
+                return Ok(true);
+            }
             let mut go_on = true;
             let mut result = Ok(());
             c.for_each(|r, p| {
@@ -104,6 +114,8 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
             }
             Ok(true)
         })?;
+        total += bulk.0;
+        selected += bulk.1;
     }
     if a.count && !a.quiet {
         writeln!(out, "{selected}").context("cannot write output")?;
