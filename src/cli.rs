@@ -239,8 +239,9 @@ pub struct SizeArgs {
     /// capacity with --fixed, else the first layer's (the filter grows past it).
     /// Default: the number of lines in the input files, else 10M. (`dedup` of
     /// files without -f sizes a fixed filter for their line count, which cannot
-    /// overflow; files of 64 MiB or more are sampled rather than counted, and
-    /// that filter grows should the estimate be low.)
+    /// overflow; files of 64 MiB or more are sampled rather than counted, unless
+    /// --fixed or -p under 1e-7, and that filter grows should the estimate be
+    /// low.)
     #[arg(short = 'n', long = "capacity", value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub capacity: Option<u64>,
 

@@ -228,11 +228,12 @@ fn sample_file(file: &File, term: u8, len: u64) -> io::Result<u64> {
         bytes += n as u64;
         terms += memchr::memchr_iter(term, &buf[..n]).count() as u64;
     }
-    if bytes == 0 {
-        // The file shrank to nothing since its size was taken.
-        return Ok(0);
-    }
-    let density = terms as f64 / bytes as f64;
+    // Nothing read: the file shrank to nothing since its size was taken.
+    let density = if bytes == 0 {
+        0.0
+    } else {
+        terms as f64 / bytes as f64
+    };
     // One more for a last record without terminator.
     Ok(((density * len as f64).ceil() as u64).max(len / 4096) + 1)
 }
@@ -1052,8 +1053,8 @@ mod tests {
             let exact = count_records(&srcs, b'\n', 2, true).unwrap().unwrap();
             assert_eq!(exact, lines);
             // Under the threshold: counted.
-            let big = estimate_past(&srcs, b'\n', 2, true, u64::MAX).unwrap();
-            assert_eq!(big, Some(Records::Counted(lines)));
+            let counted = estimate_past(&srcs, b'\n', 2, true, u64::MAX).unwrap();
+            assert_eq!(counted, Some(Records::Counted(lines)));
             let Some(Records::Estimated(est)) = estimate_past(&srcs, b'\n', 2, true, 1).unwrap()
             else {
                 panic!("not sampled")

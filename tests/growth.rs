@@ -657,10 +657,10 @@ fn scattered_file_grows_with_sectored_layers() {
 /// lines, not a count (forced here for a small file with
 /// `SEEN_SAMPLE_MIN_BYTES`). When the samples see too few lines, the filter
 /// grows: the output stays exact and the rate stays under the target. Here
-/// the 5,000 short lines lie in the first 30 KB, which only the first of the
-/// 256 evenly spaced 64 KiB windows reads, while the windows overlap twice
-/// over the 8 MB of long lines after them: the estimate is about 80 % of the
-/// 13,000 lines.
+/// the first 5,000 short lines lie in the first 30 KB, which only the first of
+/// the 256 evenly spaced 64 KiB windows reads, while the windows overlap twice
+/// over the 8 MB of long lines after them: the estimate is about 10,900 of the
+/// 14,000 lines (13,000 distinct).
 #[test]
 fn sampled_line_counts_grow_when_they_are_low() {
     let d = tmp();
@@ -701,7 +701,36 @@ fn sampled_line_counts_grow_when_they_are_low() {
     // Counted (8 MB is under the default threshold): one fixed layer.
     assert_eq!(run(&(64u64 << 20).to_string(), &[]), 1);
     // Counted too, whatever the size, for a fixed filter, and for a rate
-    // under 1e-8 (the layers past a low estimate could not be made).
+    // under 1e-7 (the layers past a low estimate could not all be made). A
+    // fixed filter sized from the low estimate would warn that it is past its
+    // capacity, and its stderr would not be the JSON summary alone.
     assert_eq!(run("1", &["--fixed"]), 1);
-    assert_eq!(run("1", &["-p", "1e-9"]), 1);
+    assert_eq!(run("1", &["-p", "9e-8"]), 1);
+    assert!(run("1", &["-p", "1e-7"]) >= 2);
+}
+
+/// Whatever a sample estimates (at least one record per 4 KiB), the layers of
+/// a sampled filter can be made until they hold one record per byte, down to
+/// the smallest rate sampling is used for.
+#[test]
+fn sampled_growth_holds_one_record_per_byte() {
+    use seen::cmd::dedup::{SAMPLED_GROWTH, SAMPLED_MIN_FPP};
+    let len: u64 = 1 << 40;
+    let est = len / 4096 + 1;
+    let spec = Spec {
+        capacity: est + est / 20,
+        target_fpp: SAMPLED_MIN_FPP,
+        growth: Some(SAMPLED_GROWTH),
+    };
+    let (mut held, mut i) = (0u64, 0);
+    while held <= len {
+        let layer = spec
+            .layer(i)
+            .unwrap_or_else(|e| panic!("layer {i} after {held}: {e}"));
+        held += layer.capacity;
+        i += 1;
+    }
+    // One to spare.
+    assert!(spec.layer(i).is_ok(), "no layer {i}");
+    assert!(i <= 7, "{i} layers");
 }

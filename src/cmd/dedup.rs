@@ -23,21 +23,22 @@ pub const DEFAULT_COMMIT_LINES: u64 = 1_000_000;
 /// Time per commit window of `dedup -f` by default.
 pub const DEFAULT_COMMIT_TIME: Duration = Duration::from_secs(1);
 
-/// How an in-memory filter sized from a sampled line count grows: its first
-/// layer, sized for the estimate plus 5 %, gets 3/4 of the target rate (about
-/// 2 % more bits than the whole rate), and each layer past it, should the
-/// estimate be low, twice the capacity and a quarter of the rate of the one
-/// before. The compound rate stays under the target however far off the
-/// estimate is, and a file with all its lines in the places not sampled (at
-/// most one record per byte against at least one per 4 KiB estimated) fills 12
-/// layers at most.
-const SAMPLED_GROWTH: Growth = Growth {
+/// How an in-memory filter sized from a sampled line count grows. Its first
+/// layer, sized for the estimate plus 5 % with the layout a counted run would
+/// get, has 0.9 of the target rate (about 0.2 more bits per key at 1e-6). Should
+/// the estimate be low, each layer past it has 4 times the capacity and a tenth
+/// of the rate of the one before, so the compound rate stays under the target
+/// (0.9 · Σ 0.1^i = 1) however far off the estimate is. A file holds at most one
+/// record per byte against at least one per 4 KiB estimated: 7 layers (5,461
+/// times the first capacity) hold 1.3 times that.
+pub const SAMPLED_GROWTH: Growth = Growth {
     factor: 4,
     ratio: 0.1,
 };
-/// Below this target the twelfth layer of [`SAMPLED_GROWTH`] would fall under
-/// the smallest rate a layer may have: the input is counted instead.
-const SAMPLED_MIN_FPP: f64 = 1e-8;
+/// Below this target, sampled sizing is not used and the lines are counted:
+/// at 1e-7 the 8th layer (one to spare) still has a rate of 9e-15, over the
+/// smallest a layer may have ([`MIN_FPP`](crate::filter::sizing::MIN_FPP)).
+pub const SAMPLED_MIN_FPP: f64 = 1e-7;
 
 /// Whether standard output is a regular file (its data must be synced before the
 /// lines it holds are recorded).
@@ -85,8 +86,9 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
                 None => {}
             }
         }
-        let mut f = match (records, spec.growth) {
-            (Some(Records::Estimated(_)), Some(g)) if g == SAMPLED_GROWTH => {
+        let sampled = matches!(records, Some(Records::Estimated(_))) && a.size.growth.is_none();
+        let mut f = match spec.growth {
+            Some(g) if sampled => {
                 // The layout a counted run would have (the same speed), sized
                 // for the first layer's share of the rate.
                 let like = sizing::plan(spec.capacity, spec.target_fpp)?;

@@ -501,11 +501,11 @@ pub fn set_batch(bits: &mut [u8], layout: &Layout, hashes: &[Hash128]) {
     let nblocks = layout.nblocks;
     macro_rules! run {
         ($x:literal, $r:ty) => {{
-            lean::<Set, $x, $r>(bits, nblocks, hashes, &mut Vec::new());
+            lean::<Set, $x, $r, false>(bits, nblocks, &[], hashes, &mut Vec::new());
         }};
         ($x:literal, $r:ty, $fast:ty) => {{
             // SAFETY: `dispatch` passes an AVX2 rule only when `fixed::simd()`.
-            unsafe { lean_avx2::<Set, $x, $fast>(bits, nblocks, hashes, &mut Vec::new()) };
+            unsafe { lean_avx2::<Set, $x, $fast>(bits, nblocks, &[], hashes, &mut Vec::new()) };
         }};
     }
     fixed::dispatch!(
@@ -759,7 +759,8 @@ mod fixed {
     /// 256-bit registers (variable shifts) and a block is tested with two loads,
     /// two and-nots and one `vptest`. Bit for bit the same as [`Sectored`]
     /// (tested). Only [`dispatch`] names it, and only after [`simd`] said the
-    /// CPU has AVX2, inside [`with_avx2`] so that it compiles to AVX2 code.
+    /// CPU has AVX2, inside [`lean_avx2`](super::lean_avx2) so that it compiles to
+    /// AVX2 code.
     #[cfg(target_arch = "x86_64")]
     pub(super) struct SectoredAvx2<const C: usize>;
 
@@ -850,25 +851,6 @@ mod fixed {
         }
         #[cfg(not(target_arch = "x86_64"))]
         false
-    }
-
-    /// Runs `f` inside a function compiled for AVX2: the batch loop and the
-    /// kernels `f` calls are inlined into it (`#[inline(always)]`) and use AVX2
-    /// instructions. Only call it when [`simd`] is true.
-    ///
-    /// # Safety
-    /// The CPU must have AVX2.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn with_avx2<T>(f: impl FnOnce() -> T) -> T {
-        f()
-    }
-
-    /// # Safety
-    /// None needed: there is no AVX2 code on this target.
-    #[cfg(not(target_arch = "x86_64"))]
-    pub(super) unsafe fn with_avx2<T>(f: impl FnOnce() -> T) -> T {
-        f()
     }
 
     #[inline(always)]
@@ -980,10 +962,12 @@ trait Pass {
     type Bits<'a>: AsRef<[u8]>;
     /// Whether the pass gives a verdict per key.
     const VERDICTS: bool;
-    /// The pass on one key; true when it was present (before, when writing).
+    /// The pass on one key; true when it was present (before, when writing)
+    /// in the layer or in one of the `older` ones, which are only looked up.
     fn key<const X: usize, R: fixed::Rule>(
         bits: &mut Self::Bits<'_>,
         nblocks: u64,
+        older: &[(LayerBits, Lookup)],
         h: Hash128,
     ) -> bool;
 }
@@ -999,8 +983,14 @@ impl Pass for Insert {
     type Bits<'a> = &'a mut [u8];
     const VERDICTS: bool = true;
     #[inline(always)]
-    fn key<const X: usize, R: fixed::Rule>(bits: &mut &mut [u8], nblocks: u64, h: Hash128) -> bool {
-        fixed::test_and_set::<X, R>(bits, nblocks, h)
+    fn key<const X: usize, R: fixed::Rule>(
+        bits: &mut &mut [u8],
+        nblocks: u64,
+        older: &[(LayerBits, Lookup)],
+        h: Hash128,
+    ) -> bool {
+        // A key an older layer holds is not inserted again.
+        in_older(older, h) || fixed::test_and_set::<X, R>(bits, nblocks, h)
     }
 }
 
@@ -1008,8 +998,13 @@ impl Pass for Contains {
     type Bits<'a> = &'a [u8];
     const VERDICTS: bool = true;
     #[inline(always)]
-    fn key<const X: usize, R: fixed::Rule>(bits: &mut &[u8], nblocks: u64, h: Hash128) -> bool {
-        fixed::contains::<X, R>(bits, nblocks, h)
+    fn key<const X: usize, R: fixed::Rule>(
+        bits: &mut &[u8],
+        nblocks: u64,
+        older: &[(LayerBits, Lookup)],
+        h: Hash128,
+    ) -> bool {
+        fixed::contains::<X, R>(bits, nblocks, h) || in_older(older, h)
     }
 }
 
@@ -1017,48 +1012,74 @@ impl Pass for Set {
     type Bits<'a> = &'a mut [u8];
     const VERDICTS: bool = false;
     #[inline(always)]
-    fn key<const X: usize, R: fixed::Rule>(bits: &mut &mut [u8], nblocks: u64, h: Hash128) -> bool {
+    fn key<const X: usize, R: fixed::Rule>(
+        bits: &mut &mut [u8],
+        nblocks: u64,
+        _: &[(LayerBits, Lookup)],
+        h: Hash128,
+    ) -> bool {
         fixed::set_key::<X, R>(bits, nblocks, h);
         false
     }
 }
 
-/// A batch over a filter of one layer with a specialised layout: the steps of
+/// Prefetches the blocks of key `h` in `bits` (`X` of them) and the first
+/// block of it in each `older` layer.
+#[inline(always)]
+fn ahead<const X: usize, const OLDER: bool>(
+    bits: &[u8],
+    nblocks: u64,
+    older: &[(LayerBits, Lookup)],
+    h: Hash128,
+) {
+    for b in fixed::blocks::<X>(nblocks, h) {
+        prefetch(bits, b as usize * BLOCK_BYTES);
+    }
+    if OLDER {
+        // Most keys are absent from a given older layer, and a lookup stops at
+        // the first block missing a bit: only that block is worth a slot among
+        // the misses in flight.
+        for (l, _) in older {
+            prefetch(l.bits, l.layout.blocks(h)[0] as usize * BLOCK_BYTES);
+        }
+    }
+}
+
+/// A batch over the newest layer of a filter with a specialised layout (`X`
+/// blocks per key, rule `R`), the `older` layers only looked up: the steps of
 /// [`for_each_prefetched`] with nothing else in the loop, so that more keys
 /// fit in the CPU's window of instructions in flight, and with them more of
-/// their blocks' misses (the test-and-set of the 10M-line corpus took 0.55 to
-/// 0.8 of the time of the general loop). Appends a verdict per key to `out`
+/// their blocks' misses (the test-and-set of the 10M-line corpus alone took
+/// 0.55 to 0.8 of the time of that general loop). With `OLDER` false the
+/// older layers are not even asked for. Appends a verdict per key to `out`
 /// when the pass gives them; returns the keys found absent.
 ///
 /// The pass and rule are types, not closures: a closure that is not inlined
 /// is compiled without the AVX2 feature of [`lean_avx2`], and every
 /// intrinsic in it becomes a call (a first version ran 10 times slower).
 #[inline(always)]
-fn lean<P: Pass, const X: usize, R: fixed::Rule>(
+fn lean<P: Pass, const X: usize, R: fixed::Rule, const OLDER: bool>(
     mut bits: P::Bits<'_>,
     nblocks: u64,
+    older: &[(LayerBits, Lookup)],
     hashes: &[Hash128],
     out: &mut Vec<bool>,
 ) -> u64 {
+    let older = if OLDER { older } else { &[] };
     let start = out.len();
     if P::VERDICTS {
         out.resize(start + hashes.len(), false);
     }
     let verdicts = &mut out[start..];
-    let ahead = |bits: &[u8], h: Hash128| {
-        for b in fixed::blocks::<X>(nblocks, h) {
-            prefetch(bits, b as usize * BLOCK_BYTES);
-        }
-    };
     for h in hashes.iter().take(PREFETCH_DISTANCE) {
-        ahead(bits.as_ref(), *h);
+        ahead::<X, OLDER>(bits.as_ref(), nblocks, older, *h);
     }
     let mut absent = 0;
     for (i, h) in hashes.iter().enumerate() {
         if let Some(next) = hashes.get(i + PREFETCH_DISTANCE) {
-            ahead(bits.as_ref(), *next);
+            ahead::<X, OLDER>(bits.as_ref(), nblocks, older, *next);
         }
-        let present = P::key::<X, R>(&mut bits, nblocks, *h);
+        let present = P::key::<X, R>(&mut bits, nblocks, older, *h);
         absent += u64::from(!present);
         if P::VERDICTS {
             verdicts[i] = present;
@@ -1067,7 +1088,23 @@ fn lean<P: Pass, const X: usize, R: fixed::Rule>(
     absent
 }
 
-/// [`lean`] compiled for AVX2.
+/// [`lean`] with `OLDER` set from whether there are older layers.
+#[inline(always)]
+fn lean_any<P: Pass, const X: usize, R: fixed::Rule>(
+    bits: P::Bits<'_>,
+    nblocks: u64,
+    older: &[(LayerBits, Lookup)],
+    hashes: &[Hash128],
+    out: &mut Vec<bool>,
+) -> u64 {
+    if older.is_empty() {
+        lean::<P, X, R, false>(bits, nblocks, older, hashes, out)
+    } else {
+        lean::<P, X, R, true>(bits, nblocks, older, hashes, out)
+    }
+}
+
+/// [`lean_any`] compiled for AVX2.
 ///
 /// # Safety
 /// The CPU must have AVX2.
@@ -1076,10 +1113,11 @@ fn lean<P: Pass, const X: usize, R: fixed::Rule>(
 unsafe fn lean_avx2<P: Pass, const X: usize, R: fixed::Rule>(
     bits: P::Bits<'_>,
     nblocks: u64,
+    older: &[(LayerBits, Lookup)],
     hashes: &[Hash128],
     out: &mut Vec<bool>,
 ) -> u64 {
-    lean::<P, X, R>(bits, nblocks, hashes, out)
+    lean_any::<P, X, R>(bits, nblocks, older, hashes, out)
 }
 
 /// Elsewhere there is no AVX2 kernel (see [`fixed::simd`]).
@@ -1090,10 +1128,11 @@ unsafe fn lean_avx2<P: Pass, const X: usize, R: fixed::Rule>(
 unsafe fn lean_avx2<P: Pass, const X: usize, R: fixed::Rule>(
     bits: P::Bits<'_>,
     nblocks: u64,
+    older: &[(LayerBits, Lookup)],
     hashes: &[Hash128],
     out: &mut Vec<bool>,
 ) -> u64 {
-    lean::<P, X, R>(bits, nblocks, hashes, out)
+    lean_any::<P, X, R>(bits, nblocks, older, hashes, out)
 }
 
 /// Inserts `hashes` in order into `newest`, appending to `out` per key whether
@@ -1129,29 +1168,14 @@ pub fn insert_batch(
         new
     }
     let nblocks = layout.nblocks;
+    let lookups = older_lookups(older);
     macro_rules! run {
         ($x:literal, $r:ty) => {
-            if older.is_empty() {
-                lean::<Insert, $x, $r>(newest, nblocks, hashes, out)
-            } else {
-                go::<$x>(older, newest, layout, hashes, out, |b: &mut [u8], h| {
-                    fixed::test_and_set::<$x, $r>(b, nblocks, h)
-                })
-            }
+            lean_any::<Insert, $x, $r>(newest, nblocks, &lookups, hashes, out)
         };
         ($x:literal, $r:ty, $fast:ty) => {
-            if older.is_empty() {
-                // SAFETY: `dispatch` passes an AVX2 rule only when `fixed::simd()`.
-                unsafe { lean_avx2::<Insert, $x, $fast>(newest, nblocks, hashes, out) }
-            } else {
-                // SAFETY: as above.
-                unsafe { fixed::with_avx2(|| run!($x, $r, $fast, older)) }
-            }
-        };
-        ($x:literal, $r:ty, $fast:ty, older) => {
-            go::<$x>(older, newest, layout, hashes, out, |b: &mut [u8], h| {
-                fixed::test_and_set::<$x, $fast>(b, nblocks, h)
-            })
+            // SAFETY: `dispatch` passes an AVX2 rule only when `fixed::simd()`.
+            unsafe { lean_avx2::<Insert, $x, $fast>(newest, nblocks, &lookups, hashes, out) }
         };
     }
     fixed::dispatch!(
@@ -1188,30 +1212,17 @@ pub fn contains_batch(layers: &[LayerBits], hashes: &[Hash128], out: &mut Vec<bo
     }
     let layout = &newest.layout;
     let nblocks = layout.nblocks;
+    let lookups = older_lookups(older);
     macro_rules! run {
-        ($x:literal, $r:ty) => {
-            if older.is_empty() {
-                lean::<Contains, $x, $r>(newest.bits, nblocks, hashes, out);
-            } else {
-                go::<$x>(newest, older, hashes, out, |b: &[u8], h| {
-                    fixed::contains::<$x, $r>(b, nblocks, h)
-                })
-            }
-        };
-        ($x:literal, $r:ty, $fast:ty) => {
-            if older.is_empty() {
-                // SAFETY: `dispatch` passes an AVX2 rule only when `fixed::simd()`.
-                unsafe { lean_avx2::<Contains, $x, $fast>(newest.bits, nblocks, hashes, out) };
-            } else {
-                // SAFETY: as above.
-                unsafe { fixed::with_avx2(|| run!($x, $r, $fast, older)) }
-            }
-        };
-        ($x:literal, $r:ty, $fast:ty, older) => {
-            go::<$x>(newest, older, hashes, out, |b: &[u8], h| {
-                fixed::contains::<$x, $fast>(b, nblocks, h)
-            })
-        };
+        ($x:literal, $r:ty) => {{
+            lean_any::<Contains, $x, $r>(newest.bits, nblocks, &lookups, hashes, out);
+        }};
+        ($x:literal, $r:ty, $fast:ty) => {{
+            // SAFETY: `dispatch` passes an AVX2 rule only when `fixed::simd()`.
+            unsafe {
+                lean_avx2::<Contains, $x, $fast>(newest.bits, nblocks, &lookups, hashes, out)
+            };
+        }};
     }
     fixed::dispatch!(
         layout,
