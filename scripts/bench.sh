@@ -85,7 +85,7 @@ row "seen dedup (p=1e-6)" "$T" "$M" "$seen_lost" "$sort_t"
 time_cmd seen1 /dev/null "$seen" dedup -j 1 "$corpus"
 row "seen dedup -j 1" "$T" "$M" "$seen_lost" "$sort_t"
 time_cmd seenn /dev/null "$seen" dedup -n "$lines" "$corpus"
-row "seen dedup -n $lines (no counting pass)" "$T" "$M" "$seen_lost" "$sort_t"
+row "seen dedup -n $lines (no line count or sample)" "$T" "$M" "$seen_lost" "$sort_t"
 # A new persistent filter each run: lines recorded only after they are written.
 time_cmd seenf /dev/null sh -c "rm -f '$dir/p.seen'; exec '$seen' dedup -f '$dir/p.seen' '$corpus' 2>/dev/null"
 row "seen dedup -f new.seen (persistent)" "$T" "$M" "$seen_lost" "$sort_t"
