@@ -956,7 +956,7 @@ mod fixed {
     pub(super) use rounds;
 }
 
-/// What a batch does to each key of a one-layer filter in [`lean`].
+/// What a batch does to each key of a filter's newest layer in [`lean`].
 trait Pass {
     /// The bits: `&[u8]` to look up, `&mut [u8]` to write.
     type Bits<'a>: AsRef<[u8]>;
