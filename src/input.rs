@@ -128,18 +128,7 @@ pub fn count_records(
     threads: usize,
     map: bool,
 ) -> Result<Option<u64>> {
-    if uncountable(sources).is_some() {
-        return Ok(None);
-    }
-    let mut total = 0u64;
-    for s in sources {
-        let Source::File(path) = s else {
-            return Ok(None);
-        };
-        total += count_file(&open_file(path)?, term, threads, map)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-    }
-    Ok(Some(total))
+    Ok(estimate_past(sources, term, threads, map, u64::MAX)?.map(Records::lines))
 }
 
 /// The records of the sources, as [`estimate_records`] found them.
@@ -149,6 +138,15 @@ pub enum Records {
     Counted(u64),
     /// At least one file was sampled: an estimate (see [`estimate_records`]).
     Estimated(u64),
+}
+
+impl Records {
+    /// The number, counted or estimated.
+    pub fn lines(self) -> u64 {
+        match self {
+            Records::Counted(n) | Records::Estimated(n) => n,
+        }
+    }
 }
 
 /// Files at least this large are sampled by [`estimate_records`] rather than
@@ -182,7 +180,8 @@ pub fn estimate_records(
     estimate_past(sources, term, threads, map, min)
 }
 
-/// [`estimate_records`] sampling files of `min` bytes or more.
+/// [`estimate_records`] sampling files of `min` bytes or more (none with
+/// `u64::MAX`: [`count_records`]).
 fn estimate_past(
     sources: &[Source],
     term: u8,

@@ -76,31 +76,27 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
                 None => DEFAULT_CAPACITY,
             })
         })?;
-        if a.size.growth.is_none() {
-            match records {
-                // The line count bounds the distinct lines: this filter never
-                // needs to grow, and one layer at the target rate is smaller
-                // and faster than a growing filter's tighter first layer.
-                Some(Records::Counted(_)) => spec.growth = None,
-                Some(Records::Estimated(_)) => spec.growth = Some(SAMPLED_GROWTH),
-                None => {}
-            }
-        }
         let sampled = matches!(records, Some(Records::Estimated(_))) && a.size.growth.is_none();
-        let mut f = match spec.growth {
-            Some(g) if sampled => {
-                // The layout a counted run would have (the same speed), sized
-                // for the first layer's share of the rate.
-                let like = sizing::plan(spec.capacity, spec.target_fpp)?;
-                let first = sizing::plan_with_spread(
-                    spec.capacity,
-                    g.layer_fpp(spec.target_fpp, 0),
-                    like.layout.blocks_per_key,
-                    like.layout.scheme,
-                )?;
-                MemFilter::with_first(&spec, &first, DEFAULT_SEED)?
-            }
-            _ => MemFilter::with_spec(&spec, DEFAULT_SEED)?,
+        if matches!(records, Some(Records::Counted(_))) && a.size.growth.is_none() {
+            // The line count bounds the distinct lines: this filter never
+            // needs to grow, and one layer at the target rate is smaller and
+            // faster than a growing filter's tighter first layer.
+            spec.growth = None;
+        }
+        let mut f = if sampled {
+            spec.growth = Some(SAMPLED_GROWTH);
+            // The layout a counted run would have (the same speed), sized for
+            // the first layer's share of the rate.
+            let like = sizing::plan(spec.capacity, spec.target_fpp)?;
+            let first = sizing::plan_with_spread(
+                spec.capacity,
+                SAMPLED_GROWTH.layer_fpp(spec.target_fpp, 0),
+                like.layout.blocks_per_key,
+                like.layout.scheme,
+            )?;
+            MemFilter::with_first(&spec, &first, DEFAULT_SEED)?
+        } else {
+            MemFilter::with_spec(&spec, DEFAULT_SEED)?
         };
         let progress = Progress::start(a.progress, total_bytes(&sources), "lines", true);
         let result = dedup(&sources, opts, &mut f, a.repeated, Mode::Insert, &mut out);

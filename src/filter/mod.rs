@@ -489,15 +489,6 @@ pub fn set_key(bits: &mut [u8], layout: &Layout, h: Hash128) {
 /// Sets the bits of every key in `bits` (prefetching ahead like
 /// [`insert_batch`]), without asking whether they were present.
 pub fn set_batch(bits: &mut [u8], layout: &Layout, hashes: &[Hash128]) {
-    #[inline(always)]
-    fn go<const X: usize>(
-        mut bits: &mut [u8],
-        layout: &Layout,
-        hashes: &[Hash128],
-        set: impl Fn(&mut [u8], Hash128),
-    ) {
-        for_each_prefetched::<_, X>(&mut bits, layout, &[], hashes, |bits, h| set(bits, h));
-    }
     let nblocks = layout.nblocks;
     macro_rules! run {
         ($x:literal, $r:ty) => {{
@@ -508,13 +499,13 @@ pub fn set_batch(bits: &mut [u8], layout: &Layout, hashes: &[Hash128]) {
             unsafe { lean_avx2::<Set, $x, $fast>(bits, nblocks, &[], hashes, &mut Vec::new()) };
         }};
     }
-    fixed::dispatch!(
-        layout,
-        run,
-        go::<0>(bits, layout, hashes, |b: &mut [u8], h| set_key(
-            b, layout, h
-        ))
-    );
+    fixed::dispatch!(layout, run, {
+        // The general path, for layouts without a specialised kernel.
+        let mut bits = bits;
+        for_each_prefetched(&mut bits, layout, &[], hashes, |bits, h| {
+            set_key(bits, layout, h)
+        });
+    });
 }
 
 /// [`contains`] without a [`Probe`]: stops at the first block missing a bit.
@@ -546,10 +537,10 @@ pub struct LayerBits<'a> {
 /// Calls `f` on each hash in order, with the blocks of the key
 /// [`PREFETCH_DISTANCE`] places ahead already requested from memory, in `bits`
 /// and in every layer of `older`. `bits` is `&[u8]` or `&mut [u8]`, handed back
-/// to `f` for the probe itself. `X` is the layout's blocks per key when known
-/// at compile time (the specialised kernels), else 0.
+/// to `f` for the probe itself. The general path, for layouts without a
+/// specialised kernel; those run [`lean`].
 #[inline(always)]
-fn for_each_prefetched<S: AsRef<[u8]>, const X: usize>(
+fn for_each_prefetched<S: AsRef<[u8]>>(
     bits: &mut S,
     layout: &Layout,
     older: &[LayerBits],
@@ -557,14 +548,8 @@ fn for_each_prefetched<S: AsRef<[u8]>, const X: usize>(
     mut f: impl FnMut(&mut S, Hash128),
 ) {
     #[inline(always)]
-    fn ahead<const X: usize>(bits: &[u8], layout: &Layout, older: &[LayerBits], h: Hash128) {
-        if X == 0 {
-            prefetch_key(bits, layout, h);
-        } else {
-            for b in fixed::blocks::<X>(layout.nblocks, h) {
-                prefetch(bits, b as usize * BLOCK_BYTES);
-            }
-        }
+    fn ahead(bits: &[u8], layout: &Layout, older: &[LayerBits], h: Hash128) {
+        prefetch_key(bits, layout, h);
         // Most keys are absent from a given older layer, and a lookup stops
         // at the first block missing a bit: only that block is worth a slot
         // among the misses in flight.
@@ -573,11 +558,11 @@ fn for_each_prefetched<S: AsRef<[u8]>, const X: usize>(
         }
     }
     for h in hashes.iter().take(PREFETCH_DISTANCE) {
-        ahead::<X>(bits.as_ref(), layout, older, *h);
+        ahead(bits.as_ref(), layout, older, *h);
     }
     for (i, h) in hashes.iter().enumerate() {
         if let Some(next) = hashes.get(i + PREFETCH_DISTANCE) {
-            ahead::<X>(bits.as_ref(), layout, older, *next);
+            ahead(bits.as_ref(), layout, older, *next);
         }
         f(bits, *h);
     }
@@ -1147,26 +1132,6 @@ pub fn insert_batch(
     hashes: &[Hash128],
     out: &mut Vec<bool>,
 ) -> u64 {
-    /// The batch, with the test-and-set of `newest` given.
-    #[inline(always)]
-    fn go<const X: usize>(
-        older: &[LayerBits],
-        mut newest: &mut [u8],
-        layout: &Layout,
-        hashes: &[Hash128],
-        out: &mut Vec<bool>,
-        test_and_set: impl Fn(&mut [u8], Hash128) -> bool,
-    ) -> u64 {
-        out.reserve(hashes.len());
-        let mut new = 0;
-        let lookups = older_lookups(older);
-        for_each_prefetched::<_, X>(&mut newest, layout, older, hashes, |bits, h| {
-            let seen = in_older(&lookups, h) || test_and_set(bits, h);
-            new += u64::from(!seen);
-            out.push(seen);
-        });
-        new
-    }
     let nblocks = layout.nblocks;
     let lookups = older_lookups(older);
     macro_rules! run {
@@ -1178,13 +1143,17 @@ pub fn insert_batch(
             unsafe { lean_avx2::<Insert, $x, $fast>(newest, nblocks, &lookups, hashes, out) }
         };
     }
-    fixed::dispatch!(
-        layout,
-        run,
-        go::<0>(older, newest, layout, hashes, out, |b: &mut [u8], h| {
-            test_and_set_key(b, layout, h)
-        })
-    )
+    fixed::dispatch!(layout, run, {
+        // The general path, for layouts without a specialised kernel.
+        out.reserve(hashes.len());
+        let (mut newest, mut new) = (newest, 0);
+        for_each_prefetched(&mut newest, layout, older, hashes, |bits, h| {
+            let seen = in_older(&lookups, h) || test_and_set_key(bits, layout, h);
+            new += u64::from(!seen);
+            out.push(seen);
+        });
+        new
+    })
 }
 
 /// Looks `hashes` up in `layers` (present when any layer holds every bit of the
@@ -1195,21 +1164,6 @@ pub fn contains_batch(layers: &[LayerBits], hashes: &[Hash128], out: &mut Vec<bo
         out.extend(hashes.iter().map(|_| false));
         return;
     };
-    /// The batch, with the lookup in `newest` given.
-    #[inline(always)]
-    fn go<const X: usize>(
-        newest: &LayerBits,
-        older: &[LayerBits],
-        hashes: &[Hash128],
-        out: &mut Vec<bool>,
-        contains: impl Fn(&[u8], Hash128) -> bool,
-    ) {
-        let mut bits = newest.bits;
-        let lookups = older_lookups(older);
-        for_each_prefetched::<_, X>(&mut bits, &newest.layout, older, hashes, |bits, h| {
-            out.push(contains(bits, h) || in_older(&lookups, h));
-        });
-    }
     let layout = &newest.layout;
     let nblocks = layout.nblocks;
     let lookups = older_lookups(older);
@@ -1224,13 +1178,13 @@ pub fn contains_batch(layers: &[LayerBits], hashes: &[Hash128], out: &mut Vec<bo
             };
         }};
     }
-    fixed::dispatch!(
-        layout,
-        run,
-        go::<0>(newest, older, hashes, out, |b: &[u8], h| contains_key(
-            b, layout, h
-        ))
-    );
+    fixed::dispatch!(layout, run, {
+        // The general path, for layouts without a specialised kernel.
+        let mut bits = newest.bits;
+        for_each_prefetched(&mut bits, layout, older, hashes, |bits, h| {
+            out.push(contains_key(bits, layout, h) || in_older(&lookups, h));
+        });
+    });
 }
 
 /// What the bits of a filter say about it, computed from the actual per-block
