@@ -5,8 +5,8 @@
 //! (URLs average 80 bytes). Comparing 64 bytes with the terminator gives a
 //! 64-bit mask whose set bits are the terminators, read off with
 //! `trailing_zeros`. On x86_64 the compare is SSE2 (part of the base
-//! instruction set, so there is nothing to detect at run time); elsewhere
-//! `memchr`'s iterator does the work.
+//! instruction set, so there is nothing to detect at run time), with the
+//! input prefetched a page ahead; elsewhere `memchr`'s iterator does the work.
 
 /// Appends to `ends`, in order, `base + i + 1` for every `i` where
 /// `data[i] == term`: the end (terminator included) of every record that ends
@@ -17,6 +17,7 @@ pub fn record_ends(data: &[u8], term: u8, base: usize, ends: &mut Vec<usize>) {
         let whole = data.len() / 64 * 64;
         let mut at = 0;
         while at < whole {
+            prefetch(data.as_ptr().wrapping_add(at + PREFETCH_AHEAD));
             let mut mask = terms64(&data[at..at + 64], term);
             while mask != 0 {
                 ends.push(base + at + mask.trailing_zeros() as usize + 1);
@@ -28,6 +29,24 @@ pub fn record_ends(data: &[u8], term: u8, base: usize, ends: &mut Vec<usize>) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     ends.extend(memchr::memchr_iter(term, data).map(|i| base + i + 1));
+}
+
+/// How far ahead of the scan [`record_ends`] asks for the input's cache lines:
+/// one 4 KiB page, so the next page's first lines are on their way before the
+/// scan gets there (the hardware prefetchers stop at page boundaries, and a
+/// mapped input is mapped with 4 KiB pages). Measured on the bench corpus
+/// (`scripts/ab.sh`, 11 runs): `dedup` 0.87-0.88x at 4096 bytes, 0.90x at
+/// 2048, 0.91x at 8192, 0.93x at 512.
+#[cfg(target_arch = "x86_64")]
+const PREFETCH_AHEAD: usize = 4096;
+
+/// Asks for the cache line at `p` (any address: a prefetch never faults).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    // SAFETY: a prefetch is only a hint, never a memory access that can fault,
+    // whatever the address; SSE is part of x86_64.
+    unsafe { std::arch::x86_64::_mm_prefetch(p.cast(), std::arch::x86_64::_MM_HINT_T0) }
 }
 
 /// The positions of `term` in 64 bytes, as the bits of a mask (bit `i` for
