@@ -236,7 +236,10 @@ impl Chunk {
             if let Some((_, before)) = &mut open {
                 *before += (p.verdicts.len() - first) as u64;
             }
-            end = p.ends.last().copied().unwrap_or(end);
+            // The end of the piece's last record with a verdict.
+            if let Some(&e) = p.verdicts.len().checked_sub(1).and_then(|l| p.ends.get(l)) {
+                end = e;
+            }
         }
         if let Some((s, n)) = open {
             f(&data[s..end], n)?;
