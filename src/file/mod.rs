@@ -239,24 +239,39 @@ fn next_entry(header: &Header, plan: &Plan) -> LayerEntry {
     }
 }
 
-/// Segments whose checksum must be recomputed, per layer.
+/// What is known of a segment's checksum.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Segment {
+    /// Written in the file and current.
+    Current,
+    /// To recompute from the bits.
+    Stale,
+    /// To write, and the segment is all zero: a layer made by this process
+    /// whose segment no key has touched since. Its checksum is that of zero
+    /// bytes, computed without reading the bits, so a new file's untouched
+    /// pages are never brought into the page cache just to be hashed.
+    Zero,
+}
+
+/// Segments whose checksum must be (re)written, per layer.
 #[derive(Default)]
-struct Stale(Vec<Vec<bool>>);
+struct Stale(Vec<Vec<Segment>>);
 
 impl Stale {
     /// Makes room for `layers` layers; the segments of the ones not covered
-    /// yet start `stale` (a new layer: its table is still zero) or not (layers
-    /// read from a file, whose tables are current).
-    fn cover(&mut self, layers: &[LayerEntry], stale: bool) {
+    /// yet start all zero (`new`: a layer just made, whose bits and table are
+    /// still zero) or current (layers read from a file, whose tables are).
+    fn cover(&mut self, layers: &[LayerEntry], new: bool) {
+        let state = if new { Segment::Zero } else { Segment::Current };
         for l in &layers[self.0.len().min(layers.len())..] {
-            self.0.push(vec![stale; l.segments() as usize]);
+            self.0.push(vec![state; l.segments() as usize]);
         }
     }
 
     /// Marks every segment of every layer stale.
     fn all(&mut self) {
         for v in &mut self.0 {
-            v.fill(true);
+            v.fill(Segment::Stale);
         }
     }
 
@@ -265,25 +280,39 @@ impl Stale {
         let block = l.layout.blocks(h)[0];
         let seg = (block * filter::BLOCK_BYTES as u64 / format::SEGMENT_BYTES) as usize;
         if let Some(s) = self.0.get_mut(layer).and_then(|v| v.get_mut(seg)) {
-            *s = true;
+            *s = Segment::Stale;
         }
     }
 
-    /// Recomputes the stale checksums of `maps` and writes them into `file`.
+    /// Writes the checksums of `maps` that are not current into `file`.
     fn write(&mut self, file: &File, path: &Path, header: &Header, maps: &[MmapMut]) -> Result<()> {
-        for ((l, bits), stale) in header.layers.iter().zip(maps).zip(&mut self.0) {
+        // The checksum of zero bytes, by length (whole segments, and a
+        // layer's shorter last one).
+        let mut zero_sums: Vec<(usize, u64)> = Vec::new();
+        for ((l, bits), states) in header.layers.iter().zip(maps).zip(&mut self.0) {
             if l.checksums == 0 {
                 continue;
             }
-            for (s, flag) in stale.iter_mut().enumerate() {
-                if *flag {
-                    let sum = xxhash_rust::xxh3::xxh3_64(&bits[l.segment(s as u64)]);
-                    file.write_all_at(&sum.to_le_bytes(), l.checksums + 8 * s as u64)
-                        .with_context(|| {
-                            format!("cannot write the checksums of {}", path.display())
-                        })?;
-                    *flag = false;
-                }
+            for (s, state) in states.iter_mut().enumerate() {
+                let range = l.segment(s as u64);
+                let sum = match *state {
+                    Segment::Current => continue,
+                    Segment::Stale => xxhash_rust::xxh3::xxh3_64(&bits[range]),
+                    Segment::Zero => {
+                        let len = range.len();
+                        match zero_sums.iter().find(|(n, _)| *n == len) {
+                            Some(&(_, sum)) => sum,
+                            None => {
+                                let sum = xxhash_rust::xxh3::xxh3_64(&vec![0u8; len]);
+                                zero_sums.push((len, sum));
+                                sum
+                            }
+                        }
+                    }
+                };
+                file.write_all_at(&sum.to_le_bytes(), l.checksums + 8 * s as u64)
+                    .with_context(|| format!("cannot write the checksums of {}", path.display()))?;
+                *state = Segment::Current;
             }
         }
         Ok(())
@@ -1196,6 +1225,64 @@ mod tests {
             }
         }
         None
+    }
+
+    /// Every stored checksum of `path` is the checksum of its segment's bits.
+    fn assert_checksums_match(path: &Path) {
+        let r = ReadFilter::open(path).unwrap();
+        for (i, l) in r.header().layers.iter().enumerate() {
+            let sums = r.checksums(i).unwrap();
+            assert_eq!(sums.len() as u64, l.segments());
+            for (s, sum) in sums.iter().enumerate() {
+                let bits = &r.layer_bits(i)[l.segment(s as u64)];
+                assert_eq!(
+                    *sum,
+                    xxhash_rust::xxh3::xxh3_64(bits),
+                    "layer {i} segment {s}"
+                );
+            }
+        }
+    }
+
+    /// Segments no key touched in a layer made by this process get the
+    /// checksum of zero bytes without their bits being read: it must be the
+    /// one the bits give, for whole segments and a shorter last one, in a
+    /// first layer and in one added by growth, after `finish` and after a
+    /// reopened writer's commit.
+    #[test]
+    fn untouched_segments_get_the_checksum_of_their_zero_bits() {
+        let spec = Spec {
+            capacity: 700_000,
+            target_fpp: 1e-6,
+            growth: Some(sizing::Growth::new(2)),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.seen");
+        let mut new = NewFilter::create(&path, &spec, 7, KeySpec::RAW).unwrap();
+        let l = new.header().layers[0];
+        assert!(l.segments() >= 3, "several segments: {}", l.segments());
+        assert!(
+            !l.layout.bytes().is_multiple_of(format::SEGMENT_BYTES),
+            "a short last segment"
+        );
+        // Two keys: most segments stay untouched.
+        let keys: Vec<Hash128> = (0..2u32)
+            .map(|i| crate::hash::hash(&i.to_le_bytes(), 7))
+            .collect();
+        new.insert_batch(&keys, &mut Vec::new()).unwrap();
+        new.finish(false).unwrap();
+        assert_checksums_match(&path);
+        // A writer fills the first layer and grows: the new layer's
+        // untouched segments too.
+        let mut w = WriteFilter::open(&path, None).unwrap();
+        let keys: Vec<Hash128> = (0..700_010u32)
+            .map(|i| crate::hash::hash(&(i + 10).to_le_bytes(), 7))
+            .collect();
+        w.insert_batch(&keys, &mut Vec::new()).unwrap();
+        assert_eq!(w.header().layers.len(), 2);
+        w.commit().unwrap();
+        drop(w);
+        assert_checksums_match(&path);
     }
 
     /// Layers only read, and in-memory ones, always ask for huge pages; the
