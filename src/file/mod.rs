@@ -374,8 +374,9 @@ struct Layers {
     name: String,
     /// Capacity warnings given so far: 1 past 100 %, 2 past 150 %.
     warned: u8,
-    /// Segments changed since their checksums were last written; `None` for
-    /// an in-memory filter, which has no checksums to keep.
+    /// Segments whose checksums must be written: changed since they last
+    /// were, or in a layer just made (all zero); `None` for an in-memory
+    /// filter, which has no checksums to keep.
     stale: Option<Stale>,
     /// Keys this run may still insert, when known ([`Layers::expect_keys`]).
     expected: Option<u64>,
