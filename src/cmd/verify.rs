@@ -3,7 +3,7 @@
 
 use crate::cli::VerifyArgs;
 use crate::file::ReadFilter;
-use crate::file::format::SEGMENT_BYTES;
+use crate::file::format::{SEGMENT_BYTES, segment_checksum};
 use crate::progress::Progress;
 use anyhow::{Context, Result};
 use std::io::Write;
@@ -34,7 +34,7 @@ pub fn run(a: VerifyArgs) -> Result<ExitCode> {
             let range = l.segment(s as u64);
             checked += 1;
             crate::progress::advance(range.len() as u64, 0);
-            if xxhash_rust::xxh3::xxh3_64(&bits[range.clone()]) != *stored {
+            if segment_checksum(&bits[range.clone()]) != *stored {
                 damaged += 1;
                 writeln!(
                     out,

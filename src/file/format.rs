@@ -236,6 +236,13 @@ fn put(b: &mut [u8], o: usize, v: &[u8]) {
     b[o..o + v.len()].copy_from_slice(v);
 }
 
+/// The checksum of one data segment of a layer's bits ([`SEGMENT_BYTES`],
+/// the last one possibly shorter): XXH3-64 (seed 0) of its bytes, as the
+/// layer's checksum table stores it.
+pub fn segment_checksum(bits: &[u8]) -> u64 {
+    xxh3_64(bits)
+}
+
 /// XXH3-64 (seed 0) of the header with the checksum field taken as zero.
 pub fn header_checksum(header: &[u8]) -> u64 {
     let mut copy = [0u8; HEADER_LEN];

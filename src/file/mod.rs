@@ -297,13 +297,13 @@ impl Stale {
                 let range = l.segment(s as u64);
                 let sum = match *state {
                     Segment::Current => continue,
-                    Segment::Stale => xxhash_rust::xxh3::xxh3_64(&bits[range]),
+                    Segment::Stale => format::segment_checksum(&bits[range]),
                     Segment::Zero => {
                         let len = range.len();
                         match zero_sums.iter().find(|(n, _)| *n == len) {
                             Some(&(_, sum)) => sum,
                             None => {
-                                let sum = xxhash_rust::xxh3::xxh3_64(&vec![0u8; len]);
+                                let sum = format::segment_checksum(&vec![0u8; len]);
                                 zero_sums.push((len, sum));
                                 sum
                             }
@@ -1238,7 +1238,7 @@ mod tests {
                 let bits = &r.layer_bits(i)[l.segment(s as u64)];
                 assert_eq!(
                     *sum,
-                    xxhash_rust::xxh3::xxh3_64(bits),
+                    format::segment_checksum(bits),
                     "layer {i} segment {s}"
                 );
             }
