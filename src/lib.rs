@@ -15,6 +15,7 @@ pub mod input;
 pub mod keys;
 pub mod output;
 pub mod pipeline;
+pub mod prefetch;
 pub mod progress;
 pub mod scan;
 pub mod signals;

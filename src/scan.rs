@@ -17,7 +17,7 @@ pub fn record_ends(data: &[u8], term: u8, base: usize, ends: &mut Vec<usize>) {
         let whole = data.len() / 64 * 64;
         let mut at = 0;
         while at < whole {
-            prefetch(data.as_ptr().wrapping_add(at + PREFETCH_AHEAD));
+            crate::prefetch::prefetch(data, at + PREFETCH_AHEAD);
             let mut mask = terms64(&data[at..at + 64], term);
             while mask != 0 {
                 ends.push(base + at + mask.trailing_zeros() as usize + 1);
@@ -39,15 +39,6 @@ pub fn record_ends(data: &[u8], term: u8, base: usize, ends: &mut Vec<usize>) {
 /// 2048, 0.91x at 8192, 0.93x at 512.
 #[cfg(target_arch = "x86_64")]
 const PREFETCH_AHEAD: usize = 4096;
-
-/// Asks for the cache line at `p` (any address: a prefetch never faults).
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn prefetch(p: *const u8) {
-    // SAFETY: a prefetch is only a hint, never a memory access that can fault,
-    // whatever the address; SSE is part of x86_64.
-    unsafe { std::arch::x86_64::_mm_prefetch(p.cast(), std::arch::x86_64::_MM_HINT_T0) }
-}
 
 /// The positions of `term` in 64 bytes, as the bits of a mask (bit `i` for
 /// byte `i`).

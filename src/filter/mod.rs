@@ -35,6 +35,7 @@
 pub mod sizing;
 
 use crate::hash::Hash128;
+use crate::prefetch::prefetch;
 
 /// Bits in one block.
 pub const BLOCK_BITS: u32 = 512;
@@ -357,21 +358,6 @@ pub const PORTABLE_ENV: &str = "SEEN_PORTABLE";
 /// 2-core development VM, distances 4–32 measured the same (and 0 was 2.5×
 /// slower): the limit there is misses in flight, not distance.
 pub const PREFETCH_DISTANCE: usize = 16;
-
-/// Asks the CPU to start loading a cache line of `bits` (a hint: no effect on
-/// results, and nothing on targets without a prefetch instruction).
-#[inline(always)]
-fn prefetch(bits: &[u8], offset: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if offset < bits.len() {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        // SAFETY: prefetching is only a hint: it never faults and reads no memory
-        // architecturally; the address is inside `bits` anyway.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(bits.as_ptr().wrapping_add(offset).cast()) }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (bits, offset);
-}
 
 /// Prefetches every block of a key.
 #[inline(always)]
