@@ -106,21 +106,25 @@ impl Piece {
         self.hashes.clear();
         self.missing_field = 0;
         self.not_url = 0;
-        crate::scan::record_ends(&data[self.start..end], term, self.start, &mut self.ends);
-        self.hashes.reserve(self.ends.len());
+        // Each record is hashed as soon as its end is found (see
+        // `for_each_end`).
+        let (ends, hashes) = (&mut self.ends, &mut self.hashes);
         let mut s = self.start;
+        let records = &data[self.start..end];
         if keys.is_raw() {
-            for &e in &self.ends {
-                self.hashes.push(hash(&data[s..e - 1], seed));
+            crate::scan::for_each_end(records, term, self.start, |e| {
+                ends.push(e);
+                hashes.push(hash(&data[s..e - 1], seed));
                 s = e;
-            }
+            });
             return;
         }
         let mut keyer = Keyer::new(keys);
-        for &e in &self.ends {
-            self.hashes.push(hash(keyer.key(&data[s..e - 1]), seed));
+        crate::scan::for_each_end(records, term, self.start, |e| {
+            ends.push(e);
+            hashes.push(hash(keyer.key(&data[s..e - 1]), seed));
             s = e;
-        }
+        });
         self.missing_field = keyer.missing_field;
         self.not_url = keyer.not_url;
     }

@@ -8,10 +8,14 @@
 //! instruction set, so there is nothing to detect at run time), with the
 //! input prefetched a page ahead; elsewhere `memchr`'s iterator does the work.
 
-/// Appends to `ends`, in order, `base + i + 1` for every `i` where
-/// `data[i] == term`: the end (terminator included) of every record that ends
-/// in `data`, as offsets of the buffer `data` starts at `base` of.
-pub fn record_ends(data: &[u8], term: u8, base: usize, ends: &mut Vec<usize>) {
+/// Calls `f(base + i + 1)` in order for every `i` where `data[i] == term`: the
+/// end (terminator included) of every record that ends in `data`, as an
+/// offset of the buffer `data` starts at `base` of. Inlined into its caller,
+/// so that a record can be hashed the moment its end is found, while its bytes
+/// are still in the first-level cache (a separate pass to collect the ends and
+/// another to hash measured 1.10x the time of the two together).
+#[inline(always)]
+pub fn for_each_end(data: &[u8], term: u8, base: usize, mut f: impl FnMut(usize)) {
     #[cfg(target_arch = "x86_64")]
     {
         let whole = data.len() / 64 * 64;
@@ -20,15 +24,15 @@ pub fn record_ends(data: &[u8], term: u8, base: usize, ends: &mut Vec<usize>) {
             crate::prefetch::prefetch(data, at + PREFETCH_AHEAD);
             let mut mask = terms64(&data[at..at + 64], term);
             while mask != 0 {
-                ends.push(base + at + mask.trailing_zeros() as usize + 1);
+                f(base + at + mask.trailing_zeros() as usize + 1);
                 mask &= mask - 1;
             }
             at += 64;
         }
-        ends.extend(memchr::memchr_iter(term, &data[whole..]).map(|i| base + whole + i + 1));
+        memchr::memchr_iter(term, &data[whole..]).for_each(|i| f(base + whole + i + 1));
     }
     #[cfg(not(target_arch = "x86_64"))]
-    ends.extend(memchr::memchr_iter(term, data).map(|i| base + i + 1));
+    memchr::memchr_iter(term, data).for_each(|i| f(base + i + 1));
 }
 
 /// How far ahead of the scan [`record_ends`] asks for the input's cache lines:
@@ -64,6 +68,10 @@ fn terms64(block: &[u8], term: u8) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn record_ends(data: &[u8], term: u8, base: usize, ends: &mut Vec<usize>) {
+        for_each_end(data, term, base, |e| ends.push(e));
+    }
     use proptest::prelude::*;
 
     fn reference(data: &[u8], term: u8, base: usize) -> Vec<usize> {
