@@ -35,7 +35,7 @@ pub fn for_each_end(data: &[u8], term: u8, base: usize, mut f: impl FnMut(usize)
     memchr::memchr_iter(term, data).for_each(|i| f(base + i + 1));
 }
 
-/// How far ahead of the scan [`record_ends`] asks for the input's cache lines:
+/// How far ahead of the scan [`for_each_end`] asks for the input's cache lines:
 /// one 4 KiB page, so the next page's first lines are on their way before the
 /// scan gets there (the hardware prefetchers stop at page boundaries, and a
 /// mapped input is mapped with 4 KiB pages). Measured on the bench corpus
