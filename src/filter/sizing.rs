@@ -200,45 +200,16 @@ pub fn blocked_fpp(n: f64, nblocks: f64, k: u32, x: u32, scheme: Scheme) -> f64 
             .map(|(w, i)| w * q[i])
             .sum();
     }
-    let per_page = BLOCKS_PER_PAGE as f64;
-    let lambda_page = n * per_page / nblocks;
-    // Tails past 6 sd weigh < 1e-8 of the total here (each block's own FPP is
-    // ≥ p^(1/x)); the one-block case above keeps 10 sd because its FPP is p itself.
-    let (jlo, jhi) = span(lambda_page, lambda_page.sqrt(), 6.0, usize::MAX);
-    let lf = ln_factorials(jhi + 2);
-    let s = x as f64 / per_page;
-    // A block's load i never goes past the top of its span for the largest j
-    // (about 100 for 2 blocks per key), far below j itself.
-    let imax = span(
-        jhi as f64 * s,
-        (jhi as f64 * s * (1.0 - s)).sqrt(),
-        6.0,
-        jhi,
-    )
-    .1;
-    let q = q_table(k, scheme, imax + 1);
-    let (ln_s, ln_t) = (s.ln(), (1.0 - s).ln());
-    let ratio = s / (1.0 - s);
-    let inv: Vec<f64> = (0..=imax + 1).map(|m| 1.0 / m.max(1) as f64).collect();
-    let page = PageSums {
-        lf: &lf,
-        q: &q,
-        inv: &inv,
-        s,
-        ln_s,
-        ln_t,
-        ratio,
-    };
+    let page = PageSums::new(n, nblocks, k, x, scheme);
     // The terms of one j form a chain (each multiplies the one before), four
     // cycles a step; those of different j do not. `LANES` values of j at a
     // time, interleaved, keep the CPU's multipliers busy (the sizing of
     // `dedup`'s default filter took 5 ms one j at a time). Each j's terms and
     // the order they are added in are unchanged, so the result is too, to the
     // bit (tested against the one-at-a-time sum).
-    let weights = poisson(lambda_page, jlo, jhi, &lf);
     let mut total = 0.0;
-    let mut groups = weights.chunks_exact(LANES);
-    let mut j = jlo;
+    let mut groups = page.weights.chunks_exact(LANES);
+    let mut j = page.jlo;
     for group in groups.by_ref() {
         let inner = page.inner::<LANES>(j);
         for (w, inner) in group.iter().zip(inner) {
@@ -256,15 +227,20 @@ pub fn blocked_fpp(n: f64, nblocks: f64, k: u32, x: u32, scheme: Scheme) -> f64 
 /// How many page loads [`blocked_fpp`] sums at once.
 const LANES: usize = 4;
 
-/// What [`blocked_fpp`]'s sum for one page load `j` needs: the block loads `i`
-/// of a page holding `j` keys are `Binomial(j, s)`.
-struct PageSums<'a> {
+/// The tables of [`blocked_fpp`]'s sum over page loads `j` (keys in a page,
+/// `Poisson(λp)`), whose block loads `i` are `Binomial(j, s)`.
+struct PageSums {
+    /// The first page load summed.
+    jlo: usize,
+    /// `Poisson(j; λp)` for each page load summed, from `jlo`.
+    weights: Vec<f64>,
     /// `ln m!` for every load `m` of the span.
-    lf: &'a [f64],
+    lf: Vec<f64>,
     /// A block's false-positive probability at each load.
-    q: &'a [f64],
+    q: Vec<f64>,
     /// `1 / m` (`1` for `m = 0`).
-    inv: &'a [f64],
+    inv: Vec<f64>,
+    /// A block's share of a page's keys, `x / 64`.
     s: f64,
     ln_s: f64,
     ln_t: f64,
@@ -272,22 +248,59 @@ struct PageSums<'a> {
     ratio: f64,
 }
 
-impl PageSums<'_> {
+impl PageSums {
+    /// The tables for `n` keys in `nblocks` blocks, `x` blocks of `k` bits per key.
+    fn new(n: f64, nblocks: f64, k: u32, x: u32, scheme: Scheme) -> PageSums {
+        let per_page = BLOCKS_PER_PAGE as f64;
+        let lambda_page = n * per_page / nblocks;
+        // Tails past 6 sd weigh < 1e-8 of the total here (each block's own
+        // FPP is ≥ p^(1/x)); the one-block case keeps 10 sd because its FPP
+        // is p itself.
+        let (jlo, jhi) = span(lambda_page, lambda_page.sqrt(), 6.0, usize::MAX);
+        let lf = ln_factorials(jhi + 2);
+        let s = x as f64 / per_page;
+        // A block's load i never goes past the top of its span for the largest
+        // j (about 100 for 2 blocks per key), far below j itself.
+        let imax = span(
+            jhi as f64 * s,
+            (jhi as f64 * s * (1.0 - s)).sqrt(),
+            6.0,
+            jhi,
+        )
+        .1;
+        PageSums {
+            jlo,
+            weights: poisson(lambda_page, jlo, jhi, &lf),
+            q: q_table(k, scheme, imax + 1),
+            inv: (0..=imax + 1).map(|m| 1.0 / m.max(1) as f64).collect(),
+            lf,
+            s,
+            ln_s: s.ln(),
+            ln_t: (1.0 - s).ln(),
+            ratio: s / (1.0 - s),
+        }
+    }
+
+    /// The span of block loads summed for page load `j` (within 6 sd), and
+    /// the probability of its first.
+    #[inline(always)]
+    fn first_term(&self, j: usize) -> (usize, usize, f64) {
+        let mean = j as f64 * self.s;
+        let (ilo, ihi) = span(mean, (mean * (1.0 - self.s)).sqrt(), 6.0, j);
+        debug_assert!(ihi < self.q.len());
+        let pmf = (self.lf[j] - self.lf[ilo] - self.lf[j - ilo]
+            + ilo as f64 * self.ln_s
+            + (j - ilo) as f64 * self.ln_t)
+            .exp();
+        (ilo, ihi, pmf)
+    }
     /// `Σ_i Binomial(i; j, s) · q[i]` over the block loads within 6 sd, for
     /// the `N` page loads `j0 .. j0 + N`, computed side by side.
     #[inline(always)]
     fn inner<const N: usize>(&self, j0: usize) -> [f64; N] {
         let (mut at, mut last, mut pmf) = ([0usize; N], [0usize; N], [0f64; N]);
         for l in 0..N {
-            let trials = j0 + l;
-            let mean = trials as f64 * self.s;
-            let (ilo, ihi) = span(mean, (mean * (1.0 - self.s)).sqrt(), 6.0, trials);
-            debug_assert!(ihi < self.q.len());
-            (at[l], last[l]) = (ilo, ihi);
-            pmf[l] = (self.lf[trials] - self.lf[ilo] - self.lf[trials - ilo]
-                + ilo as f64 * self.ln_s
-                + (trials - ilo) as f64 * self.ln_t)
-                .exp();
+            (at[l], last[l], pmf[l]) = self.first_term(j0 + l);
         }
         let mut inner = [0f64; N];
         // One step of lane `l`: the term at its current load, then the next
@@ -673,36 +686,17 @@ mod tests {
     use super::*;
 
     /// [`blocked_fpp`]'s sum over page loads as it was before the loads were
-    /// interleaved: one j at a time, each j's terms in order.
+    /// interleaved: one j at a time, each j's terms in order (the tables and
+    /// each j's first term are [`PageSums`]'s, shared with the code tested).
     fn page_sum_one_at_a_time(n: f64, nblocks: f64, k: u32, x: u32, scheme: Scheme) -> f64 {
-        let per_page = BLOCKS_PER_PAGE as f64;
-        let lambda_page = n * per_page / nblocks;
-        let (jlo, jhi) = span(lambda_page, lambda_page.sqrt(), 6.0, usize::MAX);
-        let lf = ln_factorials(jhi + 2);
-        let s = x as f64 / per_page;
-        let imax = span(
-            jhi as f64 * s,
-            (jhi as f64 * s * (1.0 - s)).sqrt(),
-            6.0,
-            jhi,
-        )
-        .1;
-        let q = q_table(k, scheme, imax + 1);
-        let (ln_s, ln_t) = (s.ln(), (1.0 - s).ln());
-        let ratio = s / (1.0 - s);
-        let inv: Vec<f64> = (0..=imax + 1).map(|m| 1.0 / m.max(1) as f64).collect();
+        let page = PageSums::new(n, nblocks, k, x, scheme);
         let mut total = 0.0;
-        for (wj, trials) in poisson(lambda_page, jlo, jhi, &lf).iter().zip(jlo..) {
-            let mean = trials as f64 * s;
-            let (ilo, ihi) = span(mean, (mean * (1.0 - s)).sqrt(), 6.0, trials);
-            let mut pmf = (lf[trials] - lf[ilo] - lf[trials - ilo]
-                + ilo as f64 * ln_s
-                + (trials - ilo) as f64 * ln_t)
-                .exp();
+        for (wj, trials) in page.weights.iter().zip(page.jlo..) {
+            let (ilo, ihi, mut pmf) = page.first_term(trials);
             let mut inner = 0.0;
-            for (i, qi) in q.iter().enumerate().take(ihi + 1).skip(ilo) {
+            for (i, qi) in page.q.iter().enumerate().take(ihi + 1).skip(ilo) {
                 inner += pmf * qi;
-                pmf *= (trials - i) as f64 * inv[i + 1] * ratio;
+                pmf *= (trials - i) as f64 * page.inv[i + 1] * page.ratio;
             }
             total += wj * inner.powi(x as i32);
         }
