@@ -106,27 +106,34 @@ impl Piece {
         self.hashes.clear();
         self.missing_field = 0;
         self.not_url = 0;
-        // Each record is hashed as soon as its end is found (see
-        // `for_each_end`).
-        let (ends, hashes) = (&mut self.ends, &mut self.hashes);
-        let mut s = self.start;
-        let records = &data[self.start..end];
         if keys.is_raw() {
-            crate::scan::for_each_end(records, term, self.start, |e| {
-                ends.push(e);
-                hashes.push(hash(&data[s..e - 1], seed));
-                s = e;
-            });
+            self.hash_records(data, end, term, |record| hash(record, seed));
             return;
         }
         let mut keyer = Keyer::new(keys);
-        crate::scan::for_each_end(records, term, self.start, |e| {
-            ends.push(e);
-            hashes.push(hash(keyer.key(&data[s..e - 1]), seed));
-            s = e;
-        });
+        self.hash_records(data, end, term, |record| hash(keyer.key(record), seed));
         self.missing_field = keyer.missing_field;
         self.not_url = keyer.not_url;
+    }
+
+    /// Appends the end and the hash (`hash_of` the record, terminator left
+    /// out) of every record of the piece, each hashed as soon as its end is
+    /// found (see `for_each_end`).
+    #[inline(always)]
+    fn hash_records(
+        &mut self,
+        data: &[u8],
+        end: usize,
+        term: u8,
+        mut hash_of: impl FnMut(&[u8]) -> Hash128,
+    ) {
+        let (ends, hashes) = (&mut self.ends, &mut self.hashes);
+        let mut s = self.start;
+        crate::scan::for_each_end(&data[self.start..end], term, self.start, |e| {
+            ends.push(e);
+            hashes.push(hash_of(&data[s..e - 1]));
+            s = e;
+        });
     }
 }
 

@@ -68,11 +68,12 @@ fn terms64(block: &[u8], term: u8) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
+    /// The ends [`for_each_end`] gives, collected.
     fn record_ends(data: &[u8], term: u8, base: usize, ends: &mut Vec<usize>) {
         for_each_end(data, term, base, |e| ends.push(e));
     }
-    use proptest::prelude::*;
 
     fn reference(data: &[u8], term: u8, base: usize) -> Vec<usize> {
         data.iter()

@@ -294,6 +294,7 @@ impl PageSums {
             .exp();
         (ilo, ihi, pmf)
     }
+
     /// `Σ_i Binomial(i; j, s) · q[i]` over the block loads within 6 sd, for
     /// the `N` page loads `j0 .. j0 + N`, computed side by side.
     #[inline(always)]
