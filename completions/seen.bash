@@ -471,7 +471,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__verify)
-            opts="-q -h --progress --quiet --help"
+            opts="-q -h --repair --progress --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

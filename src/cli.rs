@@ -113,9 +113,11 @@ Exit status: 0 healthy, 1 past --max-fpp or --max-fill, 2 error.")]
     #[command(after_help = "\
 Examples:
   seen verify crawled.seen && echo intact
+  seen verify --repair crawled.seen   # cron: settle a killed writer's file first
 
 Exit status: 0 intact, 1 a data segment is damaged (each is named), 2 the file
-is not a usable filter (header, length) or cannot be read.")]
+is not a usable filter (header, length) or cannot be read, 3 a writer was
+killed and some checksums are stale, not known damaged (--repair settles it).")]
     Verify(VerifyArgs),
     /// Show the layout, size and false-positive rate a filter would have, without writing anything.
     #[command(after_help = "\
@@ -133,6 +135,17 @@ Examples:
 
 The same scripts are committed under completions/ in the source tree.")]
     Completions(CompletionsArgs),
+}
+
+impl Command {
+    /// Whether the subcommand writes results on standard output: all but
+    /// `build` and `query -q`.
+    pub fn writes_stdout(&self) -> bool {
+        !matches!(
+            self,
+            Command::Build(_) | Command::Query(QueryArgs { quiet: true, .. })
+        )
+    }
 }
 
 /// Options of `seen completions`.
@@ -238,10 +251,9 @@ pub struct SizeArgs {
     /// Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole
     /// capacity with --fixed, else the first layer's (the filter grows past it).
     /// Default: the number of lines in the input files, else 10M. (`dedup` of
-    /// files without -f sizes a fixed filter for their line count, which cannot
-    /// overflow; files of 64 MiB or more are sampled rather than counted, unless
-    /// --fixed or -p under 1e-7, and that filter grows should the estimate be
-    /// low.)
+    /// files without -f sizes its first layer for their line count, and grows
+    /// should a file hold more lines by the time it is read; files of 64 MiB or
+    /// more are sampled rather than counted, unless --fixed or -p under 1e-7.)
     #[arg(short = 'n', long = "capacity", value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub capacity: Option<u64>,
 
@@ -453,6 +465,13 @@ pub struct VerifyArgs {
     /// Filter file to check.
     #[arg(value_name = "FILTER")]
     pub filter: PathBuf,
+
+    /// If a writer was killed (the file is dirty), first recompute its
+    /// checksums and counters from its bits, as the next writer would (takes
+    /// the write lock); then check. A clean file is only checked: damage is
+    /// never repaired.
+    #[arg(long)]
+    pub repair: bool,
 
     /// Progress.
     #[command(flatten)]

@@ -323,7 +323,7 @@ fn count_windows(file: &File, term: u8, threads: usize, map: bool, len: u64) -> 
                 n += memchr::memchr_iter(term, &m).count() as u64;
                 continue;
             }
-            buf.resize(want, 0);
+            crate::memory::resize(&mut buf, want, "counting the input")?;
             let got = read_at_most(file, &mut buf, start)?;
             n += memchr::memchr_iter(term, &buf[..got]).count() as u64;
             if got < want {
@@ -641,7 +641,8 @@ impl Reader {
         }
         let target = target.max(1);
         if buf.len() < target.max(self.carry.len()) + 1 {
-            buf.resize(target.max(self.carry.len()) + 1, 0);
+            let len = target.max(self.carry.len()) + 1;
+            crate::memory::resize(buf, len, "a chunk of input")?;
         }
         let mut len = self.carry.len();
         buf[..len].copy_from_slice(&self.carry);
@@ -671,7 +672,7 @@ impl Reader {
             }
             if len == buf.len() {
                 let grown = buf.len() * 2;
-                buf.resize(grown, 0);
+                crate::memory::resize(buf, grown, "a long record")?;
             }
             let stream = self.current.as_ref().is_some_and(|c| c.2);
             let n = match self.read_current(&mut buf[len..]) {

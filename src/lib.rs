@@ -13,6 +13,7 @@ pub mod filter;
 pub mod hash;
 pub mod input;
 pub mod keys;
+pub mod memory;
 pub mod output;
 pub mod pipeline;
 pub mod prefetch;

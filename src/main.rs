@@ -3,16 +3,47 @@
 //! maps errors to `seen: error: …` and exit status 2.
 
 use clap::Parser;
-use seen::{cli, cmd, output, signals};
+use seen::{cli, cmd, memory, output, signals};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether file descriptor 1 was closed when the process started. The Rust
+/// runtime reopens a closed standard descriptor on /dev/null before `main`,
+/// which would make `seen dedup -f F >&-` record every line and print none:
+/// this looks before the runtime does.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Runs from `.init_array`, before the Rust runtime's set-up.
+extern "C" fn look_at_stdout() {
+    // SAFETY: fcntl(F_GETFD) only asks whether fd 1 is open; it touches no
+    // memory and is safe to call before the runtime exists.
+    if unsafe { libc::fcntl(1, libc::F_GETFD) } == -1 {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+    }
+}
+
+#[used]
+// SAFETY: `.init_array` holds plain `extern "C" fn()` pointers that the C
+// runtime calls once at start-up; `look_at_stdout` is one, and it neither
+// panics nor needs anything initialised.
+#[unsafe(link_section = ".init_array")]
+static LOOK_AT_STDOUT: extern "C" fn() = look_at_stdout;
 
 fn main() -> ExitCode {
     if std::env::args_os().len() == 1 {
         eprint!("{}", cli::short_usage());
         return ExitCode::from(2);
     }
+    memory::fit_address_space_limit();
     let cli = cli::Cli::parse();
     signals::explain_sigbus();
+    signals::ignore_sigxfsz();
+    if cli.command.writes_stdout()
+        && let Err(e) = output::check_stdout(STDOUT_CLOSED.load(Ordering::Relaxed))
+    {
+        eprintln!("seen: error: {e:#}");
+        return ExitCode::from(2);
+    }
     if matches!(cli.command, cli::Command::Build(_) | cli::Command::Dedup(_)) {
         // Runs that write a filter stop at a safe point on SIGINT/SIGTERM.
         signals::catch();
@@ -32,8 +63,23 @@ fn main() -> ExitCode {
         // Interrupted before anything needed saving (e.g. waiting for a lock).
         Err(_) if signals::received() != 0 => ExitCode::from(128 + signals::received() as u8),
         Err(e) => {
-            eprintln!("seen: error: {e:#}");
+            eprintln!("seen: error: {e:#}{}", hint(&e));
             ExitCode::from(2)
         }
+    }
+}
+
+/// What an error's cause means, where the system's message does not say.
+fn hint(e: &anyhow::Error) -> &'static str {
+    let os = |code| {
+        e.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.raw_os_error() == Some(code))
+        })
+    };
+    if os(libc::EFBIG) {
+        " (the file-size limit, `ulimit -f`, was reached: raise it, or write elsewhere)"
+    } else {
+        ""
     }
 }

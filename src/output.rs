@@ -1,4 +1,5 @@
-//! Buffered standard output, and recognising a closed pipe.
+//! Buffered standard output, checking it can take data, and recognising a
+//! closed pipe.
 
 use std::io::{self, BufWriter, Stdout};
 
@@ -19,4 +20,27 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
         e.downcast_ref::<io::Error>()
             .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
     })
+}
+
+/// Refuses a standard output that cannot take data, before a run reads or
+/// records anything: closed when the process started (`closed`: the runtime
+/// has put /dev/null there since), or open for reading only (`1< FILE`).
+///
+/// # Errors
+/// Either case, saying how to give an output.
+pub fn check_stdout(closed: bool) -> anyhow::Result<()> {
+    let why = if closed {
+        "is closed"
+    } else {
+        match rustix::fs::fcntl_getfl(io::stdout()) {
+            Ok(fl) if fl & rustix::fs::OFlags::RWMODE == rustix::fs::OFlags::RDONLY => {
+                "is open for reading only"
+            }
+            _ => return Ok(()),
+        }
+    };
+    anyhow::bail!(
+        "standard output {why}: seen writes its results there; redirect it to a file, \
+         or to /dev/null to discard them (nothing was read or recorded)"
+    )
 }

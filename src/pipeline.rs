@@ -100,20 +100,37 @@ pub struct Piece {
     not_url: u64,
 }
 
+/// Bytes per record assumed when reserving a piece's ends and hashes ahead
+/// of its scan (fallibly: see [`crate::memory`]); pieces of shorter records
+/// grow them as they go.
+const RESERVE_RECORD_BYTES: usize = 32;
+
 impl Piece {
-    fn hash(&mut self, data: &[u8], end: usize, term: u8, seed: u64, keys: KeySpec) {
+    fn hash(
+        &mut self,
+        data: &[u8],
+        end: usize,
+        term: u8,
+        seed: u64,
+        keys: KeySpec,
+    ) -> std::io::Result<()> {
         self.ends.clear();
         self.hashes.clear();
         self.missing_field = 0;
         self.not_url = 0;
+        let records = (end - self.start) / RESERVE_RECORD_BYTES + 1;
+        crate::memory::reserve(&mut self.ends, records, "a chunk's record ends")?;
+        crate::memory::reserve(&mut self.hashes, records, "a chunk's hashes")?;
+        crate::memory::reserve(&mut self.verdicts, records, "a chunk's verdicts")?;
         if keys.is_raw() {
             self.hash_records(data, end, term, |record| hash(record, seed));
-            return;
+            return Ok(());
         }
         let mut keyer = Keyer::new(keys);
         self.hash_records(data, end, term, |record| hash(keyer.key(record), seed));
         self.missing_field = keyer.missing_field;
         self.not_url = keyer.not_url;
+        Ok(())
     }
 
     /// Appends the end and the hash (`hash_of` the record, terminator left
@@ -259,7 +276,16 @@ impl Chunk {
     }
 
     /// Splits the records into pieces and hashes them (in parallel on `pool`).
-    fn hash(&mut self, term: u8, seed: u64, keys: KeySpec, pool: Option<&rayon::ThreadPool>) {
+    ///
+    /// # Errors
+    /// When the pieces' vectors cannot grow (out of memory).
+    fn hash(
+        &mut self,
+        term: u8,
+        seed: u64,
+        keys: KeySpec,
+        pool: Option<&rayon::ThreadPool>,
+    ) -> std::io::Result<()> {
         if let Some(h) = self.prehashed {
             if self.pieces.is_empty() {
                 self.pieces.push(Piece::default());
@@ -271,7 +297,7 @@ impl Chunk {
             p.hashes.clear();
             p.hashes.push(h);
             self.used = 1;
-            return;
+            return Ok(());
         }
         let len = self.len;
         // Not `self.bytes()`: the pieces are borrowed mutably below.
@@ -306,13 +332,12 @@ impl Chunk {
                 self.pieces[..self.used]
                     .par_iter_mut()
                     .zip(ends.par_iter())
-                    .for_each(|(p, &end)| p.hash(data, end, term, seed, keys));
+                    .try_for_each(|(p, &end)| p.hash(data, end, term, seed, keys))
             }),
-            _ => {
-                for (p, &end) in self.pieces[..self.used].iter_mut().zip(ends) {
-                    p.hash(data, end, term, seed, keys);
-                }
-            }
+            _ => self.pieces[..self.used]
+                .iter_mut()
+                .zip(ends)
+                .try_for_each(|(p, &end)| p.hash(data, end, term, seed, keys)),
         }
     }
 }
@@ -471,8 +496,23 @@ impl Deferred {
 
     /// Judges a chunk: present in the filter, or judged new earlier and not yet
     /// recorded, means seen; otherwise new (and now pending).
-    fn judge<B: BatchFilter>(&mut self, filter: &B, chunk: &mut Chunk) -> u64 {
+    ///
+    /// # Errors
+    /// When the pending set cannot grow for the chunk's keys (out of memory);
+    /// nothing is judged then.
+    fn judge<B: BatchFilter>(&mut self, filter: &B, chunk: &mut Chunk) -> Result<u64> {
         chunk.new_keys.clear();
+        let n: usize = chunk.pieces[..chunk.used]
+            .iter()
+            .map(|p| p.hashes.len())
+            .sum();
+        self.pending.try_reserve(n).map_err(|_| {
+            crate::memory::out_of_memory(
+                (self.pending.len() + n) * 2 * size_of::<((u64, u64), u64)>(),
+                "the keys waiting to be recorded",
+            )
+        })?;
+        crate::memory::reserve(&mut chunk.new_keys, n, "a chunk's new keys")?;
         self.judged += 1;
         let (seq, recorded) = (self.judged, self.recorded);
         let mut new = 0;
@@ -492,7 +532,7 @@ impl Deferred {
                 }
             }
         }
-        new
+        Ok(new)
     }
 
     /// Opens a window if none is open: the filter's lock, then a fresh count.
@@ -543,6 +583,11 @@ impl Deferred {
     fn written<B: BatchFilter>(&mut self, filter: &mut B, keys: Vec<Hash128>) -> Result<()> {
         self.written += 1;
         if self.commit.sync_output {
+            crate::memory::reserve(
+                &mut self.acked,
+                keys.len(),
+                "the keys waiting to be recorded",
+            )?;
             self.acked.extend(keys);
             return Ok(());
         }
@@ -648,8 +693,10 @@ where
                                     .build()
                                     .ok();
                             }
-                            chunk.hash(opts.term, seed, opts.keys, pool.as_ref());
-                            Ok(chunk)
+                            match chunk.hash(opts.term, seed, opts.keys, pool.as_ref()) {
+                                Ok(()) => Ok(chunk),
+                                Err(e) => Err(e.into()),
+                            }
                         }
                         Ok(None) => return,
                         Err(e) => Err(e),
@@ -705,9 +752,14 @@ where
                                 .iter()
                                 .map(|p| p.hashes.len())
                                 .sum();
-                            counts.read += n as u64;
-                            d.window_lines += n as u64;
-                            counts.new += d.judge(filter, &mut chunk);
+                            match d.judge(filter, &mut chunk) {
+                                Ok(new) => {
+                                    counts.read += n as u64;
+                                    d.window_lines += n as u64;
+                                    counts.new += new;
+                                }
+                                Err(e) => failed = Some(e),
+                            }
                         }
                         Err(e) => failed = Some(e),
                     }
@@ -830,7 +882,7 @@ mod tests {
         d.window_open = true;
         let judge = |d: &mut Deferred, f: &MemFilter, keys: &[u32]| {
             let mut c = chunk_of(keys);
-            let new = d.judge(f, &mut c);
+            let new = d.judge(f, &mut c).unwrap();
             assert_eq!(new, c.new_keys.len() as u64);
             (c.pieces[0].verdicts.clone(), c.new_keys)
         };

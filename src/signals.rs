@@ -1,6 +1,7 @@
 //! SIGINT and SIGTERM as a flag: runs that write a filter stop at a safe point
 //! (see `pipeline::run`) instead of dying with work half recorded. SIGBUS
-//! (a mapped file shrank) as a message and exit status 2.
+//! (a mapped file shrank) as a message and exit status 2. SIGXFSZ ignored, so
+//! a file-size limit is a write error.
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 use std::os::fd::AsFd;
@@ -27,6 +28,18 @@ pub fn catch() {
 /// The signal received since [`catch`], or 0.
 pub fn received() -> usize {
     RECEIVED.load(Ordering::SeqCst)
+}
+
+/// From now on, SIGXFSZ (a write past the file-size limit, `ulimit -f`) is
+/// ignored: the write fails with EFBIG instead, and the usual error path runs
+/// (message, temporary file removed, exit status 2) instead of the process
+/// dying with a temporary file left behind.
+pub fn ignore_sigxfsz() {
+    // SAFETY: setting a signal's disposition to SIG_IGN installs no handler
+    // and touches no memory of ours.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
 }
 
 /// What SIGBUS means for `seen`, printed when it arrives.

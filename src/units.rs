@@ -109,8 +109,19 @@ pub fn parse_every(s: &str) -> Result<Every, String> {
     for (suffix, ms) in [("ms", 1u64), ("s", 1000), ("m", 60_000)] {
         if let Some(n) = t.strip_suffix(suffix) {
             let v: f64 = n.trim().parse().map_err(|_| bad())?;
-            if !(v.is_finite() && v > 0.0 && v * ms as f64 <= 86_400_000.0) {
+            if !v.is_finite() || v.is_sign_negative() {
                 return Err(bad());
+            }
+            if v == 0.0 {
+                return Err(format!(
+                    "`{s}` is no time: a commit window must last more than 0"
+                ));
+            }
+            if v * ms as f64 > 86_400_000.0 {
+                return Err(format!(
+                    "`{s}` is too long: a commit window lasts at most a day (1440m); \
+                     lines are only recorded at its end"
+                ));
             }
             return Ok(Every::Time(std::time::Duration::from_micros(
                 (v * ms as f64 * 1000.0).round() as u64,
@@ -119,6 +130,13 @@ pub fn parse_every(s: &str) -> Result<Every, String> {
     }
     match parse_count(t) {
         Ok(n) => Ok(Every::Lines(n)),
+        // A number, but not a usable count: say why (too large, zero).
+        Err(e)
+            if t.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+                && !e.contains("not a count") =>
+        {
+            Err(format!("{e} (a count of lines per commit window)"))
+        }
         Err(_) => Err(bad()),
     }
 }
@@ -206,6 +224,16 @@ mod tests {
         for s in ["0s", "-1s", "xs", "", "0", "2d", "nan s"] {
             assert!(parse_every(s).is_err(), "{s}");
         }
+        // Out of range is said as such, not as "not a duration" (issue 19).
+        let long = parse_every("1000000000000s").unwrap_err();
+        assert!(
+            long.contains("too long") && long.contains("a day"),
+            "{long}"
+        );
+        let many = parse_every("99999999999999999999999").unwrap_err();
+        assert!(many.contains("too large"), "{many}");
+        assert!(parse_every("0s").unwrap_err().contains("more than 0"));
+        assert!(parse_every("xs").unwrap_err().contains("not a duration"));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use super::{Summary, counted, expected_keys, keys, layer_counts, options, spec};
 use crate::cli::{BuildArgs, DEFAULT_CAPACITY};
-use crate::file::{NewFilter, WriteFilter};
+use crate::file::{NewFilter, Target, WriteFilter, check_target};
 use crate::hash::DEFAULT_SEED;
 use crate::input::{sources, total_bytes, uncountable};
 use crate::pipeline::{Mode, run as pipeline};
@@ -39,17 +39,24 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    if a.output.is_dir() {
+    if a.output.is_dir() && !a.output.is_symlink() {
         bail!(
             "{} is a directory: -o takes the filter file to write",
             a.output.display()
         );
     }
-    if !a.force && a.output.exists() {
-        bail!(
+    match check_target(&a.output, a.force)? {
+        Target::Free => {}
+        Target::Filter if a.force => {}
+        Target::Filter => bail!(
             "{} already exists: pass --force to replace it or --add to insert into it",
             a.output.display()
-        );
+        ),
+        Target::OtherFile => bail!(
+            "{} already exists and is not a seen filter: choose another path (--force \
+             would refuse it too: it only replaces filter files)",
+            a.output.display()
+        ),
     }
     let mut lines = None;
     let spec = spec(&a.size, || match counted(&sources, &opts)? {

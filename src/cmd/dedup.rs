@@ -2,17 +2,16 @@
 
 use super::{Summary, counted, expected_keys, keys, layer_counts, options, spec};
 use crate::cli::{DEFAULT_CAPACITY, DEFAULT_FPP, DedupArgs};
-use crate::file::{MemFilter, NewFilter, WriteFilter};
+use crate::file::{MemFilter, NewFilter, Target, WriteFilter, check_target};
 use crate::filter::BatchFilter;
-use crate::filter::sizing::{self, Growth};
+use crate::filter::sizing::{self, Growth, Spec};
 use crate::hash::DEFAULT_SEED;
 use crate::input::{Records, estimate_records, sources, total_bytes};
 use crate::output::stdout;
 use crate::pipeline::{Chunk, Commit, Counts, Mode, Options, run as pipeline};
 use crate::progress::Progress;
 use crate::units::Every;
-use anyhow::Context;
-use anyhow::Result;
+use anyhow::{Context, Result, bail};
 use std::io::{self, IoSlice, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -23,8 +22,9 @@ pub const DEFAULT_COMMIT_LINES: u64 = 1_000_000;
 /// Time per commit window of `dedup -f` by default.
 pub const DEFAULT_COMMIT_TIME: Duration = Duration::from_secs(1);
 
-/// How an in-memory filter sized from a sampled line count grows. Its first
-/// layer, sized for the estimate plus 5 % with the layout a counted run would
+/// How an in-memory filter sized from its input grows (a sampled line count,
+/// or a counted one: a file can grow while it is read). Its first layer, sized
+/// for the count or the estimate plus 5 % with the layout a counted run would
 /// get, has 0.9 of the target rate (about 0.2 more bits per key at 1e-6). Should
 /// the estimate be low, each layer past it has 4 times the capacity and a tenth
 /// of the rate of the one before, so the compound rate stays under the target
@@ -64,7 +64,7 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
         let fpp = a.size.fpp.unwrap_or(DEFAULT_FPP);
         let sample = !a.size.fixed && fpp >= SAMPLED_MIN_FPP;
         let mut records = None;
-        let mut spec = spec(&a.size, || {
+        let spec = spec(&a.size, || {
             records = if sample {
                 estimate_records(&sources, opts.term, opts.threads, opts.mmap)?
             } else {
@@ -76,25 +76,15 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
                 None => DEFAULT_CAPACITY,
             })
         })?;
-        let sampled = matches!(records, Some(Records::Estimated(_))) && a.size.growth.is_none();
-        if matches!(records, Some(Records::Counted(_))) && a.size.growth.is_none() {
-            // The line count bounds the distinct lines: this filter never
-            // needs to grow, and one layer at the target rate is smaller and
-            // faster than a growing filter's tighter first layer.
-            spec.growth = None;
-        }
-        let mut f = if sampled {
-            spec.growth = Some(SAMPLED_GROWTH);
-            // The layout a counted run would have (the same speed), sized for
-            // the first layer's share of the rate.
-            let like = sizing::plan(spec.capacity, spec.target_fpp)?;
-            let first = sizing::plan_with_spread(
-                spec.capacity,
-                SAMPLED_GROWTH.layer_fpp(spec.target_fpp, 0),
-                like.layout.blocks_per_key,
-                like.layout.scheme,
-            )?;
-            MemFilter::with_first(&spec, &first, DEFAULT_SEED)?
+        // Sized from the input (counted or sampled): the first layer has the
+        // layout a counted run would get, for 0.9 of the target rate, and the
+        // filter grows by `SAMPLED_GROWTH` past it. A count is exact only for
+        // the file as it was: a file still being written (a log, another
+        // process's output) can hold more lines by the time they are read,
+        // and a full fixed layer would then call most of them seen.
+        let from_input = records.is_some() && a.size.growth.is_none() && !a.size.fixed;
+        let mut f = if from_input {
+            sized_from_input(spec.capacity, spec.target_fpp)?
         } else {
             MemFilter::with_spec(&spec, DEFAULT_SEED)?
         };
@@ -144,6 +134,28 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
         Summary::new(&counts, Some(written), opts.keys, &before, f.header()).print(a.json);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The in-memory filter for `capacity` lines counted or estimated in the
+/// input, at target rate `fpp`: a first layer with the layout a counted run
+/// would get, for 0.9 of the rate, growing by [`SAMPLED_GROWTH`] past it.
+///
+/// # Errors
+/// When it cannot be sized or its memory cannot be had.
+fn sized_from_input(capacity: u64, fpp: f64) -> Result<MemFilter> {
+    let spec = Spec {
+        capacity,
+        target_fpp: fpp,
+        growth: Some(SAMPLED_GROWTH),
+    };
+    let like = sizing::plan(capacity, fpp)?;
+    let first = sizing::plan_with_spread(
+        capacity,
+        SAMPLED_GROWTH.layer_fpp(fpp, 0),
+        like.layout.blocks_per_key,
+        like.layout.scheme,
+    )?;
+    MemFilter::with_first(&spec, &first, DEFAULT_SEED)
 }
 
 /// Streams the sources through `filter`, printing each record's first
@@ -218,6 +230,15 @@ fn create(
     sources: &[crate::input::Source],
     opts: &Options,
 ) -> Result<()> {
+    match check_target(path, false)? {
+        Target::Free => {}
+        // Created by another process since we looked: theirs is used.
+        Target::Filter => return Ok(()),
+        Target::OtherFile => bail!(
+            "{} is not a seen filter: give the path of a filter, or a new path",
+            path.display()
+        ),
+    }
     let spec = spec(&a.size, || {
         let n = counted(sources, opts)?.unwrap_or(0).max(DEFAULT_CAPACITY);
         Ok(n)
@@ -252,6 +273,34 @@ fn create(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 19, hole 1: a file counted at 1,400 lines that holds 2,000,000
+    /// distinct ones by the time it is read (it was still being written).
+    /// The filter sized from the count must grow and keep every line but
+    /// about `p` of them; a fixed layer of 1,400 (what `dedup FILE` made
+    /// before) calls most of them seen.
+    #[test]
+    fn a_filter_sized_from_a_count_grows_past_it() {
+        let mut f = sized_from_input(1_400, 1e-6).unwrap();
+        let (mut dropped, mut out) = (0u64, Vec::new());
+        let keys: Vec<_> = (0..2_000_000u32)
+            .map(|i| crate::hash::hash(format!("https://g.example/{i}").as_bytes(), DEFAULT_SEED))
+            .collect();
+        for batch in keys.chunks(4096) {
+            f.insert_batch(batch, &mut out).unwrap();
+            dropped += out.iter().filter(|&&seen| seen).count() as u64;
+        }
+        let h = f.header();
+        assert!(h.layers.len() > 1, "it grew: {} layers", h.layers.len());
+        let now: Vec<_> = h.layers.iter().map(|l| (l.layout, l.inserts)).collect();
+        assert!(sizing::compound_fpp(&now) <= 1e-6, "{now:?}");
+        // Expected about 2 (2M lines at 1e-6); 20 is far past any fluke.
+        assert!(
+            dropped <= 20,
+            "{dropped} of 2,000,000 new lines called seen"
+        );
+        assert_eq!(f.inserts() + dropped, 2_000_000);
+    }
 
     /// A writer that takes at most `max` bytes per call, and is interrupted on
     /// every third call.

@@ -1,21 +1,41 @@
 //! `seen verify`: check a filter's header and every data segment against its
-//! checksum, naming what is damaged.
+//! checksum, naming what is damaged; with `--repair`, first settle a file a
+//! killed writer left dirty.
 
 use crate::cli::VerifyArgs;
-use crate::file::ReadFilter;
 use crate::file::format::{SEGMENT_BYTES, segment_checksum};
+use crate::file::{ReadFilter, WriteFilter};
 use crate::progress::Progress;
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::process::ExitCode;
 
-/// Runs `seen verify`: exit 0 when everything checks, 1 when a segment is
-/// damaged (each one named on stdout), 2 when the file cannot be used at all
-/// (the header check fails on open).
+/// Exit status of a dirty file whose checksums do not all match: a writer was
+/// killed between changing bits and writing their checksums, so they may be
+/// stale rather than the data damaged.
+pub const STALE: u8 = 3;
+
+/// Runs `seen verify`: exit 0 when everything checks, 1 when a segment of a
+/// clean file is damaged (each one named on stdout), [`STALE`] when a dirty
+/// file's checksums do not all match, 2 when the file cannot be used at all
+/// (the header check fails on open). With `--repair`, a dirty file is first
+/// settled by a writer that recounts it and rewrites every checksum.
 ///
 /// # Errors
 /// An unusable filter (bad header, truncated, ...) or a failed write.
 pub fn run(a: VerifyArgs) -> Result<ExitCode> {
+    if a.repair && ReadFilter::open(&a.filter)?.header().is_dirty() {
+        // Opening a dirty file for writing recounts its counters and marks
+        // every checksum stale; the commit rewrites them all and clears the
+        // flag (unless another writer settled it first: then nothing is stale).
+        let mut w = WriteFilter::open(&a.filter, Some(0))?;
+        w.commit()?;
+        eprintln!(
+            "seen: {}: repaired: a killed writer had left it dirty; counters recounted and \
+             every checksum recomputed from its bits",
+            a.filter.display()
+        );
+    }
     let f = ReadFilter::open(&a.filter)?;
     let h = f.header();
     let total = h.bit_bytes();
@@ -38,9 +58,10 @@ pub fn run(a: VerifyArgs) -> Result<ExitCode> {
                 damaged += 1;
                 writeln!(
                     out,
-                    "{name}: layer {i}, bytes {}..{} of the file (segment {s}): data does not match its checksum",
+                    "{name}: layer {i}, bytes {}..{} of the file (segment {s}): data does not match its checksum{}",
                     l.offset + range.start as u64,
-                    l.offset + range.end as u64
+                    l.offset + range.end as u64,
+                    if h.is_dirty() { " (stale or damaged: the file is dirty)" } else { "" }
                 )
                 .context("cannot write output")?;
             }
@@ -67,16 +88,16 @@ pub fn run(a: VerifyArgs) -> Result<ExitCode> {
     if damaged > 0 {
         if h.is_dirty() {
             eprintln!(
-                "seen: {name} is dirty (a writer did not finish): checksums of the segments it \
-                 was changing may be stale rather than the data damaged; the next writer \
-                 (e.g. `seen build --add -o {name} /dev/null`) recomputes them"
+                "seen: {name} is dirty (a writer was killed): checksums of the segments it \
+                 was changing may be stale rather than the data damaged; `seen verify \
+                 --repair {name}` (or the next writer) recomputes them"
             );
-        } else {
-            eprintln!(
-                "seen: {name}: {damaged} of {checked} segments damaged: rebuild the filter from \
-                 its source lines (its bits can no longer be trusted)"
-            );
+            return Ok(ExitCode::from(STALE));
         }
+        eprintln!(
+            "seen: {name}: {damaged} of {checked} segments damaged: rebuild the filter from \
+             its source lines (its bits can no longer be trusted)"
+        );
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)

@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use format::{FLAG_DIRTY, HEADER_LEN, Header, LayerEntry, VERSION_MINOR};
 use memmap2::{Mmap, MmapMut, MmapOptions};
 use std::fs::{File, OpenOptions, TryLockError};
-use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Seconds since the Unix epoch.
@@ -155,7 +155,17 @@ fn lock(file: &File, path: &Path, exclusive: bool) -> Result<()> {
 /// `build --force`) while we waited, so the lock we hold is on the current file.
 fn open_locked(path: &Path, write: bool) -> Result<File> {
     loop {
-        let file = match OpenOptions::new().read(true).write(write).open(path) {
+        // A FIFO would block `open` until a writer came, and a device may act
+        // on being opened: look first, and open without blocking.
+        if let Ok(m) = std::fs::metadata(path) {
+            not_a_filter_kind(path, &m)?;
+        }
+        let file = match OpenOptions::new()
+            .read(true)
+            .write(write)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(path)
+        {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
                 "filter {} does not exist: make one with `seen build -o {} FILE`",
@@ -185,15 +195,213 @@ fn open_locked(path: &Path, write: bool) -> Result<File> {
             }
         };
         let meta = file.metadata()?;
-        if meta.is_dir() {
-            bail!("{} is a directory, not a filter file", path.display());
-        }
+        // Swapped for something else between the look and the open.
+        not_a_filter_kind(path, &meta)?;
         lock(&file, path, write)?;
         match std::fs::metadata(path) {
             Ok(now) if now.ino() == meta.ino() && now.dev() == meta.dev() => return Ok(file),
             _ => continue,
         }
     }
+}
+
+/// What kind of file `m` describes, for messages ("a FIFO (named pipe)").
+fn kind(m: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = m.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else {
+        "a regular file"
+    }
+}
+
+/// Refuses a path that is not a regular file (what `m` says of it): only a
+/// regular file can be a filter, and opening anything else can block (a FIFO)
+/// or act on a device.
+fn not_a_filter_kind(path: &Path, m: &std::fs::Metadata) -> Result<()> {
+    if m.is_file() {
+        return Ok(());
+    }
+    bail!(
+        "{} is {}, not a filter file: give the path of a filter file",
+        path.display(),
+        kind(m)
+    )
+}
+
+/// What a path where a new filter is to go (`build -o`, a new `dedup -f`)
+/// holds now, once [`check_target`] has found it usable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// Nothing: the filter is created there.
+    Free,
+    /// A `seen` filter (a regular file starting with the format's magic),
+    /// or an empty regular file: either may be replaced.
+    Filter,
+    /// Another regular file (only reported when not replacing).
+    OtherFile,
+}
+
+/// Checks a path where a new filter is to be created, or (`replace`, i.e.
+/// `build --force`) to replace what is there. `seen` never creates or
+/// replaces a filter through a symbolic link (a link's file may be anywhere:
+/// another directory, a file that is not a filter), and replaces only a
+/// regular file that is a `seen` filter (or empty): never a directory, FIFO,
+/// socket or device, nor a file of another kind.
+///
+/// # Errors
+/// Each refusal, naming the path, what is there and what to do.
+pub fn check_target(path: &Path, replace: bool) -> Result<Target> {
+    let m = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Target::Free),
+        Err(e) => {
+            return Err(e).with_context(|| format!("cannot create a filter at {}", path.display()));
+        }
+    };
+    if m.file_type().is_symlink() {
+        let to = std::fs::read_link(path).unwrap_or_default();
+        match std::fs::metadata(path) {
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => bail!(
+                "{} is a symbolic link that loops (to {}, and round again): remove it, \
+                 or give the path of a filter file",
+                path.display(),
+                to.display()
+            ),
+            Err(_) => bail!(
+                "{} is a symbolic link to {}, which does not exist: seen does not create a \
+                 filter through a link (it could land in another directory); give the path to \
+                 create instead",
+                path.display(),
+                to.display()
+            ),
+            Ok(_) => bail!(
+                "{} is a symbolic link to {}: seen does not {} a filter through a link; \
+                 give the file's own path, or remove the link",
+                path.display(),
+                to.display(),
+                if replace { "replace" } else { "create" }
+            ),
+        }
+    }
+    if !m.is_file() {
+        bail!(
+            "{} is {}, not a filter file: {}",
+            path.display(),
+            kind(&m),
+            if replace {
+                "--force only replaces filter files; remove it yourself, or choose another path"
+            } else {
+                "choose another path for the filter"
+            }
+        );
+    }
+    if m.len() == 0 {
+        // Nothing to lose (e.g. made by `mktemp` for seen to fill).
+        return Ok(Target::Filter);
+    }
+    let mut magic = [0u8; 8];
+    let is_filter = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY)
+        .open(path)
+        .and_then(|f| f.read_exact_at(&mut magic, 0))
+        .is_ok()
+        && magic == format::MAGIC;
+    match (is_filter, replace) {
+        (true, _) => Ok(Target::Filter),
+        (false, false) => Ok(Target::OtherFile),
+        (false, true) => bail!(
+            "{} is not a seen filter (it does not start with a filter's magic bytes): \
+             --force only replaces filter files; remove it yourself, or choose another path",
+            path.display()
+        ),
+    }
+}
+
+/// Random characters in a temporary file's name (`.NAME.XXXXXX.tmp`).
+const TEMP_RAND_LEN: usize = 6;
+
+/// The prefix of the temporary files of a filter named `name`.
+fn temp_prefix(name: &std::ffi::OsStr) -> String {
+    format!(".{}.", name.to_string_lossy())
+}
+
+/// Whether `file` is a temporary file of a filter whose names start with `prefix`.
+fn is_temp_name(file: &std::ffi::OsStr, prefix: &str) -> bool {
+    file.to_str()
+        .and_then(|n| n.strip_prefix(prefix))
+        .and_then(|n| n.strip_suffix(".tmp"))
+        .is_some_and(|r| r.len() == TEMP_RAND_LEN && r.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+/// Removes the temporary files (`.NAME.XXXXXX.tmp` in `dir`) that runs
+/// creating the filter `name` left when they were killed (SIGKILL, a power
+/// cut: nothing runs to remove them). A live run holds an exclusive lock on
+/// its temporary file from just after creating it (see [`NewFilter::create`]),
+/// so a file that can be locked is abandoned; it is removed while locked, and
+/// only if the name still names the file that was locked. Says on stderr what
+/// it removed; failures are ignored (a file another user owns stays).
+fn sweep_leftovers(dir: &Path, name: &std::ffi::OsStr) {
+    let prefix = temp_prefix(name);
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let (mut files, mut bytes) = (0u64, 0u64);
+    for e in entries.flatten() {
+        if !is_temp_name(&e.file_name(), &prefix) {
+            continue;
+        }
+        let p = e.path();
+        let Ok(f) = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY)
+            .open(&p)
+        else {
+            continue;
+        };
+        let Ok(m) = f.metadata() else { continue };
+        if !m.is_file() || f.try_lock().is_err() {
+            continue;
+        }
+        let same =
+            std::fs::symlink_metadata(&p).is_ok_and(|n| n.ino() == m.ino() && n.dev() == m.dev());
+        if same && std::fs::remove_file(&p).is_ok() {
+            files += 1;
+            bytes += m.len();
+        }
+    }
+    if files > 0 {
+        crate::say!(
+            "seen: removed {files} temporary file{} ({}) left in {} by runs that were killed",
+            if files == 1 { "" } else { "s" },
+            indicatif::HumanBytes(bytes),
+            dir.display()
+        );
+    }
+}
+
+/// The directory and file name of a filter path.
+fn dir_and_name(target: &Path) -> Result<(&Path, &std::ffi::OsStr)> {
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = target
+        .file_name()
+        .with_context(|| format!("{} does not name a file", target.display()))?;
+    Ok((dir, name))
 }
 
 /// Reads and validates the header of an open file.
@@ -704,6 +912,9 @@ impl WriteFilter {
     /// When the file cannot be opened, locked or written, or is not a valid filter.
     pub fn open(path: &Path, expected: Option<u64>) -> Result<WriteFilter> {
         let (file, header) = open_checked(path, true)?;
+        if let Ok((dir, name)) = dir_and_name(path) {
+            sweep_leftovers(dir, name);
+        }
         let mut w = WriteFilter {
             path: path.to_path_buf(),
             file,
@@ -895,20 +1106,6 @@ impl BatchFilter for WriteFilter {
     }
 }
 
-/// Follows symbolic links (even dangling ones) to the path they finally name;
-/// gives up after 40 hops and returns what it has.
-fn resolve_links(path: &Path) -> PathBuf {
-    let mut p = path.to_path_buf();
-    for _ in 0..40 {
-        match std::fs::read_link(&p) {
-            Ok(next) if next.is_absolute() => p = next,
-            Ok(next) => p = p.parent().unwrap_or(Path::new("")).join(next),
-            Err(_) => break,
-        }
-    }
-    p
-}
-
 /// A new filter being filled in a temporary file next to its final path; it
 /// appears at that path, complete, only in [`NewFilter::finish`]. Dropped
 /// unfinished, the temporary file is removed and nothing changes.
@@ -929,17 +1126,9 @@ impl NewFilter {
         let first = spec
             .layer(0)
             .context("cannot size the filter (-n/--capacity, -p/--fpp)")?;
-        // Write through symbolic links, as `sort -o` does: the file a link names
-        // is the one replaced, and the link stays.
-        let resolved = resolve_links(target);
-        let target = resolved.as_path();
-        let dir = match target.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let name = target
-            .file_name()
-            .with_context(|| format!("{} does not name a file", target.display()))?;
+        // Never through a symbolic link: `check_target` refuses them, and a
+        // link made since is replaced (rename), not followed.
+        let (dir, name) = dir_and_name(target)?;
         if !dir.is_dir() {
             bail!(
                 "cannot create {}: directory {} does not exist (create it first)",
@@ -947,24 +1136,42 @@ impl NewFilter {
                 dir.display()
             );
         }
-        // A replaced file keeps its mode; a new one gets 0666 less the umask, as
-        // any file a shell would create (tempfile's default is 0600).
-        let mode = std::fs::metadata(target).map_or(0o666, |m| m.permissions().mode() & 0o7777);
-        let tmp = tempfile::Builder::new()
-            .prefix(&format!(".{}.", name.to_string_lossy()))
-            .suffix(".tmp")
-            .permissions(std::fs::Permissions::from_mode(mode))
-            .tempfile_in(dir)
-            .map_err(|e| {
-                // tempfile's message names the random temporary path: name the
-                // directory and the target instead.
-                anyhow::anyhow!(
-                    "cannot create {}: cannot write in directory {}: {}",
-                    target.display(),
-                    dir.display(),
-                    std::io::Error::from(e.kind())
-                )
-            })?;
+        // A replaced file keeps its permission bits (never setuid, setgid or
+        // sticky); a new one gets 0666 less the umask, as any file a shell
+        // would create (tempfile's default is 0600).
+        let mode = std::fs::symlink_metadata(target)
+            .ok()
+            .filter(|m| m.is_file())
+            .map_or(0o666, |m| m.permissions().mode() & 0o777);
+        let tmp = loop {
+            let tmp = tempfile::Builder::new()
+                .prefix(&temp_prefix(name))
+                .rand_bytes(TEMP_RAND_LEN)
+                .suffix(".tmp")
+                .permissions(std::fs::Permissions::from_mode(mode))
+                .tempfile_in(dir)
+                .map_err(|e| {
+                    // tempfile's message names the random temporary path: name the
+                    // directory and the target instead.
+                    anyhow::anyhow!(
+                        "cannot create {}: cannot write in directory {}: {}",
+                        target.display(),
+                        dir.display(),
+                        std::io::Error::from(e.kind())
+                    )
+                })?;
+            // Held until the file is renamed into place (or the process
+            // ends, however it ends): `sweep_leftovers` in other runs takes a
+            // file it can lock for abandoned. One that got the lock first (in
+            // the moment between create and lock) removed it: make another.
+            tmp.as_file()
+                .lock()
+                .with_context(|| format!("cannot lock a temporary file in {}", dir.display()))?;
+            if tmp.as_file().metadata()?.nlink() > 0 {
+                break tmp;
+            }
+        };
+        sweep_leftovers(dir, name);
         let header = new_header(spec, &first, seed, keys);
         tmp.as_file().set_len(header.file_len()).with_context(|| {
             format!(
@@ -1039,7 +1246,8 @@ impl NewFilter {
         let target = self.target;
         // Hold an exclusive lock on the file being replaced, so no writer that
         // has it open loses its changes to the rename.
-        let _old = if replace && target.exists() {
+        // Checked again: the path may have changed since `build` began.
+        let _old = if replace && check_target(&target, true)? == Target::Filter {
             Some(open_locked(&target, true)?)
         } else {
             None
@@ -1063,10 +1271,7 @@ impl NewFilter {
                 });
             }
         }
-        let dir = match target.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
+        let (dir, _) = dir_and_name(&target)?;
         if let Ok(d) = File::open(dir) {
             let _ = d.sync_all();
         }

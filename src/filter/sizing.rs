@@ -63,6 +63,16 @@ impl Plan {
 pub enum SizingError {
     /// `p` is not a probability in `[MIN_FPP, 1)`.
     BadFpp(f64),
+    /// Layer `layer` (0-based) of a growing filter with target `target` would
+    /// get a rate `layer_fpp` below [`MIN_FPP`].
+    LayerTooTight {
+        /// The filter's compound target.
+        target: f64,
+        /// The layer's index.
+        layer: u32,
+        /// The rate that layer would get.
+        layer_fpp: f64,
+    },
     /// The filter would exceed [`MAX_BYTES`].
     TooLarge {
         /// Requested capacity.
@@ -77,8 +87,20 @@ impl std::fmt::Display for SizingError {
         match self {
             SizingError::BadFpp(p) => write!(
                 f,
-                "false-positive rate {p} is not between {MIN_FPP:e} and 1 (exclusive): \
+                "false-positive rate {p:e} is not between {MIN_FPP:e} and 1 (exclusive): \
                  pass e.g. -p 1e-6 or -p 0.1%"
+            ),
+            SizingError::LayerTooTight {
+                target,
+                layer,
+                layer_fpp,
+            } => write!(
+                f,
+                "a growing filter shares its target rate -p {target:e} among its layers, and \
+                 layer {} would get {layer_fpp:.1e}, below the smallest rate a layer can have \
+                 ({MIN_FPP:e}): raise -p to {} or more, or pass --fixed for one layer at -p",
+                layer + 1,
+                round_up_1(target * MIN_FPP / layer_fpp),
             ),
             SizingError::TooLarge { capacity, bytes } => write!(
                 f,
@@ -91,6 +113,19 @@ impl std::fmt::Display for SizingError {
 }
 
 impl std::error::Error for SizingError {}
+
+/// `v` (positive) rounded up to one significant digit, for a message: the
+/// smallest `De-N` at or above it (4.2e-15 gives "5e-15").
+fn round_up_1(v: f64) -> String {
+    let e = v.log10().floor();
+    let mut m = (v / 10f64.powf(e) * (1.0 - 1e-12)).ceil();
+    let mut e = e as i32;
+    if m >= 10.0 {
+        m = 1.0;
+        e += 1;
+    }
+    format!("{m}e{e}")
+}
 
 /// Textbook optimal bit count of a classic Bloom filter: `m = ⌈-n·ln p / (ln 2)²⌉`.
 pub fn classic_bits(n: u64, p: f64) -> u64 {
@@ -608,7 +643,16 @@ impl Growth {
         if !(p.is_finite() && (MIN_FPP..1.0).contains(&p)) {
             return Err(SizingError::BadFpp(p));
         }
-        plan(self.capacity(c0, i), self.layer_fpp(p, i))
+        let layer_fpp = self.layer_fpp(p, i);
+        // A share that is MIN_FPP but for rounding (-p 5e-15 at ratio 0.8) is MIN_FPP.
+        if layer_fpp < MIN_FPP * (1.0 - 1e-9) {
+            return Err(SizingError::LayerTooTight {
+                target: p,
+                layer: i,
+                layer_fpp,
+            });
+        }
+        plan(self.capacity(c0, i), layer_fpp.max(MIN_FPP))
     }
 }
 
@@ -685,6 +729,35 @@ pub fn expected_false_positives(layers: &[(Layout, u64, u64)]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A growing filter whose first layer's share of -p falls below MIN_FPP
+    /// names that, and the -p that would do, instead of an unexplained
+    /// 0.000…02 (issue 19).
+    #[test]
+    fn too_tight_a_layer_names_the_rate_that_would_do() {
+        let spec = Spec {
+            capacity: 1000,
+            target_fpp: 1e-15,
+            growth: Some(Growth::new(2)),
+        };
+        let e = spec.layer(0).unwrap_err();
+        assert!(
+            matches!(e, SizingError::LayerTooTight { layer: 0, .. }),
+            "{e:?}"
+        );
+        let msg = e.to_string();
+        assert!(msg.contains("layer 1 would get 2.0e-16"), "{msg}");
+        assert!(msg.contains("raise -p to 5e-15"), "{msg}");
+        assert!(!msg.contains("0.0000"), "{msg}");
+        let ok = Spec {
+            target_fpp: 5e-15,
+            ..spec
+        };
+        assert!(ok.layer(0).is_ok());
+        assert_eq!(round_up_1(4.2e-15), "5e-15");
+        assert_eq!(round_up_1(9.5e-3), "1e-2");
+        assert_eq!(round_up_1(3e-7), "3e-7");
+    }
 
     /// [`blocked_fpp`]'s sum over page loads as it was before the loads were
     /// interleaved: one j at a time, each j's terms in order (the tables and

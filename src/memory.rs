@@ -1,0 +1,87 @@
+//! Large buffers grown fallibly. Running out of memory (or into a limit such
+//! as `ulimit -v`) while growing an input chunk, a chunk's hashes or the set
+//! of keys waiting to be recorded is an error that names the buffer and ends
+//! the run with exit status 2 through the usual path (temporary files
+//! removed, a filter file committed), instead of the abort (SIGABRT) that
+//! Rust's infallible allocation gives. Small allocations still abort: see
+//! the README's Limits.
+
+use std::io;
+
+/// Under a limit on the address space (`ulimit -v`), makes glibc's `malloc`
+/// keep one arena instead of one per thread: each arena reserves 64 MiB of
+/// address space up front, so the pipeline's threads alone would take 300
+/// MiB of the limit before a byte of data. `seen` allocates its buffers once
+/// and reuses them, so one arena costs no measurable time. Call it before
+/// any thread starts. Without a limit, nothing changes.
+pub fn fit_address_space_limit() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes only the struct it is given; mallopt only
+        // changes a malloc parameter (no thread has started yet).
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_AS, &mut lim) == 0
+                && lim.rlim_cur != libc::RLIM_INFINITY
+            {
+                libc::mallopt(libc::M_ARENA_MAX, 1);
+            }
+        }
+    }
+}
+
+/// The error for a buffer of `bytes` bytes for `what` that could not be had.
+pub fn out_of_memory(bytes: usize, what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::OutOfMemory,
+        format!(
+            "out of memory: cannot allocate {} for {what} (is a memory limit such as \
+             `ulimit -v` too low for this run?)",
+            indicatif::HumanBytes(bytes as u64)
+        ),
+    )
+}
+
+/// Makes room in `v` for `more` elements beyond its length.
+///
+/// # Errors
+/// [`out_of_memory`] when the allocation fails.
+pub fn reserve<T>(v: &mut Vec<T>, more: usize, what: &str) -> io::Result<()> {
+    v.try_reserve(more)
+        .map_err(|_| out_of_memory(more.saturating_mul(size_of::<T>()), what))
+}
+
+/// Resizes `buf` to `len` bytes (new bytes zero).
+///
+/// # Errors
+/// [`out_of_memory`] when the allocation fails; `buf` is then unchanged.
+pub fn resize(buf: &mut Vec<u8>, len: usize, what: &str) -> io::Result<()> {
+    if len > buf.len() {
+        buf.try_reserve_exact(len - buf.len())
+            .map_err(|_| out_of_memory(len, what))?;
+    }
+    buf.resize(len, 0);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_impossible_buffer_is_an_error_naming_it() {
+        let mut v: Vec<u64> = Vec::new();
+        let e = reserve(&mut v, usize::MAX / 16, "the test's keys").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::OutOfMemory);
+        assert!(e.to_string().contains("the test's keys"), "{e}");
+        let mut b = vec![1u8; 3];
+        let e = resize(&mut b, usize::MAX / 2, "a chunk").unwrap_err();
+        assert!(e.to_string().contains("a chunk"), "{e}");
+        assert_eq!(b, [1, 1, 1]);
+        resize(&mut b, 5, "a chunk").unwrap();
+        assert_eq!(b, [1, 1, 1, 0, 0]);
+    }
+}
