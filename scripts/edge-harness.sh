@@ -10,10 +10,11 @@
 #     (must be 0), whether a replaced filter was still whole (the old or the
 #     new one, never neither), and the exit codes of the killed runs.
 #  2. Growing input. `seen dedup --summary FILE` while another process appends
-#     to FILE: FILE holds 1,400 lines when seen counts it and 2,000,000
-#     distinct ones in the end. Counted: lines lost against the sum of
-#     `--summary`'s expected false positives (they must agree), lines printed
-#     twice (must be 0), layers, exit codes.
+#     to FILE: FILE holds 1,400 lines when it starts and 2,000,000 distinct
+#     ones in the end (other lines each trial). Counted: lines lost (read but
+#     not printed) against the sum of `--summary`'s expected false positives
+#     (they must agree), lines printed twice (must be 0), trials whose filter
+#     grew, exit codes.
 #
 #   scripts/edge-harness.sh [TRIALS]      (default 100)
 set -euo pipefail
@@ -49,7 +50,7 @@ for ((t = 0; t < trials; t++)); do
     sleep "$delay"
     kill -9 "$pid" 2>/dev/null || true
     rc=0
-    wait "$pid" || rc=$?
+    wait "$pid" 2>/dev/null || rc=$?
     kill_codes[$rc]=$((${kill_codes[$rc]:-0} + 1))
     temps_after_kill=$((temps_after_kill + $(temps)))
     if ((t % 2)); then
@@ -76,19 +77,28 @@ echo "kill during creation: $trials trials, lines lost $lost_kill, temporary fil
     "replaced filters not whole $not_whole, exit codes of the killed runs (code:count) $codes"
 
 declare -A grow_codes=()
-lost=0 twice=0 expected=0 grew=0
+lost=0 twice=0 expected=0 grew=0 foreign=0 read_total=0
 for ((t = 0; t < trials; t++)); do
-    cp head.txt g.txt
-    cat rest.txt >> g.txt &
+    # Other lines each trial, so the trials' false positives are independent.
+    sed "s|^https://g\.example/|https://g$t.example/|" src.txt > all.txt
+    head -n 1400 all.txt > g.txt
+    tail -n +1401 all.txt | split -l 100000 - piece.
+    # The appender keeps writing while seen reads: 20 pieces, 10 ms apart.
+    (for p in piece.*; do cat "$p" >> g.txt; sleep 0.01; done) &
     app=$!
     rc=0
     "$S" dedup --summary --json g.txt > out.txt 2> summary.json || rc=$?
     wait "$app"
+    rm -f piece.*
     grow_codes[$rc]=$((${grow_codes[$rc]:-0} + 1))
+    # seen read the file up to some point: its first `lines_read` lines.
+    r=$(grep -o '"lines_read":[0-9]*' summary.json | cut -d: -f2)
     n=$(wc -l < out.txt)
     u=$(sort -u out.txt | wc -l)
-    lost=$((lost + 2000000 - u))
+    read_total=$((read_total + r))
+    lost=$((lost + r - u))
     twice=$((twice + n - u))
+    foreign=$((foreign + $(head -n "$r" all.txt | sort | comm -13 - <(sort out.txt) | wc -l)))
     e=$(grep -o '"expected_false_positives":[0-9.e+-]*' summary.json | cut -d: -f2)
     expected=$(awk -v a="$expected" -v b="$e" 'BEGIN { printf "%.2f", a + b }')
     layers=$(grep -o '"layers":[0-9]*' summary.json | cut -d: -f2)
@@ -96,5 +106,6 @@ for ((t = 0; t < trials; t++)); do
 done
 codes=""
 for c in "${!grow_codes[@]}"; do codes+="$c:${grow_codes[$c]} "; done
-echo "growing input: $trials trials, lines lost $lost (expected by --summary: $expected)," \
-    "printed twice $twice, trials whose filter grew $grew, exit codes (code:count) $codes"
+echo "growing input: $trials trials, $read_total lines read, lines lost $lost" \
+    "(expected by --summary: $expected), printed twice $twice, printed but not read" \
+    "$foreign, trials whose filter grew $grew, exit codes (code:count) $codes"

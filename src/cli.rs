@@ -291,7 +291,8 @@ pub struct BuildArgs {
     #[command(flatten)]
     pub size: SizeArgs,
 
-    /// Replace FILTER if it exists (atomically).
+    /// Replace FILTER if it exists (atomically); only a seen filter (or an
+    /// empty file) is replaced, never another kind of file or a symbolic link.
     #[arg(long, conflicts_with = "add")]
     pub force: bool,
 
