@@ -52,7 +52,7 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             [CompletionResult]::new('--delimiter', '--delimiter', [CompletionResultType]::ParameterName, 'Field delimiter for -k: one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: tab]')
             [CompletionResult]::new('--fixed', '--fixed', [CompletionResultType]::ParameterName, 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)')
             [CompletionResult]::new('--no-grow', '--no-grow', [CompletionResultType]::ParameterName, 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)')
-            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Replace FILTER if it exists (atomically)')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Replace FILTER if it exists (atomically); only a seen filter (or an empty file) is replaced, never another kind of file or a symbolic link')
             [CompletionResult]::new('--add', '--add', [CompletionResultType]::ParameterName, 'Insert into the existing FILTER instead of making a new one (sizing flags are then ignored)')
             [CompletionResult]::new('--summary', '--summary', [CompletionResultType]::ParameterName, 'Print a summary to stderr: lines read, new, duplicates, expected false positives')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'With --summary: print it as one JSON object (schema in docs/JSON.md)')
@@ -153,7 +153,7 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             break
         }
         'seen;verify' {
-            [CompletionResult]::new('--repair', '--repair', [CompletionResultType]::ParameterName, 'If a writer was killed (the file is dirty), first recompute its checksums and counters from its bits, as the next writer would (takes the write lock); then check. A clean file is only checked: damage is never repaired')
+            [CompletionResult]::new('--repair', '--repair', [CompletionResultType]::ParameterName, 'If a writer was killed (the file is dirty), first recompute its checksums and counters from its bits, as the next writer would (takes the write lock); then check. A clean file is only checked: its damage is reported, never repaired. (A dirty file''s stale checksums cannot be told from damage: --repair trusts its bits.)')
             [CompletionResult]::new('--progress', '--progress', [CompletionResultType]::ParameterName, 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no notes on stderr (warnings and errors still print)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no notes on stderr (warnings and errors still print)')

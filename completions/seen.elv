@@ -48,7 +48,7 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand --delimiter 'Field delimiter for -k: one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: tab]'
             cand --fixed 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
             cand --no-grow 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
-            cand --force 'Replace FILTER if it exists (atomically)'
+            cand --force 'Replace FILTER if it exists (atomically); only a seen filter (or an empty file) is replaced, never another kind of file or a symbolic link'
             cand --add 'Insert into the existing FILTER instead of making a new one (sizing flags are then ignored)'
             cand --summary 'Print a summary to stderr: lines read, new, duplicates, expected false positives'
             cand --json 'With --summary: print it as one JSON object (schema in docs/JSON.md)'
@@ -145,7 +145,7 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand --help 'Print help'
         }
         &'seen;verify'= {
-            cand --repair 'If a writer was killed (the file is dirty), first recompute its checksums and counters from its bits, as the next writer would (takes the write lock); then check. A clean file is only checked: damage is never repaired'
+            cand --repair 'If a writer was killed (the file is dirty), first recompute its checksums and counters from its bits, as the next writer would (takes the write lock); then check. A clean file is only checked: its damage is reported, never repaired. (A dirty file''s stale checksums cannot be told from damage: --repair trusts its bits.)'
             cand --progress 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
             cand -q 'No progress and no notes on stderr (warnings and errors still print)'
             cand --quiet 'No progress and no notes on stderr (warnings and errors still print)'

@@ -43,7 +43,7 @@ complete -c seen -n "__fish_seen_using_subcommand build" -s j -l threads -d 'Thr
 complete -c seen -n "__fish_seen_using_subcommand build" -s k -l key -d 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)' -r
 complete -c seen -n "__fish_seen_using_subcommand build" -s t -l delimiter -d 'Field delimiter for -k: one byte (e.g. \',\' or \';\'), \'\\t\' or 0x1f [default: tab]' -r
 complete -c seen -n "__fish_seen_using_subcommand build" -l fixed -l no-grow -d 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
-complete -c seen -n "__fish_seen_using_subcommand build" -l force -d 'Replace FILTER if it exists (atomically)'
+complete -c seen -n "__fish_seen_using_subcommand build" -l force -d 'Replace FILTER if it exists (atomically); only a seen filter (or an empty file) is replaced, never another kind of file or a symbolic link'
 complete -c seen -n "__fish_seen_using_subcommand build" -l add -d 'Insert into the existing FILTER instead of making a new one (sizing flags are then ignored)'
 complete -c seen -n "__fish_seen_using_subcommand build" -l summary -d 'Print a summary to stderr: lines read, new, duplicates, expected false positives'
 complete -c seen -n "__fish_seen_using_subcommand build" -l json -d 'With --summary: print it as one JSON object (schema in docs/JSON.md)'
@@ -103,7 +103,7 @@ complete -c seen -n "__fish_seen_using_subcommand stats" -l json -d 'Print one J
 complete -c seen -n "__fish_seen_using_subcommand stats" -l progress -d 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
 complete -c seen -n "__fish_seen_using_subcommand stats" -s q -l quiet -d 'No progress and no notes on stderr (warnings and errors still print)'
 complete -c seen -n "__fish_seen_using_subcommand stats" -s h -l help -d 'Print help'
-complete -c seen -n "__fish_seen_using_subcommand verify" -l repair -d 'If a writer was killed (the file is dirty), first recompute its checksums and counters from its bits, as the next writer would (takes the write lock); then check. A clean file is only checked: damage is never repaired'
+complete -c seen -n "__fish_seen_using_subcommand verify" -l repair -d 'If a writer was killed (the file is dirty), first recompute its checksums and counters from its bits, as the next writer would (takes the write lock); then check. A clean file is only checked: its damage is reported, never repaired. (A dirty file\'s stale checksums cannot be told from damage: --repair trusts its bits.)'
 complete -c seen -n "__fish_seen_using_subcommand verify" -l progress -d 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
 complete -c seen -n "__fish_seen_using_subcommand verify" -s q -l quiet -d 'No progress and no notes on stderr (warnings and errors still print)'
 complete -c seen -n "__fish_seen_using_subcommand verify" -s h -l help -d 'Print help'

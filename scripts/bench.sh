@@ -15,7 +15,7 @@
 #    stream (100M lines is ~7 GB in target/bench/; needs the disk and a minute).
 # 6. keys: what key options (-k, --trim, -i, --url) cost, against whole lines in
 #    the same run (also alone with --keys-only).
-# Prints markdown tables (they go into the README).
+# Prints markdown tables (they go into docs/PERFORMANCE.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

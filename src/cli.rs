@@ -138,12 +138,14 @@ The same scripts are committed under completions/ in the source tree.")]
 }
 
 impl Command {
-    /// Whether the subcommand writes results on standard output: all but
-    /// `build` and `query -q`.
+    /// Whether the subcommand's work is the data it writes on standard
+    /// output (`dedup`, and `query` but for `-q`), so that a closed one must
+    /// stop it before it starts. The reports of `stats`, `verify` and `plan`
+    /// may be thrown away for their exit status.
     pub fn writes_stdout(&self) -> bool {
-        !matches!(
+        matches!(
             self,
-            Command::Build(_) | Command::Query(QueryArgs { quiet: true, .. })
+            Command::Dedup(_) | Command::Query(QueryArgs { quiet: false, .. })
         )
     }
 }
@@ -469,8 +471,9 @@ pub struct VerifyArgs {
 
     /// If a writer was killed (the file is dirty), first recompute its
     /// checksums and counters from its bits, as the next writer would (takes
-    /// the write lock); then check. A clean file is only checked: damage is
-    /// never repaired.
+    /// the write lock); then check. A clean file is only checked: its damage
+    /// is reported, never repaired. (A dirty file's stale checksums cannot be
+    /// told from damage: --repair trusts its bits.)
     #[arg(long)]
     pub repair: bool,
 

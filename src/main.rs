@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 
 /// Runs from `.init_array`, before the Rust runtime's set-up.
+#[cfg(target_os = "linux")]
 extern "C" fn look_at_stdout() {
     // SAFETY: fcntl(F_GETFD) only asks whether fd 1 is open; it touches no
     // memory and is safe to call before the runtime exists.
@@ -22,6 +23,7 @@ extern "C" fn look_at_stdout() {
     }
 }
 
+#[cfg(target_os = "linux")]
 #[used]
 // SAFETY: `.init_array` holds plain `extern "C" fn()` pointers that the C
 // runtime calls once at start-up; `look_at_stdout` is one, and it neither
@@ -77,9 +79,21 @@ fn hint(e: &anyhow::Error) -> &'static str {
                 .is_some_and(|io| io.raw_os_error() == Some(code))
         })
     };
-    if os(libc::EFBIG) {
+    if os(libc::EFBIG) && file_size_limited() {
         " (the file-size limit, `ulimit -f`, was reached: raise it, or write elsewhere)"
     } else {
         ""
+    }
+}
+
+/// Whether this process has a file-size limit (`ulimit -f`).
+fn file_size_limited() -> bool {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes only the struct it is given.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_FSIZE, &mut lim) == 0 && lim.rlim_cur != libc::RLIM_INFINITY
     }
 }

@@ -82,9 +82,18 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
         // the file as it was: a file still being written (a log, another
         // process's output) can hold more lines by the time they are read,
         // and a full fixed layer would then call most of them seen.
+        // Below `SAMPLED_MIN_FPP` those layers' rates would soon pass the
+        // smallest a layer may have: the default growth (first layer 0.2 p)
+        // is used, and where even that is too tight, one fixed layer at p.
         let from_input = records.is_some() && a.size.growth.is_none() && !a.size.fixed;
-        let mut f = if from_input {
+        let mut f = if from_input && spec.target_fpp >= SAMPLED_MIN_FPP {
             sized_from_input(spec.capacity, spec.target_fpp)?
+        } else if from_input && spec.layer(0).is_err() {
+            let fixed = Spec {
+                growth: None,
+                ..spec
+            };
+            MemFilter::with_spec(&fixed, DEFAULT_SEED)?
         } else {
             MemFilter::with_spec(&spec, DEFAULT_SEED)?
         };

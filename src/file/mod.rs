@@ -197,6 +197,10 @@ fn open_locked(path: &Path, write: bool) -> Result<File> {
         let meta = file.metadata()?;
         // Swapped for something else between the look and the open.
         not_a_filter_kind(path, &meta)?;
+        // A regular file: back to blocking (a lease or a FUSE file system
+        // may act on O_NONBLOCK).
+        let flags = rustix::fs::fcntl_getfl(&file)?;
+        rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)?;
         lock(&file, path, write)?;
         match std::fs::metadata(path) {
             Ok(now) if now.ino() == meta.ino() && now.dev() == meta.dev() => return Ok(file),
@@ -911,10 +915,11 @@ impl WriteFilter {
     /// # Errors
     /// When the file cannot be opened, locked or written, or is not a valid filter.
     pub fn open(path: &Path, expected: Option<u64>) -> Result<WriteFilter> {
-        let (file, header) = open_checked(path, true)?;
+        // Before the lock: other writers need not wait for a directory scan.
         if let Ok((dir, name)) = dir_and_name(path) {
             sweep_leftovers(dir, name);
         }
+        let (file, header) = open_checked(path, true)?;
         let mut w = WriteFilter {
             path: path.to_path_buf(),
             file,
@@ -1139,10 +1144,13 @@ impl NewFilter {
         // A replaced file keeps its permission bits (never setuid, setgid or
         // sticky); a new one gets 0666 less the umask, as any file a shell
         // would create (tempfile's default is 0600).
-        let mode = std::fs::symlink_metadata(target)
+        let old_mode = std::fs::symlink_metadata(target)
             .ok()
             .filter(|m| m.is_file())
-            .map_or(0o666, |m| m.permissions().mode() & 0o777);
+            .map(|m| m.permissions().mode() & 0o777);
+        let mode = old_mode.unwrap_or(0o666);
+        // Before ours exists: a sweep never meets this run's own file.
+        sweep_leftovers(dir, name);
         let tmp = loop {
             let tmp = tempfile::Builder::new()
                 .prefix(&temp_prefix(name))
@@ -1171,7 +1179,12 @@ impl NewFilter {
                 break tmp;
             }
         };
-        sweep_leftovers(dir, name);
+        if let Some(mode) = old_mode {
+            // Exactly the replaced file's bits, whatever the umask.
+            tmp.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(mode))
+                .with_context(|| format!("cannot set the mode of a file in {}", dir.display()))?;
+        }
         let header = new_header(spec, &first, seed, keys);
         tmp.as_file().set_len(header.file_len()).with_context(|| {
             format!(
@@ -1248,7 +1261,19 @@ impl NewFilter {
         // has it open loses its changes to the rename.
         // Checked again: the path may have changed since `build` began.
         let _old = if replace && check_target(&target, true)? == Target::Filter {
-            Some(open_locked(&target, true)?)
+            let old = open_locked(&target, true)?;
+            // What is locked is what `check_target` saw: a filter (or empty).
+            let mut magic = [0u8; 8];
+            if old.metadata()?.len() > 0
+                && (old.read_exact_at(&mut magic, 0).is_err() || magic != format::MAGIC)
+            {
+                bail!(
+                    "{} changed into something that is not a seen filter during this run: \
+                     it was left as it is",
+                    target.display()
+                );
+            }
+            Some(old)
         } else {
             None
         };

@@ -72,6 +72,8 @@ pub enum SizingError {
         layer: u32,
         /// The rate that layer would get.
         layer_fpp: f64,
+        /// The smallest target that leaves room for eight layers.
+        roomy: f64,
     },
     /// The filter would exceed [`MAX_BYTES`].
     TooLarge {
@@ -94,13 +96,15 @@ impl std::fmt::Display for SizingError {
                 target,
                 layer,
                 layer_fpp,
+                roomy,
             } => write!(
                 f,
                 "a growing filter shares its target rate -p {target:e} among its layers, and \
                  layer {} would get {layer_fpp:.1e}, below the smallest rate a layer can have \
-                 ({MIN_FPP:e}): raise -p to {} or more, or pass --fixed for one layer at -p",
+                 ({MIN_FPP:e}): raise -p to {} or more (room for 8 layers), or pass --fixed \
+                 for one layer at -p",
                 layer + 1,
-                round_up_1(target * MIN_FPP / layer_fpp),
+                round_up_1(*roomy),
             ),
             SizingError::TooLarge { capacity, bytes } => write!(
                 f,
@@ -562,7 +566,7 @@ pub const SCATTERED_ONLY_ENV: &str = "SEEN_SCATTERED_ONLY";
 
 /// Sectored bit positions are chosen when they cost at most this fraction more
 /// space than scattered ones (`cargo bench --bench filter` measures the
-/// difference in speed; the README quotes it).
+/// difference in speed; docs/PERFORMANCE.md quotes it).
 pub const SECTORED_PREMIUM: f64 = 0.03;
 
 /// Sizes a filter for `n` keys at `p` with scattered bit positions, choosing
@@ -650,6 +654,7 @@ impl Growth {
                 target: p,
                 layer: i,
                 layer_fpp,
+                roomy: MIN_FPP / self.layer_fpp(1.0, 7),
             });
         }
         plan(self.capacity(c0, i), layer_fpp.max(MIN_FPP))
@@ -747,13 +752,19 @@ mod tests {
         );
         let msg = e.to_string();
         assert!(msg.contains("layer 1 would get 2.0e-16"), "{msg}");
-        assert!(msg.contains("raise -p to 5e-15"), "{msg}");
+        assert!(msg.contains("raise -p to 3e-14"), "{msg}");
         assert!(!msg.contains("0.0000"), "{msg}");
+        // 3e-14 leaves room for 8 layers; 5e-15 only for the first.
         let ok = Spec {
+            target_fpp: 3e-14,
+            ..spec
+        };
+        assert!((0..8).all(|i| ok.layer(i).is_ok()));
+        let tight = Spec {
             target_fpp: 5e-15,
             ..spec
         };
-        assert!(ok.layer(0).is_ok());
+        assert!(tight.layer(0).is_ok() && tight.layer(1).is_err());
         assert_eq!(round_up_1(4.2e-15), "5e-15");
         assert_eq!(round_up_1(9.5e-3), "1e-2");
         assert_eq!(round_up_1(3e-7), "3e-7");
