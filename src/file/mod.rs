@@ -1,8 +1,9 @@
 //! The filter file on disk: open and validate, memory-map, lock, create through a
 //! temporary file renamed into place, and commit counters.
 //!
-//! This is the only module with `unsafe` (memory-mapping a file, in [`map_read`],
-//! [`map_write`] and [`map_input`]). The format itself lives in [`format`].
+//! Its `unsafe` is memory-mapping a file, in [`map_read`], [`map_write`] and
+//! [`map_input`] (the crate's other `unsafe` is listed in `lib.rs`). The format
+//! itself lives in [`format`].
 
 pub mod format;
 
