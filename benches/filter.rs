@@ -6,9 +6,10 @@
 //! `cargo bench --bench filter -- 16M` limits the sizes to those given.
 
 use seen::file::MemFilter;
+use seen::filter::Scheme;
 use seen::filter::sizing::plan_with_spread;
-use seen::filter::{BatchFilter, Scheme};
 use seen::hash::{Hash128, hash};
+use seen::pipeline::Store;
 use std::time::Instant;
 
 fn median(mut v: Vec<f64>) -> f64 {

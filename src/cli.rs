@@ -227,6 +227,15 @@ pub struct ProgressArgs {
     pub quiet: bool,
 }
 
+impl From<ProgressArgs> for crate::progress::Show {
+    fn from(a: ProgressArgs) -> Self {
+        crate::progress::Show {
+            forced: a.progress,
+            quiet: a.quiet,
+        }
+    }
+}
+
 /// How records are read and hashed.
 #[derive(Debug, Args, Clone, Copy)]
 pub struct RecordArgs {

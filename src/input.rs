@@ -14,10 +14,27 @@
 
 use crate::hash::{Hash128, StreamHash};
 use anyhow::{Context, Result, bail};
-use memmap2::Mmap;
+use memmap2::{Mmap, MmapOptions};
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+
+/// Maps `len` bytes of an input file from `offset` (any: memmap2 aligns the
+/// mapping itself) read-only, for the counting pass and the reader's windows.
+///
+/// # Errors
+/// When the range cannot be mapped (empty, a file system without mmap).
+pub fn map_input(file: &File, offset: u64, len: usize) -> std::io::Result<Mmap> {
+    // SAFETY: the mapping is only read as plain bytes (`&[u8]`) and dropped at
+    // the end of its window. Another process appending to the file changes
+    // nothing we read; one truncating it during the pass would raise SIGBUS and
+    // end the process (as with `rg`'s maps; see the README's limits), and so
+    // would a read error on its device. Bytes changing under us are never
+    // unsafe, only wrong: a count for a filter of another size, or (in the
+    // main pass) a record printed as it now is rather than as it was judged;
+    // every slice is bounds-checked against the window.
+    unsafe { MmapOptions::new().offset(offset).len(len).map(file) }
+}
 
 /// Where records come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -319,7 +336,7 @@ fn count_windows(file: &File, term: u8, threads: usize, map: bool, len: u64) -> 
             stop_if_signalled()?;
             let start = i * COUNT_WINDOW;
             let want = COUNT_WINDOW.min(len - start) as usize;
-            if map && let Ok(m) = crate::file::map_input(file, start, want) {
+            if map && let Ok(m) = map_input(file, start, want) {
                 n += memchr::memchr_iter(term, &m).count() as u64;
                 continue;
             }
@@ -480,7 +497,7 @@ impl Reader {
         let want = usize::try_from(size - pos)
             .unwrap_or(usize::MAX)
             .min(target.max(1));
-        let Ok(map) = crate::file::map_input(file, pos, want) else {
+        let Ok(map) = map_input(file, pos, want) else {
             // A file system without mmap: read the file instead.
             self.mappable = None;
             return MapStep::Read;

@@ -2,20 +2,24 @@
 //! memory-mapped file. The binary (`src/main.rs`) is a thin shell over these
 //! modules; the library exists so benchmarks and tests can reach the core.
 //!
-//! Rooms, top down: `cmd` (one per subcommand, over everything below) →
-//! `pipeline` (reader, hashing, ordered test-and-set, writer) → `input` (line
-//! sources, counting) and `file` (filter files and the in-memory filter) →
-//! `filter` (layout, kernels, sizing) → leaves: `hash`, `keys`, `scan`,
-//! `prefetch`, `memory`, `output`, `signals`. `cli` (clap) is read by `cmd`
-//! and `main` only, but for the arrows below.
+//! Rooms and their arrows, top down (each room uses only those after it):
 //!
-//! Arrows that still run back up or sideways (to be cut, issue 20):
-//! `filter` → `progress` (advances the counter), `progress` → `cli`
-//! (`ProgressArgs`), `units` → `filter::sizing` (`MIN_FPP`), `input` → `file`
-//! (`map_input`), and `filter::BatchFilter` carries `file`'s commit steps
-//! (`begin_window`, `end_window`, `interrupted`). `unsafe` lives in `file`
-//! (mappings), `filter` (SIMD kernels), `prefetch`, `scan` (prefetch),
-//! `signals`, `memory` (malloc arenas) and `main` (the stdout check).
+//! - `main`: flags to a command, errors to exit codes; `cli` holds the clap
+//!   definitions, which only `main` and `cmd` read.
+//! - `cmd`: one module per subcommand, wiring inputs, a store and output.
+//! - `file`: the stores (a filter file: mmap, locks, checksums; the in-memory
+//!   filter). Each implements `pipeline::Store`, the port the pipeline owns:
+//!   a new store (Redis, time windows) plugs in there, unseen by the pipeline.
+//! - `pipeline`: reader, parallel hashing, ordered test-and-set, writer.
+//! - `input`: line sources and counting, over `hash`, `scan` and `memory`.
+//! - `filter`: the pure data structure: layout, kernels, sizing, occupancy.
+//! - leaves: `hash`, `keys`, `scan`, `prefetch`, `memory`, `output`,
+//!   `signals`, `units` (flag values; `filter` takes `MIN_FPP` from it), and
+//!   `progress`, a counter that `cmd`, `file`, `input` and `pipeline` advance.
+//!
+//! `unsafe` lives in `file` and `input` (memory mappings), `filter` (SIMD
+//! kernels), `prefetch`, `scan` (prefetches), `signals`, `memory` (malloc
+//! arenas) and `main` (the stdout check), each with its `SAFETY` note.
 
 pub mod cli;
 pub mod cmd;

@@ -16,7 +16,6 @@
 //! No atomics on the bits. The commit point of a persistent filter stays with
 //! the caller, after [`run`] returns.
 
-use crate::filter::BatchFilter;
 use crate::hash::{Hash128, hash};
 use crate::input::{Reader, Source, Window};
 use crate::keys::{KeySpec, Keyer};
@@ -27,6 +26,62 @@ use std::collections::hash_map::Entry;
 use std::hash::BuildHasherDefault;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel, sync_channel};
 use std::time::{Duration, Instant};
+
+/// The port this pipeline owns and consumes (as ripgrep's searcher owns its
+/// `Sink`): what it needs from whatever holds the bits — an anonymous mapping,
+/// a mapped file, later a remote store. Hashes in, verdicts out, in order,
+/// plus the commit protocol of [`Mode::Deferred`] (judge, write, record):
+/// [`Store::begin_window`], [`Store::record_batch`], [`Store::end_window`].
+/// A store implements it; the pipeline knows nothing else of it.
+pub trait Store {
+    /// Seed to hash records with for this filter.
+    fn seed(&self) -> u64;
+    /// `out[i]` = whether key `i` is (probably) present. Changes nothing.
+    fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>);
+    /// Inserts the keys in order; `out[i]` = whether key `i` was (probably) present
+    /// before its own insertion (so a key repeated inside the batch is new only
+    /// the first time). Returns how many were new.
+    ///
+    /// # Errors
+    /// When the filter had to grow (add a layer) and could not, e.g. no disk
+    /// space; the keys before that point are inserted and `out` covers them.
+    fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> anyhow::Result<u64>;
+
+    /// Records keys already judged new (by a lookup, with their lines printed
+    /// since): like [`Store::insert_batch`], but every key counts as new
+    /// and no verdicts are produced. Returns how many were recorded.
+    ///
+    /// # Errors
+    /// As [`Store::insert_batch`].
+    fn record_batch(&mut self, hashes: &[Hash128]) -> anyhow::Result<u64> {
+        let mut out = Vec::new();
+        self.insert_batch(hashes, &mut out)?;
+        Ok(hashes.len() as u64)
+    }
+
+    /// Starts a commit window (see `pipeline::Mode::Deferred`): a shared,
+    /// persistent filter takes its lock and picks up what other processes
+    /// committed. Nothing for other filters.
+    ///
+    /// # Errors
+    /// When the lock cannot be taken or the file has become unusable.
+    fn begin_window(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    /// Ends a commit window: counters written, lock released.
+    ///
+    /// # Errors
+    /// When the header cannot be written.
+    fn end_window(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    /// The run was interrupted by a signal and the process is about to exit:
+    /// leave the filter in a valid state (commit counters, or remove an
+    /// unfinished temporary file).
+    fn interrupted(&mut self) {}
+}
 
 /// Default bytes of records per chunk.
 pub const CHUNK_BYTES: usize = 4 << 20;
@@ -402,7 +457,7 @@ pub enum Mode {
 /// keys waiting, a pause in the input, or the end), the pipeline waits for the
 /// writer, syncs standard output when `sync_output` (a regular file), then
 /// inserts the waiting keys into the filter and ends the window
-/// ([`BatchFilter::end_window`]: counters written, lock released). A window
+/// ([`Store::end_window`]: counters written, lock released). A window
 /// holds the filter's lock from its first judgement to its commit, so
 /// processes sharing a file take turns per window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -509,7 +564,7 @@ impl Deferred {
     /// # Errors
     /// When the pending set cannot grow for the chunk's keys (out of memory);
     /// nothing is judged then.
-    fn judge<B: BatchFilter>(&mut self, filter: &B, chunk: &mut Chunk) -> Result<u64> {
+    fn judge<B: Store>(&mut self, filter: &B, chunk: &mut Chunk) -> Result<u64> {
         chunk.new_keys.clear();
         // Room for the keys the filter does not hold, before any is judged.
         let mut absent = 0;
@@ -546,7 +601,7 @@ impl Deferred {
     }
 
     /// Opens a window if none is open: the filter's lock, then a fresh count.
-    fn begin<B: BatchFilter>(&mut self, filter: &mut B) -> Result<()> {
+    fn begin<B: Store>(&mut self, filter: &mut B) -> Result<()> {
         if !self.window_open {
             filter.begin_window()?;
             self.window_open = true;
@@ -568,7 +623,7 @@ impl Deferred {
     /// Takes the writer's acknowledgements waiting now, or with `wait` every
     /// chunk still in flight (unless the writer stopped, its error coming at
     /// its join). Returns whether no chunk is left in flight.
-    fn drain<B: BatchFilter>(
+    fn drain<B: Store>(
         &mut self,
         filter: &mut B,
         acks: &Receiver<Vec<Hash128>>,
@@ -590,7 +645,7 @@ impl Deferred {
     /// Takes the keys of a chunk the writer has handed to the kernel. Unless
     /// the output must be synced first, they are recorded at once (so the
     /// pending set stays a few chunks small).
-    fn written<B: BatchFilter>(&mut self, filter: &mut B, keys: Vec<Hash128>) -> Result<()> {
+    fn written<B: Store>(&mut self, filter: &mut B, keys: Vec<Hash128>) -> Result<()> {
         if self.commit.sync_output {
             crate::memory::reserve(
                 &mut self.acked,
@@ -623,7 +678,7 @@ impl Deferred {
 
     /// Records what has been written (after syncing the output when asked)
     /// and ends the window.
-    fn commit<B: BatchFilter>(&mut self, filter: &mut B) -> Result<()> {
+    fn commit<B: Store>(&mut self, filter: &mut B) -> Result<()> {
         if !self.acked.is_empty() {
             rustix::fs::fdatasync(std::io::stdout())
                 .map_err(std::io::Error::from)
@@ -645,7 +700,7 @@ impl Deferred {
 ///
 /// SIGINT and SIGTERM, in [`Mode::Insert`] and [`Mode::Deferred`], stop reading;
 /// what was judged is written, recorded (deferred) or abandoned
-/// ([`BatchFilter::interrupted`]), and the process exits with 128 + the signal.
+/// ([`Store::interrupted`]), and the process exits with 128 + the signal.
 ///
 /// # Errors
 /// The first input error (after everything read before it has gone through the
@@ -659,7 +714,7 @@ pub fn run<B, S>(
     mut sink: S,
 ) -> Result<Counts>
 where
-    B: BatchFilter,
+    B: Store,
     S: FnMut(&Chunk) -> Result<bool> + Send,
 {
     let seed = filter.seed();

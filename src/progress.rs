@@ -9,7 +9,6 @@
 //! something that is not a terminal (a log file), one plain line is written per
 //! second instead, since cursor movements would only garble it.
 
-use crate::cli::ProgressArgs;
 use indicatif::{HumanBytes, HumanCount, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
@@ -64,6 +63,16 @@ macro_rules! say {
     };
 }
 
+/// When progress may be shown: `--progress` (forced, even off a terminal)
+/// and `-q` (never), as the command line says them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Show {
+    /// Shown even when stderr is not a terminal.
+    pub forced: bool,
+    /// Never shown.
+    pub quiet: bool,
+}
+
 /// Where progress goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Style {
@@ -87,14 +96,14 @@ impl Progress {
     /// `prints_lines`: when stdout is the terminal too, the lines themselves
     /// show progress, and a bar would only be drawn between them.
     pub fn start(
-        args: ProgressArgs,
+        show: Show,
         total: Option<u64>,
         unit: &'static str,
         prints_lines: bool,
     ) -> Progress {
         let tty =
             std::io::stderr().is_terminal() && !(prints_lines && std::io::stdout().is_terminal());
-        let style = match (args.quiet, args.progress, tty) {
+        let style = match (show.quiet, show.forced, tty) {
             (true, _, _) => return Progress::default(),
             (false, _, true) => Style::Bar,
             (false, true, false) => Style::Plain,

@@ -45,6 +45,10 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
     Ok(n)
 }
 
+/// Smallest false-positive probability accepted anywhere (`-p`, a layer's
+/// share of it); `filter::sizing` sizes nothing below it.
+pub const MIN_FPP: f64 = 1e-15;
+
 /// Parses a false-positive probability: `1e-6`, `0.001` or a percentage `0.1%`.
 /// Must lie in `[1e-15, 1)`.
 ///
@@ -61,7 +65,7 @@ pub fn parse_fpp(s: &str) -> Result<f64, String> {
     if !v.is_finite() {
         return Err(bad());
     }
-    if !(crate::filter::sizing::MIN_FPP..1.0).contains(&v) {
+    if !(MIN_FPP..1.0).contains(&v) {
         return Err(format!(
             "`{s}` is out of range: a false-positive rate must be at least 1e-15 and below 1 (e.g. 1e-6)"
         ));

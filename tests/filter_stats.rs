@@ -5,11 +5,12 @@
 use seen::cmd::dedup::dedup;
 use seen::file::MemFilter;
 use seen::filter::sizing::{Plan, blocked_fpp, plan, plan_with_spread};
-use seen::filter::{self, BatchFilter, Scheme};
+use seen::filter::{self, Scheme};
 use seen::hash::{DEFAULT_SEED, hash};
 use seen::input::Source;
 use seen::pipeline::Mode;
 use seen::pipeline::Options;
+use seen::pipeline::Store;
 
 mod common;
 use common::Rng;

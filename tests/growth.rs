@@ -8,8 +8,9 @@
 use assert_cmd::cargo::cargo_bin_cmd;
 use seen::file::MemFilter;
 use seen::filter::sizing::{Growth, Spec, expected_false_positives, plan, plan_with_spread};
-use seen::filter::{BatchFilter, Scheme, occupancy};
+use seen::filter::{Scheme, occupancy};
 use seen::hash::{DEFAULT_SEED, Hash128, hash};
+use seen::pipeline::Store;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::path::Path;

@@ -29,7 +29,7 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
         let mut f = WriteFilter::open(&a.output, expected_keys(None, &sources))?;
         opts.keys = keys(&a.keys, Some((f.header().keys, &a.output)));
         let before = layer_counts(f.header());
-        let progress = Progress::start(a.progress, total_bytes(&sources), "lines", false);
+        let progress = Progress::start(a.progress.into(), total_bytes(&sources), "lines", false);
         let result = pipeline(&sources, opts, &mut f, Mode::Insert, |_| Ok(true));
         drop(progress);
         f.commit()?;
@@ -75,7 +75,7 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
     let seed = a.seed.unwrap_or(DEFAULT_SEED);
     let mut f = NewFilter::create(&a.output, &spec, seed, opts.keys)?;
     f.expect_keys(expected_keys(lines, &sources));
-    let progress = Progress::start(a.progress, total_bytes(&sources), "lines", false);
+    let progress = Progress::start(a.progress.into(), total_bytes(&sources), "lines", false);
     let c = pipeline(&sources, opts, &mut f, Mode::Insert, |_| Ok(true));
     drop(progress);
     let c = c?;

@@ -3,12 +3,11 @@
 use super::{Summary, counted, expected_keys, keys, layer_counts, options, spec};
 use crate::cli::{DEFAULT_CAPACITY, DEFAULT_FPP, DedupArgs};
 use crate::file::{MemFilter, NewFilter, Target, WriteFilter, check_target};
-use crate::filter::BatchFilter;
 use crate::filter::sizing::{self, Growth, Spec};
 use crate::hash::DEFAULT_SEED;
 use crate::input::{Records, estimate_records, sources, total_bytes};
 use crate::output::stdout;
-use crate::pipeline::{Chunk, Commit, Counts, Mode, Options, run as pipeline};
+use crate::pipeline::{Chunk, Commit, Counts, Mode, Options, Store, run as pipeline};
 use crate::progress::Progress;
 use crate::units::Every;
 use anyhow::{Context, Result, bail};
@@ -97,7 +96,7 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
         } else {
             MemFilter::with_spec(&spec, DEFAULT_SEED)?
         };
-        let progress = Progress::start(a.progress, total_bytes(&sources), "lines", true);
+        let progress = Progress::start(a.progress.into(), total_bytes(&sources), "lines", true);
         let result = dedup(&sources, opts, &mut f, a.repeated, Mode::Insert, &mut out);
         drop(progress);
         let (counts, written) = result?;
@@ -134,7 +133,7 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
     } else {
         Mode::Deferred(commit)
     };
-    let progress = Progress::start(a.progress, total_bytes(&sources), "lines", true);
+    let progress = Progress::start(a.progress.into(), total_bytes(&sources), "lines", true);
     let result = dedup(&sources, opts, &mut f, a.repeated, mode, &mut out);
     drop(progress);
     f.commit()?;
@@ -173,7 +172,7 @@ fn sized_from_input(capacity: u64, fpp: f64) -> Result<MemFilter> {
 ///
 /// # Errors
 /// Input errors, or a failed write to `out` (a closed stdout is `BrokenPipe`).
-pub fn dedup<B: BatchFilter, W: Write + Send>(
+pub fn dedup<B: Store, W: Write + Send>(
     sources: &[crate::input::Source],
     opts: Options,
     filter: &mut B,

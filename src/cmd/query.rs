@@ -1,14 +1,14 @@
 //! `seen query`: grep-style membership tests against a filter.
 
 use super::{keys, options};
-use crate::cli::{ProgressArgs, QueryArgs};
+use crate::cli::QueryArgs;
 use crate::file::ReadFilter;
-use crate::filter::BatchFilter;
+
 use crate::hash::hash;
 use crate::input::{Source, sources, total_bytes};
 use crate::keys::Keyer;
 use crate::output::stdout;
-use crate::pipeline::{Chunk, Mode, run as pipeline};
+use crate::pipeline::{Chunk, Mode, Store, run as pipeline};
 use crate::progress::Progress;
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -77,8 +77,8 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
             sources(&a.files)
         };
         let mut filter = filter;
-        let show = ProgressArgs {
-            progress: a.progress,
+        let show = crate::progress::Show {
+            forced: a.progress,
             quiet: a.quiet,
         };
         let _progress = Progress::start(show, total_bytes(&srcs), "lines", true);

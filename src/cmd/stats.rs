@@ -154,7 +154,9 @@ pub fn compute(f: &ReadFilter) -> Stats {
     let h: &Header = f.header();
     let mut layers = Vec::new();
     for (i, l) in h.layers.iter().enumerate() {
-        let occ = filter::occupancy(f.layer_bits(i), &l.layout);
+        let occ = filter::occupancy_with(f.layer_bits(i), &l.layout, &mut |b| {
+            crate::progress::advance(b, 0)
+        });
         let cap = l.capacity.max(1);
         layers.push(LayerStats {
             layout: "blocked-512",
@@ -414,7 +416,7 @@ fn table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
 pub fn run(a: StatsArgs) -> Result<ExitCode> {
     let f = ReadFilter::open(&a.filter)?;
     let total = f.header().bit_bytes();
-    let progress = Progress::start(a.progress, Some(total), "", false);
+    let progress = Progress::start(a.progress.into(), Some(total), "", false);
     let s = compute(&f);
     drop(progress);
     let mut out = crate::output::stdout();

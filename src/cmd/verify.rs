@@ -39,7 +39,7 @@ pub fn run(a: VerifyArgs) -> Result<ExitCode> {
     let f = ReadFilter::open(&a.filter)?;
     let h = f.header();
     let total = h.bit_bytes();
-    let progress = Progress::start(a.progress, Some(total), "", false);
+    let progress = Progress::start(a.progress.into(), Some(total), "", false);
     let mut out = crate::output::stdout();
     let name = a.filter.display();
     let (mut checked, mut damaged, mut unchecked) = (0u64, 0u64, 0usize);

@@ -1,16 +1,17 @@
 //! The filter file on disk: open and validate, memory-map, lock, create through a
 //! temporary file renamed into place, and commit counters.
 //!
-//! Its `unsafe` is memory-mapping a file, in [`map_read`], [`map_write`] and
-//! [`map_input`] (the crate's other `unsafe` is listed in `lib.rs`). The format
+//! Its `unsafe` is memory-mapping a filter file, in [`map_read`] and
+//! [`map_write`] (the crate's other `unsafe` is listed in `lib.rs`). The format
 //! itself lives in [`format`].
 
 pub mod format;
 
 use crate::filter::sizing::{self, Plan, Spec};
-use crate::filter::{self, BatchFilter, LayerBits};
+use crate::filter::{self, LayerBits};
 use crate::hash::{HASH_XXH3_128_V1, Hash128};
 use crate::keys::KeySpec;
+use crate::pipeline::Store;
 use anyhow::{Context, Result, bail};
 use format::{FLAG_DIRTY, HEADER_LEN, Header, LayerEntry, VERSION_MINOR};
 use memmap2::{Mmap, MmapMut, MmapOptions};
@@ -87,23 +88,6 @@ fn hint_layer(header: &Header, expected: Option<u64>, i: usize, m: &MmapMut) {
     if !newest || expected.is_some_and(|n| n >= pages) {
         huge_pages(|a| m.advise(a));
     }
-}
-
-/// Maps `len` bytes of an input file from `offset` (any: memmap2 aligns the
-/// mapping itself) read-only, for the counting pass and the reader's windows.
-///
-/// # Errors
-/// When the range cannot be mapped (empty, a file system without mmap).
-pub fn map_input(file: &File, offset: u64, len: usize) -> std::io::Result<Mmap> {
-    // SAFETY: the mapping is only read as plain bytes (`&[u8]`) and dropped at
-    // the end of its window. Another process appending to the file changes
-    // nothing we read; one truncating it during the pass would raise SIGBUS and
-    // end the process (as with `rg`'s maps; see the README's limits), and so
-    // would a read error on its device. Bytes changing under us are never
-    // unsafe, only wrong: a count for a filter of another size, or (in the
-    // main pass) a record printed as it now is rather than as it was judged;
-    // every slice is bounds-checked against the window.
-    unsafe { MmapOptions::new().offset(offset).len(len).map(file) }
 }
 
 /// How long to wait for a lock before saying so on stderr (processes sharing a
@@ -626,8 +610,8 @@ impl Layers {
     /// fed in runs no longer than the room left in the newest layer, so a layer
     /// never holds more than its capacity, and where a layer ends does not
     /// depend on how the input was cut into batches. With `out`, keys are tested
-    /// and their verdicts given (see [`BatchFilter::insert_batch`]); without, they
-    /// are known to be new ([`BatchFilter::record_batch`]): their bits are set
+    /// and their verdicts given (see [`Store::insert_batch`]); without, they
+    /// are known to be new ([`Store::record_batch`]): their bits are set
     /// without a test and each counts.
     fn add(
         &mut self,
@@ -839,7 +823,7 @@ impl ReadFilter {
     }
 }
 
-impl BatchFilter for ReadFilter {
+impl Store for ReadFilter {
     fn seed(&self) -> u64 {
         self.header.seed
     }
@@ -981,7 +965,11 @@ impl WriteFilter {
         stale.cover(&header.layers, false);
         if header.is_dirty() {
             for (l, bits) in header.layers.iter_mut().zip(&self.layers.maps) {
-                let est = filter::occupancy(bits, &l.layout).estimated_items.round() as u64;
+                let est = filter::occupancy_with(bits, &l.layout, &mut |b| {
+                    crate::progress::advance(b, 0)
+                })
+                .estimated_items
+                .round() as u64;
                 l.inserts = l.inserts.max(est);
             }
             // A writer stopped between changing bits and writing their checksums.
@@ -1068,7 +1056,7 @@ impl WriteFilter {
     }
 }
 
-impl BatchFilter for WriteFilter {
+impl Store for WriteFilter {
     fn seed(&self) -> u64 {
         self.layers.header.seed
     }
@@ -1305,7 +1293,7 @@ impl NewFilter {
     }
 }
 
-impl BatchFilter for NewFilter {
+impl Store for NewFilter {
     fn seed(&self) -> u64 {
         self.layers.header.seed
     }
@@ -1416,7 +1404,7 @@ impl MemFilter {
     }
 }
 
-impl BatchFilter for MemFilter {
+impl Store for MemFilter {
     fn seed(&self) -> u64 {
         self.layers.header.seed
     }

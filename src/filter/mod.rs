@@ -296,58 +296,6 @@ pub fn test_and_set(bits: &mut [u8], probe: &Probe) -> bool {
     seen
 }
 
-/// What a pipeline needs from "the filter", whatever holds its bits (an anonymous
-/// mapping, a mapped file, later a remote store): hashes in, verdicts out, in order.
-pub trait BatchFilter {
-    /// Seed to hash records with for this filter.
-    fn seed(&self) -> u64;
-    /// `out[i]` = whether key `i` is (probably) present. Changes nothing.
-    fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>);
-    /// Inserts the keys in order; `out[i]` = whether key `i` was (probably) present
-    /// before its own insertion (so a key repeated inside the batch is new only
-    /// the first time). Returns how many were new.
-    ///
-    /// # Errors
-    /// When the filter had to grow (add a layer) and could not, e.g. no disk
-    /// space; the keys before that point are inserted and `out` covers them.
-    fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> anyhow::Result<u64>;
-
-    /// Records keys already judged new (by a lookup, with their lines printed
-    /// since): like [`BatchFilter::insert_batch`], but every key counts as new
-    /// and no verdicts are produced. Returns how many were recorded.
-    ///
-    /// # Errors
-    /// As [`BatchFilter::insert_batch`].
-    fn record_batch(&mut self, hashes: &[Hash128]) -> anyhow::Result<u64> {
-        let mut out = Vec::new();
-        self.insert_batch(hashes, &mut out)?;
-        Ok(hashes.len() as u64)
-    }
-
-    /// Starts a commit window (see `pipeline::Mode::Deferred`): a shared,
-    /// persistent filter takes its lock and picks up what other processes
-    /// committed. Nothing for other filters.
-    ///
-    /// # Errors
-    /// When the lock cannot be taken or the file has become unusable.
-    fn begin_window(&mut self) -> anyhow::Result<()> {
-        Ok(())
-    }
-
-    /// Ends a commit window: counters written, lock released.
-    ///
-    /// # Errors
-    /// When the header cannot be written.
-    fn end_window(&mut self) -> anyhow::Result<()> {
-        Ok(())
-    }
-
-    /// The run was interrupted by a signal and the process is about to exit:
-    /// leave the filter in a valid state (commit counters, or remove an
-    /// unfinished temporary file).
-    fn interrupted(&mut self) {}
-}
-
 /// When this environment variable is set (to any value, even 0), the batch functions
 /// use the portable sectored kernels even on a CPU with AVX2: for tests that
 /// the two give the same bits, and for benchmarks of one against the other
@@ -1192,6 +1140,12 @@ pub struct Occupancy {
 
 /// Scans every block of `bits` and computes [`Occupancy`].
 pub fn occupancy(bits: &[u8], layout: &Layout) -> Occupancy {
+    occupancy_with(bits, layout, &mut |_| {})
+}
+
+/// [`occupancy`], telling `scanned` every so many bytes scanned (for a
+/// progress bar).
+pub fn occupancy_with(bits: &[u8], layout: &Layout, scanned: &mut dyn FnMut(u64)) -> Occupancy {
     let k = layout.k as i32;
     let x = layout.blocks_per_key as i32;
     // q[c] = probability that k random positions of a block with c bits set are
@@ -1216,7 +1170,7 @@ pub fn occupancy(bits: &[u8], layout: &Layout) -> Occupancy {
     const PAGE: usize = BLOCK_BYTES * BLOCKS_PER_PAGE as usize;
     for (n, page) in bits.chunks_exact(PAGE).enumerate() {
         if n % 256 == 255 {
-            crate::progress::advance(256 * PAGE as u64, 0);
+            scanned(256 * PAGE as u64);
         }
         let mut page_q = 0f64;
         for blk in page.chunks_exact(BLOCK_BYTES) {

@@ -30,8 +30,9 @@
 
 use super::{BLOCK_BITS, BLOCKS_PER_PAGE, Layout, MAX_K, Scheme};
 
-/// Smallest target false-positive probability accepted.
-pub const MIN_FPP: f64 = 1e-15;
+/// Smallest target false-positive probability accepted (defined with the
+/// flag parsers, which check it first).
+pub use crate::units::MIN_FPP;
 /// Largest filter (bit array bytes) a plan may produce: 1 PiB.
 pub const MAX_BYTES: u64 = 1 << 50;
 /// A layout spreading keys over more blocks is only chosen when it saves more than
