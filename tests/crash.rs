@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 mod common;
-use common::{Rng, tmp, write};
+use common::{Rng, reseal, tmp, write};
 
 fn bin() -> std::path::PathBuf {
     assert_cmd::cargo::cargo_bin!("seen").to_path_buf()
@@ -461,17 +461,6 @@ fn corrupted_files_never_crash() {
         "corruption fuzzer: {cases} files, exit 0: {}, 1: {}, 2: {}, crashes: 0",
         tally[0], tally[1], tally[2]
     );
-}
-
-/// Recomputes the header checksum (XXH3-64 of the header with the field zeroed).
-fn reseal(b: &mut [u8]) {
-    if b.len() < 4096 {
-        return;
-    }
-    let mut h = b[..4096].to_vec();
-    h[120..128].fill(0);
-    let sum = xxhash_rust::xxh3::xxh3_64(&h);
-    b[120..128].copy_from_slice(&sum.to_le_bytes());
 }
 
 /// Locks are held per commit window, not per run: while one `dedup -f` waits on

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{seen, tmp, write};
+use common::{reseal, seen, tmp, write};
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -411,14 +411,6 @@ fn messages_name_the_real_problem() {
     );
     assert_eq!(o.code, 2);
     assert!(o.stderr.contains("too long"), "{}", o.stderr);
-}
-
-/// Recomputes the header checksum (XXH3-64 of the header with the field zeroed).
-fn reseal(b: &mut [u8]) {
-    let mut h = b[..4096].to_vec();
-    h[120..128].fill(0);
-    let sum = xxhash_rust::xxh3::xxh3_64(&h);
-    b[120..128].copy_from_slice(&sum.to_le_bytes());
 }
 
 /// After a killed writer, `verify` said "damaged" (exit 1) though nothing

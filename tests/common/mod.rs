@@ -274,3 +274,16 @@ where
 {
     seen_io(dir, args, b"")
 }
+
+/// Recomputes a filter file's header checksum (XXH3-64 of the 4096-byte
+/// header with the checksum field, bytes 120..128, zeroed), after a test has
+/// changed a header field; a buffer shorter than a header is left alone.
+pub fn reseal(b: &mut [u8]) {
+    if b.len() < 4096 {
+        return;
+    }
+    let mut h = b[..4096].to_vec();
+    h[120..128].fill(0);
+    let sum = xxhash_rust::xxh3::xxh3_64(&h);
+    b[120..128].copy_from_slice(&sum.to_le_bytes());
+}
