@@ -1,11 +1,24 @@
-//! The filter file on disk: open and validate, memory-map, lock, create through a
-//! temporary file renamed into place, and commit counters.
+//! The stores behind the pipeline's port (`pipeline::Store`): a filter file on
+//! disk (open and validate, memory-map, grow, create through a temporary file
+//! renamed into place, commit counters) and, in [`memory`], the in-memory
+//! filter. Beside it: [`format`] (the header), `lock` (flock), `path` (what a
+//! filter path may be, temporary files of killed runs), `checksum` (which
+//! segments' checksums to rewrite).
 //!
 //! Its `unsafe` is memory-mapping a filter file, in [`map_read`] and
-//! [`map_write`] (the crate's other `unsafe` is listed in `lib.rs`). The format
-//! itself lives in [`format`].
+//! [`map_write`] (the crate's other `unsafe` is listed in `lib.rs`).
 
+mod checksum;
 pub mod format;
+mod lock;
+mod memory;
+mod path;
+
+use checksum::Stale;
+use lock::{lock, open_locked};
+pub use memory::MemFilter;
+use path::{TEMP_RAND_LEN, dir_and_name, sweep_leftovers, temp_prefix};
+pub use path::{Target, check_target};
 
 use crate::filter::sizing::{self, Plan, Spec};
 use crate::filter::{self, LayerBits};
@@ -15,8 +28,8 @@ use crate::pipeline::Store;
 use anyhow::{Context, Result, bail};
 use format::{FLAG_DIRTY, HEADER_LEN, Header, LayerEntry, VERSION_MINOR};
 use memmap2::{Mmap, MmapMut, MmapOptions};
-use std::fs::{File, OpenOptions, TryLockError};
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::fs::File;
+use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Seconds since the Unix epoch.
@@ -90,309 +103,6 @@ fn hint_layer(header: &Header, expected: Option<u64>, i: usize, m: &MmapMut) {
     }
 }
 
-/// How long to wait for a lock before saying so on stderr (processes sharing a
-/// filter take short turns by design; only a long wait is news).
-const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Takes a shared or exclusive `flock`, saying on stderr when it has waited
-/// [`LOCK_PATIENCE`]. SIGINT/SIGTERM (when caught) end the wait with an error.
-fn lock(file: &File, path: &Path, exclusive: bool) -> Result<()> {
-    let start = std::time::Instant::now();
-    let mut said = false;
-    loop {
-        let tried = if exclusive {
-            file.try_lock()
-        } else {
-            file.try_lock_shared()
-        };
-        match tried {
-            Ok(()) => return Ok(()),
-            Err(TryLockError::WouldBlock) => {
-                if crate::signals::received() != 0 {
-                    bail!(
-                        "interrupted while waiting for the lock on {}",
-                        path.display()
-                    );
-                }
-                if !said && start.elapsed() >= LOCK_PATIENCE {
-                    crate::say!(
-                        "seen: waiting for {} lock on {} (another process is using it)",
-                        if exclusive {
-                            "an exclusive"
-                        } else {
-                            "a shared"
-                        },
-                        path.display()
-                    );
-                    said = true;
-                }
-                // flock has no timeout: poll (a few hundred times a second at most).
-                std::thread::sleep(std::time::Duration::from_millis(3));
-            }
-            Err(TryLockError::Error(e)) => {
-                return Err(e).with_context(|| format!("cannot lock {}", path.display()));
-            }
-        }
-    }
-}
-
-/// Opens `path` and locks it, retrying when the path was replaced (by an atomic
-/// `build --force`) while we waited, so the lock we hold is on the current file.
-fn open_locked(path: &Path, write: bool) -> Result<File> {
-    loop {
-        // A FIFO would block `open` until a writer came, and a device may act
-        // on being opened: look first, and open without blocking.
-        if let Ok(m) = std::fs::metadata(path) {
-            not_a_filter_kind(path, &m)?;
-        }
-        let file = match OpenOptions::new()
-            .read(true)
-            .write(write)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-            .open(path)
-        {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
-                "filter {} does not exist: make one with `seen build -o {} FILE`",
-                path.display(),
-                path.display()
-            ),
-            Err(e) if e.kind() == std::io::ErrorKind::IsADirectory || path.is_dir() => {
-                bail!("{} is a directory: give a filter file", path.display())
-            }
-            Err(e)
-                if write
-                    && matches!(
-                        e.kind(),
-                        std::io::ErrorKind::PermissionDenied
-                            | std::io::ErrorKind::ReadOnlyFilesystem
-                    ) =>
-            {
-                bail!(
-                    "cannot open filter {} for writing: {} (`dedup -f` and `build --add` \
-                     record lines in it; `query`, `stats` and `verify` only read it)",
-                    path.display(),
-                    std::io::Error::from(e.kind())
-                )
-            }
-            Err(e) => {
-                return Err(e).with_context(|| format!("cannot open filter {}", path.display()));
-            }
-        };
-        let meta = file.metadata()?;
-        // Swapped for something else between the look and the open.
-        not_a_filter_kind(path, &meta)?;
-        // A regular file: back to blocking (a lease or a FUSE file system
-        // may act on O_NONBLOCK).
-        let flags = rustix::fs::fcntl_getfl(&file)?;
-        rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)?;
-        lock(&file, path, write)?;
-        match std::fs::metadata(path) {
-            Ok(now) if now.ino() == meta.ino() && now.dev() == meta.dev() => return Ok(file),
-            _ => continue,
-        }
-    }
-}
-
-/// What kind of file `m` describes, for messages ("a FIFO (named pipe)").
-fn kind(m: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let t = m.file_type();
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO (named pipe)"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_symlink() {
-        "a symbolic link"
-    } else {
-        "a regular file"
-    }
-}
-
-/// Refuses a path that is not a regular file (what `m` says of it): only a
-/// regular file can be a filter, and opening anything else can block (a FIFO)
-/// or act on a device.
-fn not_a_filter_kind(path: &Path, m: &std::fs::Metadata) -> Result<()> {
-    if m.is_file() {
-        return Ok(());
-    }
-    bail!(
-        "{} is {}, not a filter file: give the path of a filter file",
-        path.display(),
-        kind(m)
-    )
-}
-
-/// What a path where a new filter is to go (`build -o`, a new `dedup -f`)
-/// holds now, once [`check_target`] has found it usable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
-    /// Nothing: the filter is created there.
-    Free,
-    /// A `seen` filter (a regular file starting with the format's magic),
-    /// or an empty regular file: either may be replaced.
-    Filter,
-    /// Another regular file (only reported when not replacing).
-    OtherFile,
-}
-
-/// Checks a path where a new filter is to be created, or (`replace`, i.e.
-/// `build --force`) to replace what is there. `seen` never creates or
-/// replaces a filter through a symbolic link (a link's file may be anywhere:
-/// another directory, a file that is not a filter), and replaces only a
-/// regular file that is a `seen` filter (or empty): never a directory, FIFO,
-/// socket or device, nor a file of another kind.
-///
-/// # Errors
-/// Each refusal, naming the path, what is there and what to do.
-pub fn check_target(path: &Path, replace: bool) -> Result<Target> {
-    let m = match std::fs::symlink_metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Target::Free),
-        Err(e) => {
-            return Err(e).with_context(|| format!("cannot create a filter at {}", path.display()));
-        }
-    };
-    if m.file_type().is_symlink() {
-        let to = std::fs::read_link(path).unwrap_or_default();
-        match std::fs::metadata(path) {
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => bail!(
-                "{} is a symbolic link that loops (to {}, and round again): remove it, \
-                 or give the path of a filter file",
-                path.display(),
-                to.display()
-            ),
-            Err(_) => bail!(
-                "{} is a symbolic link to {}, which does not exist: seen does not create a \
-                 filter through a link (it could land in another directory); give the path to \
-                 create instead",
-                path.display(),
-                to.display()
-            ),
-            Ok(_) => bail!(
-                "{} is a symbolic link to {}: seen does not {} a filter through a link; \
-                 give the file's own path, or remove the link",
-                path.display(),
-                to.display(),
-                if replace { "replace" } else { "create" }
-            ),
-        }
-    }
-    if !m.is_file() {
-        bail!(
-            "{} is {}, not a filter file: {}",
-            path.display(),
-            kind(&m),
-            if replace {
-                "--force only replaces filter files; remove it yourself, or choose another path"
-            } else {
-                "choose another path for the filter"
-            }
-        );
-    }
-    if m.len() == 0 {
-        // Nothing to lose (e.g. made by `mktemp` for seen to fill).
-        return Ok(Target::Filter);
-    }
-    let mut magic = [0u8; 8];
-    let is_filter = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY)
-        .open(path)
-        .and_then(|f| f.read_exact_at(&mut magic, 0))
-        .is_ok()
-        && magic == format::MAGIC;
-    match (is_filter, replace) {
-        (true, _) => Ok(Target::Filter),
-        (false, false) => Ok(Target::OtherFile),
-        (false, true) => bail!(
-            "{} is not a seen filter (it does not start with a filter's magic bytes): \
-             --force only replaces filter files; remove it yourself, or choose another path",
-            path.display()
-        ),
-    }
-}
-
-/// Random characters in a temporary file's name (`.NAME.XXXXXX.tmp`).
-const TEMP_RAND_LEN: usize = 6;
-
-/// The prefix of the temporary files of a filter named `name`.
-fn temp_prefix(name: &std::ffi::OsStr) -> String {
-    format!(".{}.", name.to_string_lossy())
-}
-
-/// Whether `file` is a temporary file of a filter whose names start with `prefix`.
-fn is_temp_name(file: &std::ffi::OsStr, prefix: &str) -> bool {
-    file.to_str()
-        .and_then(|n| n.strip_prefix(prefix))
-        .and_then(|n| n.strip_suffix(".tmp"))
-        .is_some_and(|r| r.len() == TEMP_RAND_LEN && r.bytes().all(|b| b.is_ascii_alphanumeric()))
-}
-
-/// Removes the temporary files (`.NAME.XXXXXX.tmp` in `dir`) that runs
-/// creating the filter `name` left when they were killed (SIGKILL, a power
-/// cut: nothing runs to remove them). A live run holds an exclusive lock on
-/// its temporary file from just after creating it (see [`NewFilter::create`]),
-/// so a file that can be locked is abandoned; it is removed while locked, and
-/// only if the name still names the file that was locked. Says on stderr what
-/// it removed; failures are ignored (a file another user owns stays).
-fn sweep_leftovers(dir: &Path, name: &std::ffi::OsStr) {
-    let prefix = temp_prefix(name);
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let (mut files, mut bytes) = (0u64, 0u64);
-    for e in entries.flatten() {
-        if !is_temp_name(&e.file_name(), &prefix) {
-            continue;
-        }
-        let p = e.path();
-        let Ok(f) = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY)
-            .open(&p)
-        else {
-            continue;
-        };
-        let Ok(m) = f.metadata() else { continue };
-        if !m.is_file() || f.try_lock().is_err() {
-            continue;
-        }
-        let same =
-            std::fs::symlink_metadata(&p).is_ok_and(|n| n.ino() == m.ino() && n.dev() == m.dev());
-        if same && std::fs::remove_file(&p).is_ok() {
-            files += 1;
-            bytes += m.len();
-        }
-    }
-    if files > 0 {
-        crate::say!(
-            "seen: removed {files} temporary file{} ({}) left in {} by runs that were killed",
-            if files == 1 { "" } else { "s" },
-            indicatif::HumanBytes(bytes),
-            dir.display()
-        );
-    }
-}
-
-/// The directory and file name of a filter path.
-fn dir_and_name(target: &Path) -> Result<(&Path, &std::ffi::OsStr)> {
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = target
-        .file_name()
-        .with_context(|| format!("{} does not name a file", target.display()))?;
-    Ok((dir, name))
-}
-
 /// Reads and validates the header of an open file.
 fn read_header(file: &File, path: &Path) -> Result<Header> {
     let len = file.metadata()?.len();
@@ -433,86 +143,6 @@ fn next_entry(header: &Header, plan: &Plan) -> LayerEntry {
         target_fpp: plan.target_fpp,
         inserts: 0,
         checksums: offset + plan.layout.bytes(),
-    }
-}
-
-/// What is known of a segment's checksum.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Segment {
-    /// Written in the file and current.
-    Current,
-    /// To recompute from the bits.
-    Stale,
-    /// To write, and the segment is all zero: a layer made by this process
-    /// whose segment no key has touched since. Its checksum is that of zero
-    /// bytes, computed without reading the bits, so a new file's untouched
-    /// pages are never brought into the page cache just to be hashed.
-    Zero,
-}
-
-/// Segments whose checksum must be (re)written, per layer.
-#[derive(Default)]
-struct Stale(Vec<Vec<Segment>>);
-
-impl Stale {
-    /// Makes room for `layers` layers; the segments of the ones not covered
-    /// yet start all zero (`new`: a layer just made, whose bits and table are
-    /// still zero) or current (layers read from a file, whose tables are).
-    fn cover(&mut self, layers: &[LayerEntry], new: bool) {
-        let state = if new { Segment::Zero } else { Segment::Current };
-        for l in &layers[self.0.len().min(layers.len())..] {
-            self.0.push(vec![state; l.segments() as usize]);
-        }
-    }
-
-    /// Marks every segment of every layer stale.
-    fn all(&mut self) {
-        for v in &mut self.0 {
-            v.fill(Segment::Stale);
-        }
-    }
-
-    /// Marks the segment holding the key's blocks (one page, so one segment).
-    fn mark(&mut self, layer: usize, l: &LayerEntry, h: Hash128) {
-        let block = l.layout.blocks(h)[0];
-        let seg = (block * filter::BLOCK_BYTES as u64 / format::SEGMENT_BYTES) as usize;
-        if let Some(s) = self.0.get_mut(layer).and_then(|v| v.get_mut(seg)) {
-            *s = Segment::Stale;
-        }
-    }
-
-    /// Writes the checksums of `maps` that are not current into `file`.
-    fn write(&mut self, file: &File, path: &Path, header: &Header, maps: &[MmapMut]) -> Result<()> {
-        // The checksum of zero bytes, by length (whole segments, and a
-        // layer's shorter last one).
-        let mut zero_sums: Vec<(usize, u64)> = Vec::new();
-        for ((l, bits), states) in header.layers.iter().zip(maps).zip(&mut self.0) {
-            if l.checksums == 0 {
-                continue;
-            }
-            for (s, state) in states.iter_mut().enumerate() {
-                let range = l.segment(s as u64);
-                let sum = match *state {
-                    Segment::Current => continue,
-                    Segment::Stale => format::segment_checksum(&bits[range]),
-                    Segment::Zero => {
-                        let len = range.len();
-                        match zero_sums.iter().find(|(n, _)| *n == len) {
-                            Some(&(_, sum)) => sum,
-                            None => {
-                                let sum = format::segment_checksum(&vec![0u8; len]);
-                                zero_sums.push((len, sum));
-                                sum
-                            }
-                        }
-                    }
-                };
-                file.write_all_at(&sum.to_le_bytes(), l.checksums + 8 * s as u64)
-                    .with_context(|| format!("cannot write the checksums of {}", path.display()))?;
-                *state = Segment::Current;
-            }
-        }
-        Ok(())
     }
 }
 
@@ -1311,112 +941,6 @@ impl Store for NewFilter {
         let (file, path) = (self.tmp.as_file(), self.tmp.path());
         self.layers
             .add(hashes, Some(out), &mut |h| extend(file, path, h))
-    }
-}
-
-/// Anonymous memory for one layer (pages cost nothing until touched).
-fn anon(l: &LayerEntry) -> Result<MmapMut> {
-    let map = MmapMut::map_anon(l.layout.bytes() as usize)
-        .with_context(|| format!("cannot allocate {} bytes for the filter", l.layout.bytes()))?;
-    huge_pages(|a| map.advise(a));
-    Ok(map)
-}
-
-/// An in-memory filter (anonymous mappings), growing like a file-backed one.
-pub struct MemFilter {
-    layers: Layers,
-}
-
-impl MemFilter {
-    /// A fixed filter sized by `plan`.
-    ///
-    /// # Errors
-    /// When the memory cannot be reserved.
-    pub fn new(plan: &Plan, seed: u64) -> Result<MemFilter> {
-        let spec = Spec {
-            capacity: plan.capacity,
-            target_fpp: plan.target_fpp,
-            growth: None,
-        };
-        Self::build(&spec, plan, seed)
-    }
-
-    /// A filter made for `spec` (fixed or growing).
-    ///
-    /// # Errors
-    /// When `spec` cannot be sized or the memory cannot be reserved.
-    pub fn with_spec(spec: &Spec, seed: u64) -> Result<MemFilter> {
-        let first = spec
-            .layer(0)
-            .context("cannot size the filter (-n/--capacity, -p/--fpp)")?;
-        Self::build(spec, &first, seed)
-    }
-
-    /// A filter made for `spec` whose first layer is `first` instead of the one
-    /// `spec` sizes (layers added later follow `spec`).
-    ///
-    /// # Errors
-    /// When the memory cannot be reserved.
-    pub fn with_first(spec: &Spec, first: &Plan, seed: u64) -> Result<MemFilter> {
-        Self::build(spec, first, seed)
-    }
-
-    fn build(spec: &Spec, first: &Plan, seed: u64) -> Result<MemFilter> {
-        // Keys are the pipeline's business; an in-memory filter records none.
-        let header = new_header(spec, first, seed, KeySpec::RAW);
-        let map = anon(&header.layers[0])?;
-        Ok(MemFilter {
-            layers: Layers {
-                header,
-                maps: vec![map],
-                name: "the in-memory filter".into(),
-                warned: 0,
-                stale: None,
-                // Its memory asks for 2 MiB pages itself (`anon`).
-                expected: None,
-            },
-        })
-    }
-
-    /// Touches every page now (writes a zero to each), so later probes pay no
-    /// page faults; used by benchmarks to separate the two costs.
-    pub fn prefault(&mut self) {
-        for m in &mut self.layers.maps {
-            for page in m.chunks_mut(4096) {
-                page[0] = 0;
-            }
-        }
-    }
-
-    /// Keys recorded as new so far.
-    pub fn inserts(&self) -> u64 {
-        self.layers.header.inserts()
-    }
-
-    /// The header this filter would have as a file (layers, counters).
-    pub fn header(&self) -> &Header {
-        &self.layers.header
-    }
-
-    /// Bit array of layer `i`.
-    pub fn layer_bits(&self, i: usize) -> &[u8] {
-        &self.layers.maps[i]
-    }
-}
-
-impl Store for MemFilter {
-    fn seed(&self) -> u64 {
-        self.layers.header.seed
-    }
-
-    fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>) {
-        contains_in(&self.layers.header, &self.layers.maps, hashes, out);
-    }
-
-    fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
-        self.layers.add(hashes, Some(out), &mut |h| {
-            anon(h.layers.last().expect("a filter has a layer"))
-        })
     }
 }
 

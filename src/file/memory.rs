@@ -1,0 +1,116 @@
+//! The in-memory store: a filter in anonymous memory, growing like a file's.
+
+use super::format::{Header, LayerEntry};
+use super::{Layers, contains_in, huge_pages, new_header};
+use crate::filter::sizing::{Plan, Spec};
+use crate::hash::Hash128;
+use crate::keys::KeySpec;
+use crate::pipeline::Store;
+use anyhow::{Context, Result};
+use memmap2::MmapMut;
+
+/// Anonymous memory for one layer (pages cost nothing until touched).
+pub(super) fn anon(l: &LayerEntry) -> Result<MmapMut> {
+    let map = MmapMut::map_anon(l.layout.bytes() as usize)
+        .with_context(|| format!("cannot allocate {} bytes for the filter", l.layout.bytes()))?;
+    huge_pages(|a| map.advise(a));
+    Ok(map)
+}
+
+/// An in-memory filter (anonymous mappings), growing like a file-backed one.
+pub struct MemFilter {
+    pub(super) layers: Layers,
+}
+
+impl MemFilter {
+    /// A fixed filter sized by `plan`.
+    ///
+    /// # Errors
+    /// When the memory cannot be reserved.
+    pub fn new(plan: &Plan, seed: u64) -> Result<MemFilter> {
+        let spec = Spec {
+            capacity: plan.capacity,
+            target_fpp: plan.target_fpp,
+            growth: None,
+        };
+        Self::build(&spec, plan, seed)
+    }
+
+    /// A filter made for `spec` (fixed or growing).
+    ///
+    /// # Errors
+    /// When `spec` cannot be sized or the memory cannot be reserved.
+    pub fn with_spec(spec: &Spec, seed: u64) -> Result<MemFilter> {
+        let first = spec
+            .layer(0)
+            .context("cannot size the filter (-n/--capacity, -p/--fpp)")?;
+        Self::build(spec, &first, seed)
+    }
+
+    /// A filter made for `spec` whose first layer is `first` instead of the one
+    /// `spec` sizes (layers added later follow `spec`).
+    ///
+    /// # Errors
+    /// When the memory cannot be reserved.
+    pub fn with_first(spec: &Spec, first: &Plan, seed: u64) -> Result<MemFilter> {
+        Self::build(spec, first, seed)
+    }
+
+    fn build(spec: &Spec, first: &Plan, seed: u64) -> Result<MemFilter> {
+        // Keys are the pipeline's business; an in-memory filter records none.
+        let header = new_header(spec, first, seed, KeySpec::RAW);
+        let map = anon(&header.layers[0])?;
+        Ok(MemFilter {
+            layers: Layers {
+                header,
+                maps: vec![map],
+                name: "the in-memory filter".into(),
+                warned: 0,
+                stale: None,
+                // Its memory asks for 2 MiB pages itself (`anon`).
+                expected: None,
+            },
+        })
+    }
+
+    /// Touches every page now (writes a zero to each), so later probes pay no
+    /// page faults; used by benchmarks to separate the two costs.
+    pub fn prefault(&mut self) {
+        for m in &mut self.layers.maps {
+            for page in m.chunks_mut(4096) {
+                page[0] = 0;
+            }
+        }
+    }
+
+    /// Keys recorded as new so far.
+    pub fn inserts(&self) -> u64 {
+        self.layers.header.inserts()
+    }
+
+    /// The header this filter would have as a file (layers, counters).
+    pub fn header(&self) -> &Header {
+        &self.layers.header
+    }
+
+    /// Bit array of layer `i`.
+    pub fn layer_bits(&self, i: usize) -> &[u8] {
+        &self.layers.maps[i]
+    }
+}
+
+impl Store for MemFilter {
+    fn seed(&self) -> u64 {
+        self.layers.header.seed
+    }
+
+    fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>) {
+        contains_in(&self.layers.header, &self.layers.maps, hashes, out);
+    }
+
+    fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
+        self.layers.add(hashes, Some(out), &mut |h| {
+            anon(h.layers.last().expect("a filter has a layer"))
+        })
+    }
+}
