@@ -79,21 +79,9 @@ fn hint(e: &anyhow::Error) -> &'static str {
                 .is_some_and(|io| io.raw_os_error() == Some(code))
         })
     };
-    if os(libc::EFBIG) && file_size_limited() {
+    if os(libc::EFBIG) && memory::limited(rustix::process::Resource::Fsize) {
         " (the file-size limit, `ulimit -f`, was reached: raise it, or write elsewhere)"
     } else {
         ""
-    }
-}
-
-/// Whether this process has a file-size limit (`ulimit -f`).
-fn file_size_limited() -> bool {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes only the struct it is given.
-    unsafe {
-        libc::getrlimit(libc::RLIMIT_FSIZE, &mut lim) == 0 && lim.rlim_cur != libc::RLIM_INFINITY
     }
 }

@@ -16,21 +16,19 @@ use std::io;
 /// any thread starts. Without a limit, nothing changes.
 pub fn fit_address_space_limit() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit writes only the struct it is given; mallopt only
-        // changes a malloc parameter (no thread has started yet).
+    if limited(rustix::process::Resource::As) {
+        // SAFETY: mallopt only changes a malloc parameter (no thread has
+        // started yet).
         unsafe {
-            if libc::getrlimit(libc::RLIMIT_AS, &mut lim) == 0
-                && lim.rlim_cur != libc::RLIM_INFINITY
-            {
-                libc::mallopt(libc::M_ARENA_MAX, 1);
-            }
+            libc::mallopt(libc::M_ARENA_MAX, 1);
         }
     }
+}
+
+/// Whether this process has a (soft) limit on `resource`: `Resource::As`
+/// for `ulimit -v`, `Resource::Fsize` for `ulimit -f`.
+pub fn limited(resource: rustix::process::Resource) -> bool {
+    rustix::process::getrlimit(resource).current.is_some()
 }
 
 /// The error for a buffer of `bytes` bytes for `what` that could not be had.

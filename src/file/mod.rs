@@ -17,7 +17,7 @@ mod path;
 use checksum::Stale;
 use lock::{lock, open_locked};
 pub use memory::MemFilter;
-use path::{TEMP_RAND_LEN, dir_and_name, sweep_leftovers, temp_prefix};
+use path::{TEMP_RAND_LEN, dir_and_name, has_magic, sweep_leftovers, temp_prefix};
 pub use path::{Target, check_target};
 
 use crate::filter::sizing::{self, Plan, Spec};
@@ -882,10 +882,7 @@ impl NewFilter {
         let _old = if replace && check_target(&target, true)? == Target::Filter {
             let old = open_locked(&target, true)?;
             // What is locked is what `check_target` saw: a filter (or empty).
-            let mut magic = [0u8; 8];
-            if old.metadata()?.len() > 0
-                && (old.read_exact_at(&mut magic, 0).is_err() || magic != format::MAGIC)
-            {
+            if old.metadata()?.len() > 0 && !has_magic(&old) {
                 bail!(
                     "{} changed into something that is not a seen filter during this run: \
                      it was left as it is",

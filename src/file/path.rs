@@ -3,7 +3,7 @@
 
 use super::format;
 use anyhow::{Context, Result, bail};
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
@@ -113,14 +113,7 @@ pub fn check_target(path: &Path, replace: bool) -> Result<Target> {
         // Nothing to lose (e.g. made by `mktemp` for seen to fill).
         return Ok(Target::Filter);
     }
-    let mut magic = [0u8; 8];
-    let is_filter = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY)
-        .open(path)
-        .and_then(|f| f.read_exact_at(&mut magic, 0))
-        .is_ok()
-        && magic == format::MAGIC;
+    let is_filter = open_inert(path).is_ok_and(|f| has_magic(&f));
     match (is_filter, replace) {
         (true, _) => Ok(Target::Filter),
         (false, false) => Ok(Target::OtherFile),
@@ -130,6 +123,21 @@ pub fn check_target(path: &Path, replace: bool) -> Result<Target> {
             path.display()
         ),
     }
+}
+
+/// Opens `path` for reading, inertly: not through a final symbolic link,
+/// without blocking on a FIFO, and without making a terminal ours.
+fn open_inert(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY)
+        .open(path)
+}
+
+/// Whether `file` starts with a filter's magic bytes.
+pub(super) fn has_magic(file: &File) -> bool {
+    let mut magic = [0u8; 8];
+    file.read_exact_at(&mut magic, 0).is_ok() && magic == format::MAGIC
 }
 
 /// Random characters in a temporary file's name (`.NAME.XXXXXX.tmp`).
@@ -166,11 +174,7 @@ pub(super) fn sweep_leftovers(dir: &Path, name: &std::ffi::OsStr) {
             continue;
         }
         let p = e.path();
-        let Ok(f) = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY)
-            .open(&p)
-        else {
+        let Ok(f) = open_inert(&p) else {
             continue;
         };
         let Ok(m) = f.metadata() else { continue };
