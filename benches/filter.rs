@@ -28,6 +28,8 @@ fn keys(urls: &[String]) -> Vec<Hash128> {
 }
 
 fn main() {
+    // The switches (`SEEN_PORTABLE`, ...) as `seen` itself reads them.
+    seen::tuning::install(seen::tuning::Tuning::from_env());
     let runs: usize = std::env::var("SEEN_BENCH_RUNS")
         .ok()
         .and_then(|s| s.parse().ok())

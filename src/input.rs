@@ -190,9 +190,8 @@ pub fn estimate_records(
     threads: usize,
     map: bool,
 ) -> Result<Option<Records>> {
-    let min = std::env::var("SEEN_SAMPLE_MIN_BYTES")
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
+    let min = crate::tuning::get()
+        .sample_min_bytes
         .unwrap_or(SAMPLE_MIN_BYTES);
     estimate_past(sources, term, threads, map, min)
 }
@@ -423,6 +422,20 @@ impl Window {
     }
 }
 
+/// What [`Reader::fill`] produced: where the records are.
+#[derive(Debug)]
+pub enum Filled {
+    /// `len` bytes of whole records at the start of the buffer; `drained`: a
+    /// pipe paused after them (sinks should flush, so the lines reach the
+    /// reader downstream now).
+    Buffered { len: usize, drained: bool },
+    /// Whole records of a file, mapped where they lie (the buffer untouched).
+    Mapped(Window),
+    /// One record longer than the streaming limit, hashed as it went by: the
+    /// buffer holds just its terminator.
+    Streamed(Hash128),
+}
+
 /// A read shorter than this (and than asked for) means the pipe is empty for now.
 pub const DRAINED: usize = 64 << 10;
 
@@ -447,17 +460,11 @@ impl Reader {
 
     /// From now on, records of regular files are mapped rather than read, a
     /// window of about the chunk size at a time: [`Reader::fill`] then returns
-    /// their length with the records in [`Reader::take_mapped`]'s window
-    /// instead of the buffer. Another program truncating the file meanwhile
+    /// [`Filled::Mapped`] windows instead of
+    /// records in the buffer. Another program truncating the file meanwhile
     /// raises SIGBUS (see `crate::signals::explain_sigbus`).
     pub fn map_files(&mut self) {
         self.map = true;
-    }
-
-    /// The window holding the records returned by the last [`Reader::fill`],
-    /// when they were mapped (the buffer then holds nothing of them).
-    pub fn take_mapped(&mut self) -> Option<Window> {
-        self.mapped.take()
     }
 
     /// Closes the open source.
@@ -518,17 +525,11 @@ impl Reader {
 
     /// From now on, a record longer than `bytes` is not held in memory: it is
     /// hashed (under `seed`) as it is read, and [`Reader::fill`] returns it as
-    /// an empty record whose hash [`Reader::take_prehashed`] gives. For callers
+    /// [`Filled::Streamed`] with its hash. For callers
     /// that need only the hashes of long records (`build`, `query -c`/`-q`),
     /// so memory stays at `bytes` whatever the record's length.
     pub fn stream_long_records(&mut self, bytes: usize, seed: u64) {
         self.long = Some((bytes.max(1), seed));
-    }
-
-    /// The hash of the record returned by the last [`Reader::fill`], when that
-    /// was a long record streamed past (the chunk then holds just its terminator).
-    pub fn take_prehashed(&mut self) -> Option<Hash128> {
-        self.prehashed.take()
     }
 
     /// Hashes the record whose first `len` bytes are in `buf` (no terminator
@@ -617,10 +618,11 @@ impl Reader {
     /// Fills `buf` with at least `target` bytes of whole records when the input
     /// has that many (more when one record is longer: the buffer grows), every
     /// record ending with the terminator (one is added to a source's last record
-    /// when it lacks it). Returns the number of bytes of records, `None` at the end.
-    /// When mapping ([`Reader::map_files`]), the records may instead be a
-    /// mapped window of one file ([`Reader::take_mapped`]), `buf` untouched: up
-    /// to `target` bytes, ending at the window's last terminator.
+    /// when it lacks it): [`Filled::Buffered`], `None` at the end. When mapping
+    /// ([`Reader::map_files`]), the records may instead be a mapped window of
+    /// one file ([`Filled::Mapped`]), `buf` untouched: up to `target` bytes,
+    /// ending at the window's last terminator. A long record streamed past
+    /// ([`Reader::stream_long_records`]) is [`Filled::Streamed`].
     ///
     /// An error (say, the next file is missing) is reported only after the
     /// records read before it have been returned.
@@ -632,10 +634,16 @@ impl Reader {
     ///
     /// # Errors
     /// Opening or reading a source failed; the message names it.
-    pub fn fill(&mut self, buf: &mut Vec<u8>, target: usize) -> Result<Option<(usize, bool)>> {
-        Ok(self
-            .fill_inner(buf, target)?
-            .map(|len| (len, std::mem::take(&mut self.drained))))
+    pub fn fill(&mut self, buf: &mut Vec<u8>, target: usize) -> Result<Option<Filled>> {
+        let Some(len) = self.fill_inner(buf, target)? else {
+            return Ok(None);
+        };
+        let drained = std::mem::take(&mut self.drained);
+        Ok(Some(match (self.mapped.take(), self.prehashed.take()) {
+            (Some(w), _) => Filled::Mapped(w),
+            (None, Some(h)) => Filled::Streamed(h),
+            (None, None) => Filled::Buffered { len, drained },
+        }))
     }
 
     fn fill_inner(&mut self, buf: &mut Vec<u8>, target: usize) -> Result<Option<usize>> {
@@ -753,6 +761,21 @@ mod tests {
     use super::*;
     use std::io::Write;
 
+    /// One fill, as its length and pause, its window when mapped, and its
+    /// hash when streamed.
+    fn fill(
+        r: &mut Reader,
+        buf: &mut Vec<u8>,
+        target: usize,
+    ) -> (Option<(usize, bool)>, Option<Window>, Option<Hash128>) {
+        match r.fill(buf, target).unwrap() {
+            None => (None, None, None),
+            Some(Filled::Buffered { len, drained }) => (Some((len, drained)), None, None),
+            Some(Filled::Mapped(w)) => (Some((w.len, false)), Some(w), None),
+            Some(Filled::Streamed(h)) => (Some((1, false)), None, Some(h)),
+        }
+    }
+
     /// The records of `data` as read from a file (given twice) in chunks of
     /// `target` bytes, the same whether the reader maps the file or not.
     fn records_of(data: &[u8], term: u8, target: usize) -> Vec<Vec<u8>> {
@@ -774,8 +797,7 @@ mod tests {
     fn fills(mut r: Reader, term: u8, target: usize) -> (Vec<Vec<u8>>, Vec<bool>) {
         let mut buf = Vec::new();
         let (mut out, mut kinds) = (vec![], vec![]);
-        while let Some((len, _)) = r.fill(&mut buf, target).unwrap() {
-            let w = r.take_mapped();
+        while let (Some((len, _)), w, _) = fill(&mut r, &mut buf, target) {
             kinds.push(w.is_some());
             let data = match &w {
                 Some(w) => w.bytes(),
@@ -837,19 +859,22 @@ mod tests {
         let mut r = Reader::new(&[Source::File(path.clone())], b'\n');
         r.map_files();
         let mut buf = Vec::new();
-        assert_eq!(r.fill(&mut buf, 1 << 20).unwrap(), Some((4, false)));
-        assert_eq!(r.take_mapped().unwrap().bytes(), b"a\nb\n");
+        let (got, w, _) = fill(&mut r, &mut buf, 1 << 20);
+        assert_eq!(got, Some((4, false)));
+        assert_eq!(w.unwrap().bytes(), b"a\nb\n");
         let mut f = std::fs::OpenOptions::new()
             .append(true)
             .open(&path)
             .unwrap();
         f.write_all(b"c\nd").unwrap();
-        assert_eq!(r.fill(&mut buf, 1 << 20).unwrap(), Some((2, false)));
-        assert_eq!(r.take_mapped().unwrap().bytes(), b"c\n");
-        assert_eq!(r.fill(&mut buf, 1 << 20).unwrap(), Some((2, false)));
-        assert!(r.take_mapped().is_none(), "the unterminated tail is read");
+        let (got, w, _) = fill(&mut r, &mut buf, 1 << 20);
+        assert_eq!(got, Some((2, false)));
+        assert_eq!(w.unwrap().bytes(), b"c\n");
+        let (got, w, _) = fill(&mut r, &mut buf, 1 << 20);
+        assert_eq!(got, Some((2, false)));
+        assert!(w.is_none(), "the unterminated tail is read");
         assert_eq!(&buf[..2], b"d\n");
-        assert_eq!(r.fill(&mut buf, 1 << 20).unwrap(), None);
+        assert_eq!(fill(&mut r, &mut buf, 1 << 20).0, None);
 
         let lines: Vec<u8> = (0..1000)
             .flat_map(|i| format!("{i:04}\n").into_bytes())
@@ -857,8 +882,9 @@ mod tests {
         std::fs::write(&path, &lines).unwrap();
         let mut r = Reader::new(&[Source::File(path.clone())], b'\n');
         r.map_files();
-        assert_eq!(r.fill(&mut buf, 100).unwrap(), Some((100, false)));
-        assert_eq!(r.take_mapped().unwrap().bytes(), &lines[..100]);
+        let (got, w, _) = fill(&mut r, &mut buf, 100);
+        assert_eq!(got, Some((100, false)));
+        assert_eq!(w.unwrap().bytes(), &lines[..100]);
         // The window is unmapped (dropped) before the cut: the reader finds
         // the file shorter than where it stands and sees its end.
         std::fs::File::options()
@@ -867,7 +893,7 @@ mod tests {
             .unwrap()
             .set_len(50)
             .unwrap();
-        assert_eq!(r.fill(&mut buf, 100).unwrap(), None);
+        assert_eq!(fill(&mut r, &mut buf, 100).0, None);
     }
 
     /// A pipe whose reads return these pieces, then would block forever.
@@ -893,10 +919,11 @@ mod tests {
         r.current = Some((Box::new(pipe), "pipe".into(), true));
         r.next = 1;
         let mut buf = Vec::new();
-        assert_eq!(r.fill(&mut buf, 64).unwrap(), Some((1, false)));
-        assert_eq!(r.take_prehashed(), Some(crate::hash::hash(&[b'A'; 18], 7)));
+        let (got, _, h) = fill(&mut r, &mut buf, 64);
+        assert_eq!(got, Some((1, false)));
+        assert_eq!(h, Some(crate::hash::hash(&[b'A'; 18], 7)));
         // "present" is whole: returned now, with "x" kept for later.
-        assert_eq!(r.fill(&mut buf, 64).unwrap(), Some((8, true)));
+        assert_eq!(fill(&mut r, &mut buf, 64).0, Some((8, true)));
         assert_eq!(&buf[..8], b"present\n");
         assert_eq!(r.carry, b"x");
     }
@@ -941,7 +968,7 @@ mod tests {
             b'\n',
         );
         let mut buf = Vec::new();
-        assert_eq!(r.fill(&mut buf, 1 << 20).unwrap().map(|f| f.0), Some(4));
+        assert_eq!(fill(&mut r, &mut buf, 1 << 20).0.map(|f| f.0), Some(4));
         let e = r.fill(&mut buf, 1 << 20).unwrap_err();
         assert!(format!("{e:#}").contains("missing"), "{e:#}");
     }

@@ -35,4 +35,5 @@ pub mod prefetch;
 pub mod progress;
 pub mod scan;
 pub mod signals;
+pub mod tuning;
 pub mod units;

@@ -3,7 +3,7 @@
 //! maps errors to `seen: error: …` and exit status 2.
 
 use clap::Parser;
-use seen::{cli, cmd, memory, output, signals};
+use seen::{cli, cmd, memory, output, signals, tuning};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -36,6 +36,7 @@ fn main() -> ExitCode {
         eprint!("{}", cli::short_usage());
         return ExitCode::from(2);
     }
+    tuning::install(tuning::Tuning::from_env());
     memory::fit_address_space_limit();
     let cli = cli::Cli::parse();
     signals::explain_sigbus();
@@ -62,6 +63,10 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        // Stopped at a safe point by SIGINT/SIGTERM.
+        Err(e) if e.chain().any(|c| c.is::<signals::Interrupted>()) => {
+            ExitCode::from(128 + signals::received() as u8)
+        }
         // Interrupted before anything needed saving (e.g. waiting for a lock).
         Err(_) if signals::received() != 0 => ExitCode::from(128 + signals::received() as u8),
         Err(e) => {

@@ -111,10 +111,7 @@ impl Progress {
         };
         BYTES.store(0, Relaxed);
         ITEMS.store(0, Relaxed);
-        let delay = std::env::var("SEEN_PROGRESS_DELAY_MS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .map_or(DELAY, Duration::from_millis);
+        let delay = crate::tuning::get().progress_delay.unwrap_or(DELAY);
         let start = Instant::now();
         let mut view = View {
             style,

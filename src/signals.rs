@@ -30,6 +30,20 @@ pub fn received() -> usize {
     RECEIVED.load(Ordering::SeqCst)
 }
 
+/// The error a run returns when SIGINT or SIGTERM stopped it at a safe
+/// point (what was judged is written and recorded); `main` exits with
+/// 128 + the signal, as a shell reports a process killed by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interrupted(pub usize);
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "interrupted by signal {}", self.0)
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
 /// From now on, SIGXFSZ (a write past the file-size limit, `ulimit -f`) is
 /// ignored: the write fails with EFBIG instead, and the usual error path runs
 /// (message, temporary file removed, exit status 2) instead of the process

@@ -88,7 +88,7 @@ fn huge_pages(advise: impl FnOnce(memmap2::Advice) -> std::io::Result<()>) {
 
 /// Whether [`huge_pages`] asks at all: not when `SEEN_NO_HUGEPAGE` is set.
 fn huge_pages_wanted() -> bool {
-    std::env::var_os("SEEN_NO_HUGEPAGE").is_none()
+    crate::tuning::get().huge_pages
 }
 
 /// [`Layers::hint`] for layer `i` of `header`.
@@ -719,15 +719,6 @@ impl Store for WriteFilter {
         self.locked = false;
         Ok(())
     }
-
-    fn interrupted(&mut self) {
-        // Between windows everything is recorded and counted already.
-        if self.locked
-            && let Err(e) = self.commit()
-        {
-            crate::say!("seen: error: {e:#}");
-        }
-    }
 }
 
 /// A new filter being filled in a temporary file next to its final path; it
@@ -923,11 +914,6 @@ impl NewFilter {
 impl Store for NewFilter {
     fn seed(&self) -> u64 {
         self.layers.header.seed
-    }
-
-    fn interrupted(&mut self) {
-        // The process exits without running destructors: remove it now.
-        let _ = std::fs::remove_file(self.tmp.path());
     }
 
     fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>) {

@@ -296,12 +296,6 @@ pub fn test_and_set(bits: &mut [u8], probe: &Probe) -> bool {
     seen
 }
 
-/// When this environment variable is set (to any value, even 0), the batch functions
-/// use the portable sectored kernels even on a CPU with AVX2: for tests that
-/// the two give the same bits, and for benchmarks of one against the other
-/// with the same binary. Not a user option.
-pub const PORTABLE_ENV: &str = "SEEN_PORTABLE";
-
 /// How many keys ahead [`insert_batch`] and [`contains_batch`] prefetch. On the
 /// 2-core development VM, distances 4–32 measured the same (and 0 was 2.5×
 /// slower): the limit there is misses in flight, not distance.
@@ -754,7 +748,9 @@ mod fixed {
     pub(super) type SectoredAvx2<const C: usize> = Sectored<C>;
 
     /// Whether [`dispatch`] takes the AVX2 kernels: the CPU has AVX2 and the
-    /// [`PORTABLE_ENV`](super::PORTABLE_ENV) variable is not set (checked once).
+    /// `SEEN_PORTABLE` switch ([`crate::tuning::Tuning::portable_kernels`]:
+    /// for tests that the two give the same bits, and benchmarks of one
+    /// against the other) is off (checked once).
     #[inline]
     pub(super) fn simd() -> bool {
         #[cfg(target_arch = "x86_64")]
@@ -762,7 +758,7 @@ mod fixed {
             static SIMD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
             let on = *SIMD.get_or_init(|| {
                 std::arch::is_x86_feature_detected!("avx2")
-                    && std::env::var_os(super::PORTABLE_ENV).is_none()
+                    && !crate::tuning::get().portable_kernels
             });
             #[cfg(test)]
             let on = on && !super::tests::PORTABLE.with(std::cell::Cell::get);
@@ -1430,7 +1426,7 @@ mod tests {
     #[test]
     fn batches_match_probe_path_for_every_k() {
         #[cfg(target_arch = "x86_64")]
-        if std::env::var_os(PORTABLE_ENV).is_none() {
+        if !crate::tuning::get().portable_kernels {
             assert_eq!(fixed::simd(), std::arch::is_x86_feature_detected!("avx2"));
         }
         for portable in [false, true] {

@@ -523,13 +523,16 @@ pub fn plan_with_spread(n: u64, p: f64, x: u32, scheme: Scheme) -> Result<Plan, 
 /// and stays within 10 % of the textbook classic size is taken instead.
 /// Sectored positions make the test-and-set cheaper; where the best `k` is far
 /// from a multiple of 8 per block (high `p`, where it is well under 8) they
-/// would cost more space, and scattered ones are kept.
+/// would cost more space, and scattered ones are kept. With the
+/// `SEEN_SCATTERED_ONLY` switch ([`crate::tuning::Tuning::scattered_only`]),
+/// scattered layers only, as `seen` before format 1.4 made: for tests of old
+/// files and benchmarks of one scheme against the other.
 ///
 /// # Errors
 /// [`SizingError`] when `p` is out of range or the filter would be too large.
 pub fn plan(n: u64, p: f64) -> Result<Plan, SizingError> {
     let (scattered, candidates) = scattered_plans(n, p)?;
-    if std::env::var_os(SCATTERED_ONLY_ENV).is_some() {
+    if crate::tuning::get().scattered_only {
         return Ok(scattered);
     }
     // Never past 10 % over the textbook size, unless scattered is already.
@@ -558,12 +561,6 @@ pub fn plan(n: u64, p: f64) -> Result<Plan, SizingError> {
     }
     Ok(scattered)
 }
-
-/// When this environment variable is set (to any value), [`plan`] makes
-/// scattered layers only, as `seen` before format 1.4 did: for tests of old
-/// files and for benchmarks of one scheme against the other with the same
-/// binary. Not a user option.
-pub const SCATTERED_ONLY_ENV: &str = "SEEN_SCATTERED_ONLY";
 
 /// Sectored bit positions are chosen when they cost at most this fraction more
 /// space than scattered ones (`cargo bench --bench filter` measures the

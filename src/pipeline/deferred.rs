@@ -1,0 +1,290 @@
+//! The commit protocol of [`Mode::Deferred`](super::Mode::Deferred) (`dedup -f`):
+//! judge a chunk against the store and the keys judged new but not yet
+//! recorded, let the writer hand it to the kernel, then record its new keys,
+//! window by window. A line is never recorded before it is printed.
+
+use super::{Chunk, Commit, Store};
+use crate::hash::Hash128;
+use anyhow::{Context, Result};
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::hash::BuildHasherDefault;
+use std::sync::mpsc::Receiver;
+use std::time::Instant;
+
+/// Hashes the keys of the pending map: the key's own 128 bits are already
+/// uniformly random, so nothing more than a fold is needed.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 ^= v;
+    }
+}
+
+/// The exact set of keys judged new and not yet recorded, as a map from key to
+/// the number of the chunk that judged it new: an entry counts only while that
+/// chunk is not recorded, so recording removes nothing key by key (stale
+/// entries are pruned in bulk, see [`Deferred::tidy`]). A recorded key is never
+/// looked up here anyway: the filter holds it, and a Bloom filter has no false
+/// negatives.
+///
+/// Keys are `(lo, hi)` rather than `u128`, whose 16-byte alignment would pad
+/// every entry to 32 bytes instead of 24.
+type Pending = HashMap<(u64, u64), u64, BuildHasherDefault<KeyHasher>>;
+
+/// Pending entries at which stale ones are first pruned.
+const PRUNE_AT: usize = 1 << 17;
+
+/// Keys judged new a window may hold before it ends, whatever `--commit-every`
+/// says: when the output is a file, every new key of a window waits in memory
+/// until the window's commit (24 bytes in the pending map, at most 2 buckets
+/// per entry, plus 16 in `acked`), so this keeps the window's memory under
+/// about 40 MiB (plus one chunk's keys) instead of growing with the input.
+pub const MAX_PENDING_KEYS: usize = 1 << 19;
+
+fn pending_key(h: Hash128) -> (u64, u64) {
+    (h.lo, h.hi)
+}
+
+/// The inserter's state in [`Mode::Deferred`].
+pub(super) struct Deferred {
+    commit: Commit,
+    /// Judged new, not yet recorded (includes `acked`), and stale entries.
+    pending: Pending,
+    /// Pending entries at which [`Deferred::tidy`] prunes stale ones.
+    prune_at: usize,
+    /// Chunks judged so far (the number of the last one).
+    judged: u64,
+    /// Chunks acknowledged by the writer so far (a prefix of the judged ones).
+    written: u64,
+    /// Chunks whose new keys are all recorded (a prefix of the written ones).
+    recorded: u64,
+    /// Judged new and written out, in input order: recorded at the window's end.
+    acked: Vec<Hash128>,
+    pub(super) window_open: bool,
+    pub(super) window_lines: u64,
+    window_start: Instant,
+}
+
+impl Deferred {
+    pub(super) fn new(commit: Commit) -> Deferred {
+        Deferred {
+            commit,
+            pending: Pending::default(),
+            prune_at: PRUNE_AT,
+            judged: 0,
+            written: 0,
+            recorded: 0,
+            acked: Vec::new(),
+            window_open: false,
+            window_lines: 0,
+            window_start: Instant::now(),
+        }
+    }
+
+    /// Chunks judged and not yet acknowledged by the writer.
+    fn in_flight(&self) -> u64 {
+        self.judged - self.written
+    }
+
+    /// Judges a chunk: present in the filter, or judged new earlier and not yet
+    /// recorded, means seen; otherwise new (and now pending).
+    ///
+    /// # Errors
+    /// When the pending set cannot grow for the chunk's keys (out of memory);
+    /// nothing is judged then.
+    pub(super) fn judge<B: Store>(&mut self, filter: &B, chunk: &mut Chunk) -> Result<u64> {
+        chunk.new_keys.clear();
+        // Room for the keys the filter does not hold, before any is judged.
+        let mut absent = 0;
+        for p in &mut chunk.pieces[..chunk.used] {
+            filter.contains_batch(&p.hashes, &mut p.verdicts);
+            absent += p.verdicts.iter().filter(|&&v| !v).count();
+        }
+        self.pending.try_reserve(absent).map_err(|_| {
+            crate::memory::out_of_memory(
+                (self.pending.len() + absent) * 2 * size_of::<((u64, u64), u64)>(),
+                "the keys waiting to be recorded",
+            )
+        })?;
+        crate::memory::reserve(&mut chunk.new_keys, absent, "a chunk's new keys")?;
+        self.judged += 1;
+        let (seq, recorded) = (self.judged, self.recorded);
+        let mut new = 0;
+        for p in &mut chunk.pieces[..chunk.used] {
+            for (h, v) in p.hashes.iter().zip(p.verdicts.iter_mut()) {
+                if *v {
+                    continue;
+                }
+                match self.pending.entry(pending_key(*h)) {
+                    Entry::Occupied(e) if *e.get() > recorded => *v = true,
+                    e => {
+                        e.insert_entry(seq);
+                        chunk.new_keys.push(*h);
+                        new += 1;
+                    }
+                }
+            }
+        }
+        Ok(new)
+    }
+
+    /// Opens a window if none is open: the filter's lock, then a fresh count.
+    pub(super) fn begin<B: Store>(&mut self, filter: &mut B) -> Result<()> {
+        if !self.window_open {
+            filter.begin_window()?;
+            self.window_open = true;
+            self.window_lines = 0;
+            self.window_start = Instant::now();
+        }
+        Ok(())
+    }
+
+    /// Whether the window has run its course after a chunk (`pause`: the input
+    /// paused after it).
+    pub(super) fn due(&self, pause: bool) -> bool {
+        pause
+            || self.window_lines >= self.commit.lines
+            || self.window_start.elapsed() >= self.commit.every
+            || self.pending.len() >= MAX_PENDING_KEYS
+    }
+
+    /// Takes the writer's acknowledgements waiting now, or with `wait` every
+    /// chunk still in flight (unless the writer stopped, its error coming at
+    /// its join). Returns whether no chunk is left in flight.
+    pub(super) fn drain<B: Store>(
+        &mut self,
+        filter: &mut B,
+        acks: &Receiver<Vec<Hash128>>,
+        wait: bool,
+    ) -> Result<bool> {
+        loop {
+            let keys = if wait && self.in_flight() > 0 {
+                acks.recv().ok()
+            } else {
+                acks.try_recv().ok()
+            };
+            match keys {
+                Some(keys) => self.written(filter, keys)?,
+                None => return Ok(self.in_flight() == 0),
+            }
+        }
+    }
+
+    /// Takes the keys of a chunk the writer has handed to the kernel. Unless
+    /// the output must be synced first, they are recorded at once (so the
+    /// pending set stays a few chunks small).
+    fn written<B: Store>(&mut self, filter: &mut B, keys: Vec<Hash128>) -> Result<()> {
+        if self.commit.sync_output {
+            crate::memory::reserve(
+                &mut self.acked,
+                keys.len(),
+                "the keys waiting to be recorded",
+            )?;
+            self.written += 1;
+            self.acked.extend(keys);
+            return Ok(());
+        }
+        self.written += 1;
+        filter.record_batch(&keys)?;
+        self.recorded = self.written;
+        self.tidy();
+        Ok(())
+    }
+
+    /// Drops the pending entries of recorded chunks: all of them at once when
+    /// every judged chunk is recorded, else (past `prune_at` entries) those
+    /// stale, with the next prune once the map has doubled again.
+    fn tidy(&mut self) {
+        if self.recorded == self.judged {
+            self.pending.clear();
+        } else if self.pending.len() >= self.prune_at {
+            let recorded = self.recorded;
+            self.pending.retain(|_, seq| *seq > recorded);
+            self.prune_at = PRUNE_AT.max(2 * self.pending.len());
+        }
+    }
+
+    /// Records what has been written (after syncing the output when asked)
+    /// and ends the window.
+    pub(super) fn commit<B: Store>(&mut self, filter: &mut B) -> Result<()> {
+        if !self.acked.is_empty() {
+            rustix::fs::fdatasync(std::io::stdout())
+                .map_err(std::io::Error::from)
+                .context("cannot sync standard output before recording its lines")?;
+            let acked = std::mem::take(&mut self.acked);
+            filter.record_batch(&acked)?;
+        }
+        self.recorded = self.written;
+        self.tidy();
+        self.window_open = false;
+        filter.end_window()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Chunk, Piece};
+    use super::*;
+    use crate::file::MemFilter;
+    use crate::filter::sizing::plan;
+    use crate::hash::hash;
+    use std::time::Duration;
+
+    /// A chunk of one piece holding the hashes of `keys`.
+    fn chunk_of(keys: &[u32]) -> Chunk {
+        let mut c = Chunk::default();
+        c.pieces.push(Piece::default());
+        c.pieces[0].hashes = keys.iter().map(|k| hash(&k.to_le_bytes(), 1)).collect();
+        c.used = 1;
+        c
+    }
+
+    /// The pending map of `dedup -f`: a key judged new stays "seen" until its
+    /// chunk is recorded (then the filter answers for it), stale entries are
+    /// pruned without touching live ones, and the map empties when every
+    /// judged chunk is recorded.
+    #[test]
+    fn pending_keys_live_until_their_chunk_is_recorded() {
+        let mut f = MemFilter::new(&plan(1000, 1e-9).unwrap(), 1).unwrap();
+        let mut d = Deferred::new(Commit {
+            lines: u64::MAX,
+            every: Duration::MAX,
+            sync_output: false,
+        });
+        d.prune_at = 4;
+        d.window_open = true;
+        let judge = |d: &mut Deferred, f: &MemFilter, keys: &[u32]| {
+            let mut c = chunk_of(keys);
+            let new = d.judge(f, &mut c).unwrap();
+            assert_eq!(new, c.new_keys.len() as u64);
+            (c.pieces[0].verdicts.clone(), c.new_keys)
+        };
+        let (v, a) = judge(&mut d, &f, &[1, 2, 3, 4, 5, 3]);
+        assert_eq!(v, [false, false, false, false, false, true]);
+        let (v, b) = judge(&mut d, &f, &[3, 6, 7]);
+        assert_eq!(v, [true, false, false]);
+        // Chunk 1 recorded: its 5 entries are stale and pruned, 6 and 7 stay.
+        d.written(&mut f, a).unwrap();
+        assert_eq!(d.pending.len(), 2);
+        let (v, c) = judge(&mut d, &f, &[1, 6, 8, 8]);
+        assert_eq!(v, [true, true, false, true]);
+        d.written(&mut f, b).unwrap();
+        let (v, e) = judge(&mut d, &f, &[7, 8, 9]);
+        assert_eq!(v, [true, true, false]);
+        d.written(&mut f, c).unwrap();
+        d.written(&mut f, e).unwrap();
+        assert!(d.pending.is_empty(), "every judged chunk is recorded");
+        assert_eq!(f.inserts(), 9);
+    }
+}

@@ -1,0 +1,54 @@
+//! The port the pipeline owns: what it needs of whatever holds the bits.
+
+use crate::hash::Hash128;
+
+/// The port this pipeline owns and consumes (as ripgrep's searcher owns its
+/// `Sink`): what it needs from whatever holds the bits — an anonymous mapping,
+/// a mapped file, later a remote store. Hashes in, verdicts out, in order,
+/// plus the commit protocol of [`Mode::Deferred`] (judge, write, record):
+/// [`Store::begin_window`], [`Store::record_batch`], [`Store::end_window`].
+/// A store implements it; the pipeline knows nothing else of it.
+pub trait Store {
+    /// Seed to hash records with for this filter.
+    fn seed(&self) -> u64;
+    /// `out[i]` = whether key `i` is (probably) present. Changes nothing.
+    fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>);
+    /// Inserts the keys in order; `out[i]` = whether key `i` was (probably) present
+    /// before its own insertion (so a key repeated inside the batch is new only
+    /// the first time). Returns how many were new.
+    ///
+    /// # Errors
+    /// When the filter had to grow (add a layer) and could not, e.g. no disk
+    /// space; the keys before that point are inserted and `out` covers them.
+    fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> anyhow::Result<u64>;
+
+    /// Records keys already judged new (by a lookup, with their lines printed
+    /// since): like [`Store::insert_batch`], but every key counts as new
+    /// and no verdicts are produced. Returns how many were recorded.
+    ///
+    /// # Errors
+    /// As [`Store::insert_batch`].
+    fn record_batch(&mut self, hashes: &[Hash128]) -> anyhow::Result<u64> {
+        let mut out = Vec::new();
+        self.insert_batch(hashes, &mut out)?;
+        Ok(hashes.len() as u64)
+    }
+
+    /// Starts a commit window (see `pipeline::Mode::Deferred`): a shared,
+    /// persistent filter takes its lock and picks up what other processes
+    /// committed. Nothing for other filters.
+    ///
+    /// # Errors
+    /// When the lock cannot be taken or the file has become unusable.
+    fn begin_window(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    /// Ends a commit window: counters written, lock released.
+    ///
+    /// # Errors
+    /// When the header cannot be written.
+    fn end_window(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
