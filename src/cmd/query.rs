@@ -105,9 +105,10 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
             });
             result?;
             if !go_on {
-                // `-q` found a match: the answer is known, so exit now, as grep
-                // does, without waiting for a producer that may never close.
-                std::process::exit(0);
+                // `-q` found a match: the answer is known. Stop now, as grep
+                // does: the run returns without waiting for a producer that
+                // may never close.
+                return Ok(false);
             }
             if c.wants_flush() {
                 out.flush().context("cannot write output")?;
