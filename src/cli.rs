@@ -7,11 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-/// Default target false-positive rate for new filters.
-pub const DEFAULT_FPP: f64 = 1e-6;
-/// Capacity of a filter (of its first layer, when it grows) when `-n` is not
-/// given and the input cannot be counted.
-pub const DEFAULT_CAPACITY: u64 = 10_000_000;
+pub use crate::filter::sizing::policy::{DEFAULT_CAPACITY, DEFAULT_FPP};
 
 const EXIT_CODES: &str = "\
 Exit status:
@@ -282,6 +278,17 @@ pub struct SizeArgs {
     /// (warned on stderr at 100% and 150%).
     #[arg(long, visible_alias = "no-grow")]
     pub fixed: bool,
+}
+
+impl From<SizeArgs> for crate::filter::sizing::policy::Asked {
+    fn from(s: SizeArgs) -> Self {
+        crate::filter::sizing::policy::Asked {
+            capacity: s.capacity,
+            fpp: s.fpp,
+            growth: s.growth,
+            fixed: s.fixed,
+        }
+    }
 }
 
 impl SizeArgs {

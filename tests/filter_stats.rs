@@ -2,12 +2,13 @@
 //! targets and against the sizing formula, no false negatives, and `dedup`
 //! against an exact `HashSet` reference. Fixed seeds throughout.
 
-use seen::cmd::dedup::dedup;
+use seen::cmd::dedup::Printer;
 use seen::file::MemFilter;
 use seen::filter::sizing::{Plan, blocked_fpp, plan, plan_with_spread};
 use seen::filter::{self, Scheme};
 use seen::hash::{DEFAULT_SEED, hash};
 use seen::input::Source;
+use seen::job::Output;
 use seen::pipeline::Mode;
 use seen::pipeline::Options;
 use seen::pipeline::Store;
@@ -202,15 +203,16 @@ fn run_dedup_with(
         long_bytes: seen::pipeline::LONG_RECORD_BYTES,
         mmap: true,
     };
-    dedup(
+    let mut printer = Printer::new(&mut out, keep == Keep::Repeated);
+    seen::pipeline::run(
         &[Source::File(path)],
         opts,
         &mut filter,
-        keep == Keep::Repeated,
         Mode::Insert,
-        &mut out,
+        |c: &seen::pipeline::Chunk| printer.chunk(c),
     )
     .unwrap();
+    printer.finish().unwrap();
     assert_eq!(out.last(), Some(&b'\n'));
     out[..out.len() - 1]
         .split(|&b| b == b'\n')

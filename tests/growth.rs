@@ -715,7 +715,7 @@ fn sampled_line_counts_grow_when_they_are_low() {
 /// the smallest rate sampling is used for.
 #[test]
 fn sampled_growth_holds_one_record_per_byte() {
-    use seen::cmd::dedup::{SAMPLED_GROWTH, SAMPLED_MIN_FPP};
+    use seen::filter::sizing::policy::{SAMPLED_GROWTH, SAMPLED_MIN_FPP};
     let len: u64 = 1 << 40;
     let est = len / 4096 + 1;
     let spec = Spec {

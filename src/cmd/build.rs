@@ -1,12 +1,13 @@
 //! `seen build`: make a filter file from lines, or add lines to one.
 
-use super::{Summary, counted, expected_keys, keys, layer_counts, options, spec};
+use super::{counted, options};
 use crate::cli::{BuildArgs, DEFAULT_CAPACITY};
-use crate::file::{NewFilter, Target, WriteFilter, check_target};
+use crate::file::{Target, check_target};
+use crate::filter::sizing::policy::{Asked, expected_keys};
 use crate::hash::DEFAULT_SEED;
 use crate::input::{sources, total_bytes, uncountable};
-use crate::pipeline::{Mode, run as pipeline};
-use crate::progress::Progress;
+use crate::job::{Job, Nothing, Where, execute};
+use crate::pipeline::Mode;
 use anyhow::{Result, bail};
 use std::process::ExitCode;
 
@@ -15,30 +16,72 @@ use std::process::ExitCode;
 /// # Errors
 /// Bad arguments, unreadable inputs, or a filter that cannot be written.
 pub fn run(a: BuildArgs) -> Result<ExitCode> {
+    execute(plan(a)?, &mut Nothing)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The run `a` asks for.
+///
+/// # Errors
+/// A target that may not be written, or an input that cannot be counted to
+/// size a `--fixed` filter.
+fn plan(a: BuildArgs) -> Result<Job> {
     let mut opts = options(a.records);
     // Only hashes are needed: long lines are hashed as they stream by.
     opts.stream_long = true;
     let sources = sources(&a.files);
-    if a.add {
+    let store = if a.add {
         if a.size.any() || a.seed.is_some() {
             eprintln!(
                 "seen: warning: sizing flags and --seed are ignored with --add ({} keeps its own)",
                 a.output.display()
             );
         }
-        let mut f = WriteFilter::open(&a.output, expected_keys(None, &sources))?;
-        opts.keys = keys(&a.keys, Some((f.header().keys, &a.output)));
-        let before = layer_counts(f.header());
-        let progress = Progress::start(a.progress.into(), total_bytes(&sources), "lines", false);
-        let result = pipeline(&sources, opts, &mut f, Mode::Insert, |_| Ok(true));
-        drop(progress);
-        f.commit()?;
-        let c = result?;
-        if a.summary {
-            Summary::new(&c, None, opts.keys, &before, f.header()).print(a.json);
+        Where::Update {
+            path: a.output.clone(),
+            create: None,
+            expect_keys: expected_keys(None, total_bytes(&sources)),
         }
-        return Ok(ExitCode::SUCCESS);
-    }
+    } else {
+        check_output(&a)?;
+        let asked = Asked::from(a.size);
+        let lines = match a.size.capacity {
+            Some(_) => None,
+            None => counted(&sources, &opts)?,
+        };
+        if a.size.capacity.is_none() && lines.is_none() && a.size.fixed {
+            bail!(
+                "{} cannot be counted in advance to size a --fixed filter (it can only be \
+                 read once): pass -n/--capacity (e.g. -n 10M), or drop --fixed",
+                uncountable(&sources).unwrap_or_else(|| "the input".into())
+            );
+        }
+        Where::Create {
+            path: a.output.clone(),
+            spec: asked.spec(lines.unwrap_or(DEFAULT_CAPACITY)),
+            seed: a.seed.unwrap_or(DEFAULT_SEED),
+            replace: a.force,
+            expect_keys: expected_keys(lines, total_bytes(&sources)),
+        }
+    };
+    Ok(Job {
+        sources,
+        opts,
+        keys: a.keys.spec(),
+        store,
+        mode: Mode::Insert,
+        progress: a.progress.into(),
+        prints_lines: false,
+        summary: a.summary.then_some(a.json),
+    })
+}
+
+/// Refuses an `-o` that `build` may not write: a directory, an existing
+/// filter without `--force`, or a file that is not a filter.
+///
+/// # Errors
+/// Which of those it is, and what to do.
+fn check_output(a: &BuildArgs) -> Result<()> {
     if a.output.is_dir() && !a.output.is_symlink() {
         bail!(
             "{} is a directory: -o takes the filter file to write",
@@ -46,8 +89,8 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
         );
     }
     match check_target(&a.output, a.force)? {
-        Target::Free => {}
-        Target::Filter if a.force => {}
+        Target::Free => Ok(()),
+        Target::Filter if a.force => Ok(()),
         Target::Filter => bail!(
             "{} already exists: pass --force to replace it or --add to insert into it",
             a.output.display()
@@ -58,30 +101,4 @@ pub fn run(a: BuildArgs) -> Result<ExitCode> {
             a.output.display()
         ),
     }
-    let mut lines = None;
-    let spec = spec(&a.size, || match counted(&sources, &opts)? {
-        Some(n) => {
-            lines = Some(n);
-            Ok(n)
-        }
-        None if a.size.fixed => bail!(
-            "{} cannot be counted in advance to size a --fixed filter (it can only be \
-             read once): pass -n/--capacity (e.g. -n 10M), or drop --fixed",
-            uncountable(&sources).unwrap_or_else(|| "the input".into())
-        ),
-        None => Ok(DEFAULT_CAPACITY),
-    })?;
-    opts.keys = keys(&a.keys, None);
-    let seed = a.seed.unwrap_or(DEFAULT_SEED);
-    let mut f = NewFilter::create(&a.output, &spec, seed, opts.keys)?;
-    f.expect_keys(expected_keys(lines, &sources));
-    let progress = Progress::start(a.progress.into(), total_bytes(&sources), "lines", false);
-    let c = pipeline(&sources, opts, &mut f, Mode::Insert, |_| Ok(true));
-    drop(progress);
-    let c = c?;
-    if a.summary {
-        Summary::new(&c, None, opts.keys, &[], f.header()).print(a.json);
-    }
-    f.finish(a.force)?;
-    Ok(ExitCode::SUCCESS)
 }

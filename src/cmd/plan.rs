@@ -1,10 +1,10 @@
 //! `seen plan`: the layout, size and false-positive rate a configuration gives,
 //! without writing anything.
 
-use super::spec;
 use crate::cli::{DEFAULT_CAPACITY, PlanArgs};
 use crate::file::format::HEADER_LEN;
 use crate::filter::BLOCK_BITS;
+use crate::filter::sizing::policy::Asked;
 use crate::filter::sizing::{self, Plan, classic_bits, classic_fpp, classic_k};
 use anyhow::{Context, Result};
 use indicatif::{HumanBytes, HumanCount};
@@ -30,14 +30,14 @@ fn layout_text(p: &Plan) -> String {
 /// # Errors
 /// A configuration that cannot be sized, or a failed write.
 pub fn run(a: PlanArgs) -> Result<ExitCode> {
-    let spec = spec(&a.size, || Ok(DEFAULT_CAPACITY))?;
+    let spec = Asked::from(a.size).spec(DEFAULT_CAPACITY);
     let size = |i: u32| {
         spec.layer(i)
             .context("cannot size the filter (-n/--capacity, -p/--fpp)")
     };
     let first = size(0)?;
     let mut out = crate::output::stdout();
-    let row = super::field;
+    let row = crate::report::field;
     row(
         &mut out,
         "capacity",
@@ -152,7 +152,7 @@ pub fn run(a: PlanArgs) -> Result<ExitCode> {
                     },
                 ]);
             }
-            super::columns(&mut out, &rows)?;
+            crate::report::columns(&mut out, &rows)?;
             writeln!(
                 out,
                 "\nvs fixed: bits of all layers / bits of a fixed filter for `total cap` keys at \

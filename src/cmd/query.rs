@@ -1,15 +1,14 @@
 //! `seen query`: grep-style membership tests against a filter.
 
-use super::{keys, options};
+use super::options;
 use crate::cli::QueryArgs;
-use crate::file::ReadFilter;
-
 use crate::hash::hash;
-use crate::input::{Source, sources, total_bytes};
-use crate::keys::Keyer;
+use crate::input::{Source, sources};
+use crate::job::{Job, Opened, Output, Where, execute, settle_keys};
+use crate::keys::{KeySpec, Keyer};
 use crate::output::stdout;
-use crate::pipeline::{Chunk, Mode, Store, run as pipeline};
-use crate::progress::Progress;
+use crate::pipeline::{Chunk, Mode, Store};
+use crate::progress::Show;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::io::Write;
@@ -22,38 +21,46 @@ use std::process::ExitCode;
 /// An unusable filter, unreadable input or a failed write.
 pub fn run(a: QueryArgs) -> Result<ExitCode> {
     let mut opts = options(a.records);
-    let term = opts.term;
-    let filter = ReadFilter::open(&a.filter)?;
-    opts.keys = keys(&a.keys, Some((filter.header().keys, &a.filter)));
     // Counting or the status alone need no item bytes: long lines stream by.
     opts.stream_long = (a.count || a.quiet) && !a.json;
-    let mut out = stdout();
-    let (mut total, mut selected) = (0u64, 0u64);
-    // Stop at the first selected item when only the exit status is wanted.
-    let stop_early = a.quiet && !a.all;
-    let print = !a.quiet && !a.count && !a.json;
-    let mut keyer = (a.json && !opts.keys.is_raw()).then(|| Keyer::new(opts.keys));
-    let mut json = Vec::new();
-    let mut each = |item: &[u8], present: bool, out: &mut dyn Write| -> Result<bool> {
-        total += 1;
-        if a.json {
-            let record = item.strip_suffix(&[term]).unwrap_or(item);
-            json.clear();
-            Verdict::new(record, keyer.as_mut(), present).write(&mut json)?;
-            out.write_all(&json).context("cannot write output")?;
-        }
-        if present != a.invert {
-            selected += 1;
-            if print {
-                out.write_all(item).context("cannot write output")?;
-            }
-            return Ok(!stop_early);
-        }
-        Ok(true)
+    let mut v = Verdicts {
+        out: stdout(),
+        term: opts.term,
+        invert: a.invert,
+        json: a.json,
+        // Stop at the first selected item when only the exit status is wanted.
+        stop_early: a.quiet && !a.all,
+        print: !a.quiet && !a.count && !a.json,
+        keyer: None,
+        line: Vec::new(),
+        total: 0,
+        selected: 0,
     };
-    if !a.items.is_empty() {
+    if a.items.is_empty() {
+        let job = Job {
+            sources: if a.files.is_empty() {
+                vec![Source::Stdin]
+            } else {
+                sources(&a.files)
+            },
+            opts,
+            keys: a.keys.spec(),
+            store: Where::Read(a.filter.clone()),
+            mode: Mode::Lookup,
+            progress: Show {
+                forced: a.progress,
+                quiet: a.quiet,
+            },
+            prints_lines: true,
+            summary: None,
+        };
+        execute(job, &mut v)?;
+    } else {
+        let filter = Opened::open(&Where::Read(a.filter.clone()), None)?;
+        let keys = settle_keys(a.keys.spec(), filter.recorded_keys());
+        v.begin(keys);
         let seed = filter.seed();
-        let mut k = Keyer::new(opts.keys);
+        let mut k = Keyer::new(keys);
         let hashes: Vec<_> = a
             .items
             .iter()
@@ -65,73 +72,109 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
         for (item, p) in a.items.iter().zip(present) {
             rec.clear();
             rec.extend_from_slice(item.as_bytes());
-            rec.push(term);
-            if !each(&rec, p, &mut out)? {
+            rec.push(v.term);
+            if !v.each(&rec, p)? {
                 break;
             }
         }
-    } else {
-        let srcs: Vec<Source> = if a.files.is_empty() {
-            vec![Source::Stdin]
-        } else {
-            sources(&a.files)
-        };
-        let mut filter = filter;
-        let show = crate::progress::Show {
-            forced: a.progress,
-            quiet: a.quiet,
-        };
-        let _progress = Progress::start(show, total_bytes(&srcs), "lines", true);
-        // Records and selected ones counted a chunk at a time.
-        let mut bulk = (0u64, 0u64);
-        pipeline(&srcs, opts, &mut filter, Mode::Lookup, |c: &Chunk| {
-            if !print && !a.json && !stop_early {
-                // Counts, or the status after every line (-q -a): no record is
-                // looked at.
-                let (n, hits) = c.count(!a.invert);
-                bulk.0 += n;
-                bulk.1 += hits;
-                return Ok(true);
-            }
-            let mut go_on = true;
-            let mut result = Ok(());
-            c.for_each(|r, p| {
-                if go_on && result.is_ok() {
-                    match each(r, p, &mut out) {
-                        Ok(more) => go_on = more,
-                        Err(e) => result = Err(e),
-                    }
-                }
-            });
-            result?;
-            if !go_on {
-                // `-q` found a match: the answer is known. Stop now, as grep
-                // does: the run returns without waiting for a producer that
-                // may never close.
-                return Ok(false);
-            }
-            if c.wants_flush() {
-                out.flush().context("cannot write output")?;
-            }
-            Ok(true)
-        })?;
-        total += bulk.0;
-        selected += bulk.1;
     }
     if a.count && !a.quiet {
-        writeln!(out, "{selected}").context("cannot write output")?;
+        writeln!(v.out, "{}", v.selected).context("cannot write output")?;
     }
-    out.flush().context("cannot write output")?;
+    v.out.flush().context("cannot write output")?;
     let ok = if a.all {
-        total > 0 && selected == total
+        v.total > 0 && v.selected == v.total
     } else {
-        selected > 0
+        v.selected > 0
     };
     Ok(if ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The verdicts of a query, as it prints and counts them.
+struct Verdicts<W> {
+    out: W,
+    term: u8,
+    invert: bool,
+    json: bool,
+    stop_early: bool,
+    /// Print the selected items themselves.
+    print: bool,
+    /// Makes the `key` of `--json` lines, with key options.
+    keyer: Option<Keyer>,
+    /// One `--json` line.
+    line: Vec<u8>,
+    /// Items looked at, and selected ones.
+    total: u64,
+    selected: u64,
+}
+
+impl<W: Write> Verdicts<W> {
+    /// Takes one item (terminator included) and its verdict; `false` when
+    /// the answer is known (`-q`'s first match).
+    ///
+    /// # Errors
+    /// A failed write.
+    fn each(&mut self, item: &[u8], present: bool) -> Result<bool> {
+        self.total += 1;
+        if self.json {
+            let record = item.strip_suffix(&[self.term]).unwrap_or(item);
+            self.line.clear();
+            Verdict::new(record, self.keyer.as_mut(), present).write(&mut self.line)?;
+            self.out
+                .write_all(&self.line)
+                .context("cannot write output")?;
+        }
+        if present != self.invert {
+            self.selected += 1;
+            if self.print {
+                self.out.write_all(item).context("cannot write output")?;
+            }
+            return Ok(!self.stop_early);
+        }
+        Ok(true)
+    }
+}
+
+impl<W: Write + Send> Output for Verdicts<W> {
+    fn begin(&mut self, keys: KeySpec) {
+        self.keyer = (self.json && !keys.is_raw()).then(|| Keyer::new(keys));
+    }
+
+    fn chunk(&mut self, c: &Chunk) -> Result<bool> {
+        if !self.print && !self.json && !self.stop_early {
+            // Counts, or the status after every line (-q -a): no record is
+            // looked at.
+            let (n, hits) = c.count(!self.invert);
+            self.total += n;
+            self.selected += hits;
+            return Ok(true);
+        }
+        let mut go_on = true;
+        let mut result = Ok(());
+        c.for_each(|r, p| {
+            if go_on && result.is_ok() {
+                match self.each(r, p) {
+                    Ok(more) => go_on = more,
+                    Err(e) => result = Err(e),
+                }
+            }
+        });
+        result?;
+        if !go_on {
+            // `-q` found a match: the answer is known. Stop now, as grep
+            // does: the run returns without waiting for a producer that
+            // may never close.
+            return Ok(false);
+        }
+        if c.wants_flush() {
+            self.out.flush().context("cannot write output")?;
+        }
+        Ok(true)
+    }
 }
 
 /// One line of `query --json` (docs/JSON.md).

@@ -279,7 +279,7 @@ fn utc(secs: u64) -> String {
 }
 
 fn table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
-    let row = super::field;
+    let row = crate::report::field;
     let count = |x: f64| HumanCount(x.round() as u64).to_string();
     row(out, "file", s.file.clone())?;
     row(
@@ -406,7 +406,7 @@ fn table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
             format!("{:.2e}", l.fpp_at_capacity),
         ]);
     }
-    super::columns(out, &rows)
+    crate::report::columns(out, &rows)
 }
 
 /// Runs `seen stats`.

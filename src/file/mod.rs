@@ -653,6 +653,11 @@ impl WriteFilter {
         write_header(&self.file, &self.path, h)
     }
 
+    /// Path it was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// The header as it will be committed.
     pub fn header(&self) -> &Header {
         &self.layers.header

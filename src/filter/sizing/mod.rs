@@ -28,6 +28,8 @@
 //! The classic (unblocked) textbook formulas are here too, for `plan --classic`,
 //! `stats` and the docs.
 
+pub mod policy;
+
 use super::{BLOCK_BITS, BLOCKS_PER_PAGE, Layout, MAX_K, Scheme};
 
 /// Smallest target false-positive probability accepted (defined with the

@@ -1,0 +1,182 @@
+//! The config layer: a run of `build`, `dedup` or `query` as a plan ([`Job`]:
+//! sources, options, keys, store, mode, progress, summary), resolved once from
+//! the flags by the command's module, and the one function that executes a
+//! plan ([`execute`]): open or create the store, settle the keys, show
+//! progress, run the pipeline into the command's [`Output`], commit, report.
+//!
+//! A new kind of store (a remote one, time windows) is a new [`Where`] and a
+//! new arm of [`stores::Opened`]; the commands and the pipeline stay as they are.
+
+mod stores;
+
+use crate::file::format::Header;
+use crate::filter::sizing::Spec;
+use crate::filter::sizing::policy::Layers;
+use crate::input::{Source, total_bytes};
+use crate::keys::KeySpec;
+use crate::pipeline::{self, Chunk, Counts, Mode, Options};
+use crate::progress::{Progress, Show};
+use crate::report::Summary;
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+pub use stores::Opened;
+
+/// The plan of one run.
+#[derive(Debug)]
+pub struct Job {
+    /// Where the records come from, in order.
+    pub sources: Vec<Source>,
+    /// How records are read and hashed; its `keys` are settled by [`execute`].
+    pub opts: Options,
+    /// The key options the flags ask for (`None`: the filter's own, else raw).
+    pub keys: Option<KeySpec>,
+    /// The store to open or create.
+    pub store: Where,
+    /// Insert, look up, or judge, write and record.
+    pub mode: Mode,
+    /// When progress may be shown.
+    pub progress: Show,
+    /// The records go to standard output (a progress bar yields to them on a
+    /// terminal).
+    pub prints_lines: bool,
+    /// `--summary`: `Some(json)`.
+    pub summary: Option<bool>,
+}
+
+/// Which store a run uses.
+#[derive(Debug)]
+pub enum Where {
+    /// A filter in memory, gone after the run (`dedup` without `-f`).
+    Memory(Layers),
+    /// A new filter file that appears at `path`, complete, only when the run
+    /// succeeds (`build -o`); `replace`: an existing filter there is replaced.
+    Create {
+        path: PathBuf,
+        spec: Spec,
+        seed: u64,
+        replace: bool,
+        /// Keys the run may insert (picks the page size of its mappings).
+        expect_keys: Option<u64>,
+    },
+    /// An existing filter file, written to (`build --add`, `dedup -f`); with
+    /// `create`, made first if it is missing (another process may make it
+    /// first: theirs is used).
+    Update {
+        path: PathBuf,
+        create: Option<NewFile>,
+        /// Keys the run may insert (picks the page size of its mappings).
+        expect_keys: Option<u64>,
+    },
+    /// An existing filter file, only read (`query`).
+    Read(PathBuf),
+}
+
+/// How to make a missing filter file that `dedup -f` names.
+#[derive(Debug, Clone, Copy)]
+pub struct NewFile {
+    /// Its spec.
+    pub spec: Spec,
+    /// Its seed.
+    pub seed: u64,
+    /// Say on stderr what was made (`-n` was not given, `-q` was not).
+    pub announce: bool,
+}
+
+/// Where a run's verdicts go: the command's sink.
+pub trait Output: Send {
+    /// Takes a chunk, in input order, on the writer thread; `false` stops
+    /// the run. In [`Mode::Deferred`] the chunk's output must have been handed
+    /// to the kernel when this returns.
+    ///
+    /// # Errors
+    /// A failed write (a closed stdout is `BrokenPipe`).
+    fn chunk(&mut self, chunk: &Chunk) -> Result<bool>;
+
+    /// Called once the keys of the run are settled, before the first chunk.
+    fn begin(&mut self, keys: KeySpec) {
+        let _ = keys;
+    }
+
+    /// Called once the run has ended well, before the summary.
+    ///
+    /// # Errors
+    /// A failed write.
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Records written, for the summary (`None`: this output writes none).
+    fn written(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// No output: `build` only fills the filter.
+pub struct Nothing;
+
+impl Output for Nothing {
+    fn chunk(&mut self, _: &Chunk) -> Result<bool> {
+        Ok(true)
+    }
+}
+
+/// Executes `job`, its verdicts going to `out`. Returns what the pipeline
+/// counted.
+///
+/// # Errors
+/// A store that cannot be opened, created or committed, an input error, or
+/// a failed write; a run stopped by a signal returns
+/// [`Interrupted`](crate::signals::Interrupted). A persistent filter is
+/// committed whatever happened (what was written stays recorded); a new one
+/// appears only when everything went well.
+pub fn execute<O: Output>(job: Job, out: &mut O) -> Result<Counts> {
+    let mut store = Opened::open(&job.store, job.keys)?;
+    let mut opts = job.opts;
+    opts.keys = settle_keys(job.keys, store.recorded_keys());
+    out.begin(opts.keys);
+    let before = layer_counts(store.header());
+    let progress = Progress::start(
+        job.progress,
+        total_bytes(&job.sources),
+        "lines",
+        job.prints_lines,
+    );
+    let result = pipeline::run(&job.sources, opts, &mut store, job.mode, |c: &Chunk| {
+        out.chunk(c)
+    });
+    drop(progress);
+    let result = result.and_then(|counts| out.finish().map(|()| counts));
+    let after = store.finish(result.is_ok())?;
+    let counts = result?;
+    if let (Some(json), Some(after)) = (job.summary, &after) {
+        Summary::new(&counts, out.written(), opts.keys, &before, after).print(json);
+    }
+    Ok(counts)
+}
+
+/// The keys of a run: the ones the flags ask for, else the ones `recorded`
+/// in the filter file (none for a new or in-memory filter). Asking for other
+/// keys than a file records is allowed (e.g. to query it differently) but
+/// warned about: keys made another way do not match what is in it.
+pub fn settle_keys(asked: Option<KeySpec>, recorded: Option<(KeySpec, &Path)>) -> KeySpec {
+    match (asked, recorded) {
+        (None, Some((r, _))) => r,
+        (None, None) => KeySpec::RAW,
+        (Some(a), Some((r, path))) if a != r => {
+            eprintln!(
+                "seen: warning: {} was built with keys `{}` ({r}); using `{}` ({a}) as asked: \
+                 lines keyed differently will not match what it holds (drop the key flags to use its own)",
+                path.display(),
+                r.flags(),
+                a.flags(),
+            );
+            a
+        }
+        (Some(a), _) => a,
+    }
+}
+
+/// Keys per layer, to compare a filter before and after a run.
+fn layer_counts(h: &Header) -> Vec<u64> {
+    h.layers.iter().map(|l| l.inserts).collect()
+}

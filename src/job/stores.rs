@@ -1,0 +1,204 @@
+//! The stores a [`Job`](super::Job) can run on, opened or created from a
+//! [`Where`], behind the pipeline's port ([`Store`]) as one type.
+
+use super::{NewFile, Where};
+use crate::file::format::Header;
+use crate::file::{MemFilter, NewFilter, ReadFilter, Target, WriteFilter, check_target};
+use crate::hash::{DEFAULT_SEED, Hash128};
+use crate::keys::KeySpec;
+use crate::pipeline::Store;
+use anyhow::{Result, bail};
+use std::path::Path;
+
+/// An open store of any kind.
+pub enum Opened {
+    /// In memory (`dedup` without `-f`).
+    Memory(MemFilter),
+    /// A new filter file, not yet at its path; `replace` as in [`Where::Create`].
+    New(NewFilter, bool),
+    /// An existing filter file, written to.
+    Update(WriteFilter),
+    /// An existing filter file, read only.
+    Read(ReadFilter),
+}
+
+impl Opened {
+    /// Opens or creates the store `place` names; a new filter records the
+    /// `keys` asked for (raw when none).
+    ///
+    /// # Errors
+    /// When it cannot be sized, created, opened or locked.
+    pub fn open(place: &Where, keys: Option<KeySpec>) -> Result<Opened> {
+        let keys = keys.unwrap_or(KeySpec::RAW);
+        Ok(match place {
+            Where::Memory(layers) => Opened::Memory(match &layers.first {
+                Some(first) => MemFilter::with_first(&layers.spec, first, DEFAULT_SEED)?,
+                None => MemFilter::with_spec(&layers.spec, DEFAULT_SEED)?,
+            }),
+            Where::Create {
+                path,
+                spec,
+                seed,
+                replace,
+                expect_keys,
+            } => {
+                let mut f = NewFilter::create(path, spec, *seed, keys)?;
+                f.expect_keys(*expect_keys);
+                Opened::New(f, *replace)
+            }
+            Where::Update {
+                path,
+                create,
+                expect_keys,
+            } => {
+                if let Some(new) = create {
+                    create_missing(path, new, keys)?;
+                }
+                Opened::Update(WriteFilter::open(path, *expect_keys)?)
+            }
+            Where::Read(path) => Opened::Read(ReadFilter::open(path)?),
+        })
+    }
+
+    /// The header (counters as they stand).
+    pub fn header(&self) -> &Header {
+        match self {
+            Opened::Memory(f) => f.header(),
+            Opened::New(f, _) => f.header(),
+            Opened::Update(f) => f.header(),
+            Opened::Read(f) => f.header(),
+        }
+    }
+
+    /// The keys an existing filter file records, with its path.
+    pub fn recorded_keys(&self) -> Option<(KeySpec, &Path)> {
+        match self {
+            Opened::Update(f) => Some((f.header().keys, f.path())),
+            Opened::Read(f) => Some((f.header().keys, f.path())),
+            Opened::Memory(_) | Opened::New(..) => None,
+        }
+    }
+
+    /// Ends the run on the store: a written filter file is committed (what
+    /// was recorded stays, whatever happened), a new one appears at its path
+    /// when the run went well (`ok`) and is removed otherwise. Returns the
+    /// header as the run left it, when it went well.
+    ///
+    /// # Errors
+    /// When the commit, or the new file's sync and rename, fails.
+    pub fn finish(self, ok: bool) -> Result<Option<Header>> {
+        match self {
+            Opened::Update(mut f) => {
+                f.commit()?;
+                Ok(ok.then(|| f.header().clone()))
+            }
+            Opened::New(f, replace) if ok => {
+                let header = f.header().clone();
+                f.finish(replace)?;
+                Ok(Some(header))
+            }
+            // Dropped unfinished: its temporary file is removed.
+            Opened::New(..) => Ok(None),
+            Opened::Memory(f) => Ok(ok.then(|| f.header().clone())),
+            Opened::Read(f) => Ok(ok.then(|| f.header().clone())),
+        }
+    }
+}
+
+/// Creates the missing filter file `path` (atomically; if another process
+/// creates it first, theirs is used).
+///
+/// # Errors
+/// When `path` is something else than a filter, or cannot be created.
+fn create_missing(path: &Path, new: &NewFile, keys: KeySpec) -> Result<()> {
+    match check_target(path, false)? {
+        Target::Free => {}
+        // Created by another process since we looked: theirs is used.
+        Target::Filter => return Ok(()),
+        Target::OtherFile => bail!(
+            "{} is not a seen filter: give the path of a filter, or a new path",
+            path.display()
+        ),
+    }
+    // Nothing is inserted here, so no page of it comes into the page cache
+    // (the checksums of untouched segments are those of zero bytes): the
+    // writer that opens it next picks the page size for this run.
+    let f = NewFilter::create(path, &new.spec, new.seed, keys)?;
+    match f.finish(false) {
+        Ok(()) => {}
+        // Another process created it first: theirs is used.
+        Err(_) if path.exists() => return Ok(()),
+        Err(e) => return Err(e),
+    }
+    if new.announce {
+        eprintln!(
+            "seen: created {} for {} distinct lines at false-positive rate {:e}{} \
+             (pass -n to size it for the lines you expect over all runs)",
+            path.display(),
+            new.spec.capacity,
+            new.spec.target_fpp,
+            if new.spec.growth.is_some() {
+                ", growing past them"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(())
+}
+
+impl Store for Opened {
+    fn seed(&self) -> u64 {
+        match self {
+            Opened::Memory(f) => f.seed(),
+            Opened::New(f, _) => f.seed(),
+            Opened::Update(f) => f.seed(),
+            Opened::Read(f) => f.seed(),
+        }
+    }
+
+    fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>) {
+        match self {
+            Opened::Memory(f) => f.contains_batch(hashes, out),
+            Opened::New(f, _) => f.contains_batch(hashes, out),
+            Opened::Update(f) => f.contains_batch(hashes, out),
+            Opened::Read(f) => f.contains_batch(hashes, out),
+        }
+    }
+
+    fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
+        match self {
+            Opened::Memory(f) => f.insert_batch(hashes, out),
+            Opened::New(f, _) => f.insert_batch(hashes, out),
+            Opened::Update(f) => f.insert_batch(hashes, out),
+            Opened::Read(f) => f.insert_batch(hashes, out),
+        }
+    }
+
+    fn record_batch(&mut self, hashes: &[Hash128]) -> Result<u64> {
+        match self {
+            Opened::Memory(f) => f.record_batch(hashes),
+            Opened::New(f, _) => f.record_batch(hashes),
+            Opened::Update(f) => f.record_batch(hashes),
+            Opened::Read(f) => f.record_batch(hashes),
+        }
+    }
+
+    fn begin_window(&mut self) -> Result<()> {
+        match self {
+            Opened::Memory(f) => f.begin_window(),
+            Opened::New(f, _) => f.begin_window(),
+            Opened::Update(f) => f.begin_window(),
+            Opened::Read(f) => f.begin_window(),
+        }
+    }
+
+    fn end_window(&mut self) -> Result<()> {
+        match self {
+            Opened::Memory(f) => f.end_window(),
+            Opened::New(f, _) => f.end_window(),
+            Opened::Update(f) => f.end_window(),
+            Opened::Read(f) => f.end_window(),
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! The reporting room: the `--summary` of a run ([`Summary`]) and the
+//! aligned `key  value` lines and columns of `stats` and `plan`.
+
+use crate::file::format::Header;
+use crate::filter::sizing;
+use crate::keys::KeySpec;
+use crate::pipeline::Counts;
+use indicatif::HumanCount;
+use serde::Serialize;
+use std::io::Write;
+
+/// One `key  value` line of a human report (`stats`, `plan`).
+///
+/// # Errors
+/// A failed write.
+pub fn field(out: &mut dyn Write, key: &str, value: String) -> std::io::Result<()> {
+    writeln!(out, "{key:<16} {value}")
+}
+
+/// Prints `rows` (the first one a header) as aligned columns: the first column
+/// left-aligned, the others (numbers) right-aligned, two spaces apart.
+///
+/// # Errors
+/// A failed write.
+pub fn columns<const N: usize>(out: &mut dyn Write, rows: &[[String; N]]) -> std::io::Result<()> {
+    let widths: Vec<usize> = (0..N)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for r in rows {
+        let mut line = format!("{:<w$}", r[0], w = widths[0]);
+        for (cell, w) in r.iter().zip(&widths).skip(1) {
+            line.push_str(&format!("  {cell:>w$}"));
+        }
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
+/// What a run did, for `--summary` (printed on stderr; with `--json` as one
+/// object, schema in docs/JSON.md).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    /// Records read.
+    pub lines_read: u64,
+    /// Records judged new (recorded in the filter).
+    pub new: u64,
+    /// Records judged seen before (duplicates, and false positives).
+    pub duplicates: u64,
+    /// Records written to standard output (absent for `build`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines_written: Option<u64>,
+    /// Expected number of new records wrongly judged seen (false positives).
+    pub expected_false_positives: f64,
+    /// How keys were made (`whole record`, `field 2 (','-separated)`, ...).
+    pub keys: String,
+    /// Records without the `-k` field (their key was empty); absent without `-k`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_field: Option<u64>,
+    /// Keys that were not absolute URLs (hashed as they were); absent without `--url`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_url: Option<u64>,
+    /// Layers in the filter after the run.
+    pub layers: usize,
+    /// Compound false-positive rate of the filter after the run.
+    pub fpp_now: f64,
+}
+
+impl Summary {
+    /// The summary of a run with `counts` and `keys` that took a filter from
+    /// layer counts `before` to `after`.
+    pub fn new(
+        counts: &Counts,
+        written: Option<u64>,
+        keys: KeySpec,
+        before: &[u64],
+        after: &Header,
+    ) -> Self {
+        let spans: Vec<_> = after
+            .layers
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l.layout, before.get(i).copied().unwrap_or(0), l.inserts))
+            .collect();
+        let now: Vec<_> = after.layers.iter().map(|l| (l.layout, l.inserts)).collect();
+        Summary {
+            lines_read: counts.read,
+            new: counts.new,
+            duplicates: counts.read.saturating_sub(counts.new),
+            lines_written: written,
+            expected_false_positives: sizing::expected_false_positives(&spans),
+            keys: keys.to_string(),
+            missing_field: keys.field.map(|_| counts.missing_field),
+            not_url: keys.url.then_some(counts.not_url),
+            layers: after.layers.len(),
+            fpp_now: sizing::compound_fpp(&now),
+        }
+    }
+
+    /// Prints the summary on stderr, as a table or (`json`) one JSON line.
+    pub fn print(&self, json: bool) {
+        let mut err = std::io::stderr().lock();
+        if json {
+            if serde_json::to_writer(&mut err, self).is_ok() {
+                let _ = writeln!(err);
+            }
+            return;
+        }
+        let mut rows = vec![
+            ("lines read", HumanCount(self.lines_read).to_string()),
+            ("new", HumanCount(self.new).to_string()),
+            ("duplicates", HumanCount(self.duplicates).to_string()),
+        ];
+        if let Some(w) = self.lines_written {
+            rows.push(("lines written", HumanCount(w).to_string()));
+        }
+        if let Some(m) = self.missing_field {
+            rows.push(("no key field", HumanCount(m).to_string()));
+        }
+        if let Some(n) = self.not_url {
+            rows.push(("not URLs", HumanCount(n).to_string()));
+        }
+        for (k, v) in rows {
+            let _ = writeln!(err, "seen: {k:<16} {v:>14}");
+        }
+        let _ = writeln!(
+            err,
+            "seen: {:<16} {:>14.2}  (expected: new lines taken for seen ones)",
+            "false positives", self.expected_false_positives
+        );
+        if self.keys != KeySpec::RAW.to_string() {
+            let _ = writeln!(err, "seen: {:<16} {}", "keys", self.keys);
+        }
+        let _ = writeln!(
+            err,
+            "seen: {:<16} {} layer{}, false-positive rate now {:.1e}",
+            "filter",
+            self.layers,
+            if self.layers == 1 { "" } else { "s" },
+            self.fpp_now
+        );
+    }
+}
