@@ -11,8 +11,7 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-mod common;
-use common::{Rng, reseal, tmp, write};
+use crate::common::{Rng, reseal, tmp, write};
 
 fn bin() -> std::path::PathBuf {
     assert_cmd::cargo::cargo_bin!("seen").to_path_buf()

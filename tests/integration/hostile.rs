@@ -4,9 +4,7 @@
 //! private mount namespace (via `unshare -m`); each test says it is skipped,
 //! and passes, where the machine does not allow that (not root, no util-linux).
 
-mod common;
-
-use common::tmp;
+use crate::common::tmp;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

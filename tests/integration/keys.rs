@@ -10,8 +10,7 @@ use serde_json::Value;
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 
-mod common;
-use common::{Rng, Run, seen, seen_env, seen_io, tmp, write};
+use crate::common::{Rng, Run, seen, seen_env, seen_io, tmp, write};
 
 // ---------------------------------------------------------------------------
 // Helpers

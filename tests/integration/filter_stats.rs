@@ -12,8 +12,7 @@ use seen::pipeline::Mode;
 use seen::pipeline::Options;
 use seen::pipeline::Store;
 
-mod common;
-use common::Rng;
+use crate::common::Rng;
 
 /// Which records the reference keeps.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 //! rewrite the committed files instead (and delete the stale ones):
 //!
 //! ```text
-//! SEEN_BLESS=1 cargo test --test generated
+//! SEEN_BLESS=1 cargo test --test integration generated::
 //! ```
 //!
 //! The smoke tests check that the binary prints the committed scripts and that
@@ -25,7 +25,7 @@ use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// The command that brings the committed files up to date.
-const UPDATE: &str = "SEEN_BLESS=1 cargo test --test generated";
+const UPDATE: &str = "SEEN_BLESS=1 cargo test --test integration generated::";
 
 /// Held while the committed files are read or rewritten, so that a blessing
 /// run does not race the tests that read them (tests run in parallel threads).

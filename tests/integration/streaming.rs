@@ -9,8 +9,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-mod common;
-use common::tmp;
+use crate::common::{self, tmp};
 
 const LIMIT: Duration = Duration::from_secs(60);
 

@@ -1,6 +1,5 @@
 //! Helpers shared by the integration tests: temporary directories and a
 //! deterministic generator, so test data depends on nothing but a seed.
-#![allow(dead_code)] // each test crate uses a different subset
 
 use serde_json::Value;
 use std::ffi::{OsStr, OsString};

@@ -6,9 +6,7 @@
 //! unit test beside the sizing code in `src/cmd/dedup.rs`, plus the repeated
 //! experiment in `scripts/edge-harness.sh`.)
 
-mod common;
-
-use common::{reseal, seen, tmp, write};
+use crate::common::{reseal, seen, tmp, write};
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;

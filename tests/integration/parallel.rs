@@ -32,8 +32,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 use tempfile::TempDir;
 
-mod common;
-use common::{Rng, read_lines_then_close, seen_env, tmp, write};
+use crate::common::{Rng, read_lines_then_close, seen_env, tmp, write};
 
 // ---------------------------------------------------------------------------
 // Helpers

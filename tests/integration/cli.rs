@@ -18,8 +18,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 use tempfile::TempDir;
 
-mod common;
-use common::{Rng, read_lines_then_close, seen, seen_env, seen_io, tmp, write};
+use crate::common::{Rng, read_lines_then_close, seen, seen_env, seen_io, tmp, write};
 
 // ---------------------------------------------------------------------------
 // Helpers

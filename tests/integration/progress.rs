@@ -3,9 +3,7 @@
 //! suppressed by `-q`. `SEEN_PROGRESS_DELAY_MS=0` shows it from the first
 //! moment, so these runs need not last a second to be tested.
 
-mod common;
-
-use common::{tmp, write};
+use crate::common::{tmp, write};
 use std::process::Command;
 
 fn bin() -> &'static str {

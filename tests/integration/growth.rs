@@ -15,8 +15,7 @@ use serde_json::Value;
 use std::collections::HashSet;
 use std::path::Path;
 
-mod common;
-use common::{Rng, tmp, write};
+use crate::common::{self, Rng, tmp, write};
 
 fn key(i: u64) -> Hash128 {
     hash(&i.to_le_bytes(), DEFAULT_SEED)

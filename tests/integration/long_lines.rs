@@ -4,9 +4,7 @@
 //! line is held whole. `SEEN_LONG_RECORD_BYTES` and `SEEN_CHUNK_BYTES` shrink
 //! the thresholds so small inputs exercise every boundary.
 
-mod common;
-
-use common::{Rng, tmp, write};
+use crate::common::{Rng, tmp, write};
 use std::path::Path;
 use std::process::{Command, Output};
 
