@@ -7,6 +7,9 @@
 //! cargo test --test integration crash::
 //! cargo test --test integration crash::sigkill_at_random_moments_loses_no_line
 //! ```
+//!
+//! `common` is the harness they share: the one way to start the binary,
+//! and the helpers and reference answers, compiled once.
 
 mod common;
 
