@@ -6,11 +6,11 @@
 #
 #   scripts/fuzz-files.sh [CASES]      (default 100000)
 #
-# It runs the suite's test `corrupted_files_never_crash` (tests/crash.rs) in
+# It runs the suite's test `corrupted_files_never_crash` (tests/integration/crash.rs) in
 # release mode with CASES files and prints its tally line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cases=${1:-100000}
 SEEN_FUZZ_CASES=$cases \
-    cargo test --release --quiet --test crash corrupted_files_never_crash -- --nocapture 2>&1 |
+    cargo test --release --quiet --test integration crash::corrupted_files_never_crash -- --nocapture 2>&1 |
     grep -E "corruption fuzzer|test result|panicked|killed by a signal"

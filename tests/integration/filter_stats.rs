@@ -13,8 +13,7 @@ use seen::pipeline::Mode;
 use seen::pipeline::Options;
 use seen::pipeline::Store;
 
-mod common;
-use common::Rng;
+use crate::common::{Rng, tmp};
 
 /// Which records the reference keeps.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -164,7 +163,8 @@ fn random_lines(seed: u64, count: usize, distinct: u64) -> Vec<Vec<u8>> {
         .collect()
 }
 
-fn reference(lines: &[Vec<u8>], keep: Keep) -> Vec<Vec<u8>> {
+/// The exact answer on whole lines (`common::reference` works on bytes).
+fn reference_lines(lines: &[Vec<u8>], keep: Keep) -> Vec<Vec<u8>> {
     let mut seen = HashSet::new();
     lines
         .iter()
@@ -184,7 +184,7 @@ fn run_dedup_with(
     threads: usize,
     chunk_bytes: usize,
 ) -> Vec<Vec<u8>> {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tmp();
     let path = dir.path().join("in");
     let mut f = std::fs::File::create(&path).unwrap();
     for l in lines {
@@ -233,12 +233,12 @@ fn dedup_matches_hashset_reference() {
     let lines = random_lines(42, 600_000, 150_000);
     let plan = plan(150_000, 1e-9).unwrap();
     let got = run_dedup(&lines, &plan, Keep::First);
-    let want = reference(&lines, Keep::First);
+    let want = reference_lines(&lines, Keep::First);
     assert!(is_subsequence(&got, &want));
     assert_eq!(got.len(), want.len());
     assert_eq!(got, want);
     let got = run_dedup(&lines, &plan, Keep::Repeated);
-    assert_eq!(got, reference(&lines, Keep::Repeated));
+    assert_eq!(got, reference_lines(&lines, Keep::Repeated));
     // Parallel hashing and small chunks (boundaries everywhere) change nothing.
     for (threads, chunk) in [(2, 1 << 16), (3, 1000), (8, 1 << 20)] {
         let got = run_dedup_with(&lines, &plan, Keep::First, threads, chunk);
@@ -254,7 +254,7 @@ fn dedup_with_false_positives_is_a_subsequence() {
     let lines = random_lines(7, 200_000, 100_000);
     let plan = plan(1_000, 0.1).unwrap();
     let got = run_dedup(&lines, &plan, Keep::First);
-    let want = reference(&lines, Keep::First);
+    let want = reference_lines(&lines, Keep::First);
     assert!(got.len() < want.len());
     assert!(is_subsequence(&got, &want));
     let unique: HashSet<_> = got.iter().collect();

@@ -5,7 +5,6 @@
 //! --summary, stats --max-fpp/--max-fill, the JSON schema against its document,
 //! `seen plan`). Fixed seeds throughout; nothing is timed.
 
-use assert_cmd::cargo::cargo_bin_cmd;
 use seen::file::MemFilter;
 use seen::filter::sizing::{Growth, Spec, expected_false_positives, plan, plan_with_spread};
 use seen::filter::{Scheme, occupancy};
@@ -15,8 +14,7 @@ use serde_json::Value;
 use std::collections::HashSet;
 use std::path::Path;
 
-mod common;
-use common::{Rng, tmp, write};
+use crate::common::{self, Rng, Run, stats_json, tmp, write};
 
 fn key(i: u64) -> Hash128 {
     hash(&i.to_le_bytes(), DEFAULT_SEED)
@@ -245,37 +243,15 @@ fn expected_false_positives_match_counted_ones() {
 // The command line
 // ---------------------------------------------------------------------------
 
-struct Out {
-    code: i32,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
-fn seen(dir: &Path, args: &[&str]) -> Out {
-    let o = cargo_bin_cmd!("seen")
-        .current_dir(dir)
-        .env_remove("RAYON_NUM_THREADS")
-        .env_remove("SEEN_CHUNK_BYTES")
-        .args(args)
-        .output()
-        .unwrap();
-    let out = Out {
-        code: o.status.code().expect("killed by a signal"),
-        stdout: o.stdout,
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    };
+/// `seen ARGS` in `dir`; whatever its exit status, never a panic.
+fn seen(dir: &Path, args: &[&str]) -> Run {
+    let out = common::seen(dir, args);
     assert!(!out.stderr.contains("panicked"), "{args:?}: {}", out.stderr);
     out
 }
 
 fn lines(b: &[u8]) -> Vec<&[u8]> {
     b.split(|&c| c == b'\n').filter(|l| !l.is_empty()).collect()
-}
-
-fn stats(dir: &Path, filter: &str) -> Value {
-    let o = seen(dir, &["stats", "--json", filter]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
-    serde_json::from_slice(&o.stdout).unwrap()
 }
 
 /// A persistent filter fed by several `dedup -f` runs grows past its first
@@ -330,7 +306,7 @@ fn persistent_filter_grows_across_runs_without_false_negatives() {
             recorded.len().to_string(),
             "run {run}: a recorded line is missing from the filter"
         );
-        let s = stats(d.path(), "c.seen");
+        let s = stats_json(d.path(), "c.seen");
         layers.push(s["layers"].as_array().unwrap().len());
         assert!(s["estimated_fpp"].as_f64().unwrap() <= 1e-4, "{s}");
         assert!(s["headroom"].is_null(), "{s}");
@@ -350,14 +326,14 @@ fn fixed_filter_warns_at_100_and_150_percent() {
     let input: String = (0..400).map(|i| format!("line {i}\n")).collect();
     write(&d, "in.txt", input.as_bytes());
     for chunk in ["1", "4194304"] {
-        let o = cargo_bin_cmd!("seen")
-            .current_dir(d.path())
-            .env("SEEN_CHUNK_BYTES", chunk)
-            .args(["dedup", "--fixed", "-n", "200", "-p", "0.01", "in.txt"])
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(0), "{err}");
+        let o = common::seen_env(
+            d.path(),
+            &[("SEEN_CHUNK_BYTES", chunk)],
+            ["dedup", "--fixed", "-n", "200", "-p", "0.01", "in.txt"],
+            b"",
+        );
+        let err = &o.stderr;
+        assert_eq!(o.code, 0, "{err}");
         assert_eq!(err.matches("more than 100%").count(), 1, "{err}");
         assert_eq!(err.matches("more than 150%").count(), 1, "{err}");
         assert_eq!(err.lines().count(), 2, "{err}");
@@ -439,7 +415,7 @@ fn stats_limits_set_the_exit_status() {
         ],
     );
     assert_eq!(o.code, 0);
-    let s = stats(d.path(), "f.seen");
+    let s = stats_json(d.path(), "f.seen");
     let fpp = s["estimated_fpp"].as_f64().unwrap();
     let fill = s["fill_ratio"].as_f64().unwrap();
     assert!(fpp > 0.01, "{s}");
@@ -510,7 +486,7 @@ fn stats_json_matches_its_documented_schema() {
     seen(d.path(), &["build", "-n", "1", "-o", "grow.seen", "in.txt"]);
     let keys = |v: &Value| -> HashSet<String> { v.as_object().unwrap().keys().cloned().collect() };
     for f in ["fixed.seen", "grow.seen"] {
-        let s = stats(d.path(), f);
+        let s = stats_json(d.path(), f);
         assert_eq!(
             keys(&s),
             top,
@@ -614,13 +590,13 @@ fn scattered_file_grows_with_sectored_layers() {
         b"",
     )
     .ok();
-    let s = stats(d.path(), "f.seen");
+    let s = stats_json(d.path(), "f.seen");
     assert_eq!(s["layers"].as_array().unwrap().len(), 1, "{s}");
     assert_eq!(s["layers"][0]["positions"], "scattered", "{s}");
 
     let o = seen(d.path(), &["build", "--add", "-o", "f.seen", "more.txt"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    let s = stats(d.path(), "f.seen");
+    let s = stats_json(d.path(), "f.seen");
     assert_eq!(s["format_version"], "1.4", "{s}");
     let layers = s["layers"].as_array().unwrap();
     assert!(layers.len() >= 3, "{s}");
@@ -684,16 +660,11 @@ fn sampled_line_counts_grow_when_they_are_low() {
         .map(|l| format!("{l}\n"))
         .collect();
     let run = |sample: &str, flags: &[&str]| {
-        let o = cargo_bin_cmd!("seen")
-            .current_dir(d.path())
-            .env("SEEN_SAMPLE_MIN_BYTES", sample)
-            .args(["dedup", "--summary", "--json", "in.txt"])
-            .args(flags)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let args = [&["dedup", "--summary", "--json", "in.txt"][..], flags].concat();
+        let o = common::seen_env(d.path(), &[("SEEN_SAMPLE_MIN_BYTES", sample)], args, b"");
+        assert_eq!(o.code, 0, "{}", o.stderr);
         assert_eq!(String::from_utf8(o.stdout).unwrap(), want);
-        let s: Value = serde_json::from_slice(&o.stderr).unwrap();
+        let s: Value = serde_json::from_str(&o.stderr).unwrap();
         assert!(s["fpp_now"].as_f64().unwrap() <= 1e-6, "{s}");
         s["layers"].as_u64().unwrap()
     };

@@ -21,7 +21,10 @@
 //! large case also read the files with `--no-mmap`, and standard input is
 //! always read.
 
-use assert_cmd::cargo::{cargo_bin, cargo_bin_cmd};
+use crate::common::{
+    Rng, Run, assert_same, command, distinct, read_lines_then_close, records, reference,
+    reference_after, seen_env, tmp, write,
+};
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::fs;
@@ -31,9 +34,6 @@ use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
 use tempfile::TempDir;
-
-mod common;
-use common::{Rng, read_lines_then_close, seen_env, tmp, write};
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -128,67 +128,6 @@ fn diagonal() -> Vec<Cfg> {
     v
 }
 
-/// What one run of the binary did.
-struct Run {
-    what: String,
-    code: i32,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
-impl Run {
-    fn ctx(&self) -> String {
-        format!(
-            "{}\n  exit: {}\n  stdout ({} bytes): {:?}\n  stderr: {}",
-            self.what,
-            self.code,
-            self.stdout.len(),
-            String::from_utf8_lossy(&self.stdout[..self.stdout.len().min(500)]),
-            self.stderr
-        )
-    }
-
-    /// Exit 0 with nothing on stderr.
-    fn ok(&self) -> &Self {
-        assert_eq!(self.code, 0, "unexpected exit status\n{}", self.ctx());
-        assert_eq!(self.stderr, "", "unexpected stderr\n{}", self.ctx());
-        self
-    }
-
-    /// Standard output equals `expected`, byte for byte (without dumping
-    /// megabytes into the failure message).
-    fn stdout(&self, expected: &[u8]) -> &Self {
-        assert_same(&self.stdout, expected, &self.ctx());
-        self
-    }
-}
-
-/// Asserts `got == want`, reporting lengths and the first differing record
-/// instead of both buffers.
-fn assert_same(got: &[u8], want: &[u8], ctx: &str) {
-    if got == want {
-        return;
-    }
-    let at = got
-        .iter()
-        .zip(want)
-        .position(|(a, b)| a != b)
-        .unwrap_or(got.len().min(want.len()));
-    let show = |b: &[u8]| {
-        let s = at.saturating_sub(40);
-        let e = (at + 40).min(b.len());
-        String::from_utf8_lossy(&b[s..e]).into_owned()
-    };
-    panic!(
-        "output differs: {} bytes vs {} expected, first difference at byte {at}\n  \
-         got:      {:?}\n  expected: {:?}\n{ctx}",
-        got.len(),
-        want.len(),
-        show(got),
-        show(want),
-    );
-}
-
 /// Runs `seen ARGS` in `dir` under `cfg`, with `input` on standard input. The
 /// `-j` flag goes right after the subcommand.
 fn seen_cfg<I, S>(dir: &Path, cfg: Cfg, args: I, input: &[u8]) -> Run
@@ -200,10 +139,6 @@ where
         .into_iter()
         .map(|a| a.as_ref().to_os_string())
         .collect();
-    let mut cmd = cargo_bin_cmd!("seen");
-    cmd.current_dir(dir)
-        .env_remove("RAYON_NUM_THREADS")
-        .env_remove("SEEN_CHUNK_BYTES");
     let mut env = Vec::new();
     match cfg.threads {
         Some(Threads::Flag(n)) => {
@@ -216,20 +151,8 @@ where
     if let Some(c) = cfg.chunk {
         env.push(("SEEN_CHUNK_BYTES", c.to_string()));
     }
-    for (k, v) in &env {
-        cmd.env(k, v);
-    }
-    let out = cmd
-        .args(&args)
-        .write_stdin(input.to_vec())
-        .output()
-        .expect("run seen");
-    Run {
-        what: format!("{env:?} seen {args:?}"),
-        code: out.status.code().expect("seen was killed by a signal"),
-        stdout: out.stdout,
-        stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
-    }
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    seen_env(dir, &env, args, input)
 }
 
 /// Runs `seen ARGS` in `dir` under `cfg` with an empty standard input.
@@ -239,41 +162,6 @@ where
     S: AsRef<OsStr>,
 {
     seen_cfg(dir, cfg, args, b"")
-}
-
-/// Splits into records; a last record without terminator is still a record.
-fn records(data: &[u8], term: u8) -> Vec<&[u8]> {
-    if data.is_empty() {
-        return Vec::new();
-    }
-    let body = data.strip_suffix(&[term]).unwrap_or(data);
-    body.split(|&b| b == term).collect()
-}
-
-/// The exact answer: each record's first occurrence (or, with `repeated`, every
-/// later one) in input order, every output record terminated. `seen` holds the
-/// records known before `data` (a persistent filter's earlier runs) and is
-/// updated.
-fn reference_after(seen: &mut HashSet<Vec<u8>>, data: &[u8], term: u8, repeated: bool) -> Vec<u8> {
-    let mut out = Vec::new();
-    for r in records(data, term) {
-        if seen.insert(r.to_vec()) != repeated {
-            out.extend_from_slice(r);
-            out.push(term);
-        }
-    }
-    out
-}
-
-fn reference(data: &[u8], term: u8, repeated: bool) -> Vec<u8> {
-    reference_after(&mut HashSet::new(), data, term, repeated)
-}
-
-fn distinct(data: &[u8], term: u8) -> usize {
-    records(data, term)
-        .into_iter()
-        .collect::<HashSet<_>>()
-        .len()
 }
 
 /// `n` records (terminated by `term`, which they never contain) with heavy
@@ -596,8 +484,7 @@ fn persistent_dedup_with_many_pending_keys_matches_the_reference() {
         ];
         let got = if to_file {
             let out = std::fs::File::create(d.path().join("out.txt")).unwrap();
-            let status = std::process::Command::new(env!("CARGO_BIN_EXE_seen"))
-                .current_dir(d.path())
+            let status = command(d.path())
                 .env("SEEN_CHUNK_BYTES", "4096")
                 .args(["dedup", "-j", "2"])
                 .args(&args[1..])
@@ -700,13 +587,9 @@ fn redirected_file_is_read_from_its_offset() {
     ] {
         let mut f = fs::File::open(&path).unwrap();
         f.seek(SeekFrom::Start(skip as u64)).unwrap();
-        let mut cmd = std::process::Command::new(cargo_bin("seen"));
+        let mut cmd = command(d.path());
         cmd.arg("dedup").args(extra).env("SEEN_CHUNK_BYTES", chunk);
-        let out = cmd
-            .env_remove("RAYON_NUM_THREADS")
-            .stdin(f.try_clone().unwrap())
-            .output()
-            .unwrap();
+        let out = cmd.stdin(f.try_clone().unwrap()).output().unwrap();
         let ctx = format!(
             "chunk {chunk} {extra:?}: {}",
             String::from_utf8_lossy(&out.stderr)
@@ -1205,15 +1088,8 @@ fn tiny_input_with_many_threads() {
             &["dedup", "three.txt"][..],
             &["dedup", "-j", "8", "three.txt"],
         ] {
-            let out = cargo_bin_cmd!("seen")
-                .current_dir(d.path())
-                .env_remove("RAYON_NUM_THREADS")
-                .env_remove("SEEN_CHUNK_BYTES")
-                .env(k, v)
-                .args(args)
-                .output()
-                .unwrap();
-            assert_eq!(out.status.code(), Some(0), "{k}={v} {args:?}");
+            let out = seen_env(d.path(), &[(k, v)], args, b"");
+            assert_eq!(out.code, 0, "{k}={v} {args:?}");
             assert_eq!(out.stdout, b"b\na\n", "{k}={v} {args:?}");
             assert!(out.stderr.is_empty(), "{k}={v} {args:?}");
         }
@@ -1233,10 +1109,7 @@ fn run_with_deadline(
     args: &[&str],
     deadline: Duration,
 ) -> (i32, Vec<u8>, String) {
-    let mut child = std::process::Command::new(cargo_bin!("seen"))
-        .current_dir(dir)
-        .env_remove("RAYON_NUM_THREADS")
-        .env_remove("SEEN_CHUNK_BYTES")
+    let mut child = command(dir)
         .envs(env.iter().copied())
         .args(args)
         .stdin(Stdio::null())

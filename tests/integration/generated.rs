@@ -5,12 +5,13 @@
 //! rewrite the committed files instead (and delete the stale ones):
 //!
 //! ```text
-//! SEEN_BLESS=1 cargo test --test generated
+//! SEEN_BLESS=1 cargo test --test integration generated::
 //! ```
 //!
 //! The smoke tests check that the binary prints the committed scripts and that
 //! the shells that are installed accept them.
 
+use crate::common::seen;
 use clap::{CommandFactory, ValueEnum};
 use clap_complete::Shell;
 use clap_mangen::Man;
@@ -25,7 +26,7 @@ use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// The command that brings the committed files up to date.
-const UPDATE: &str = "SEEN_BLESS=1 cargo test --test generated";
+const UPDATE: &str = "SEEN_BLESS=1 cargo test --test integration generated::";
 
 /// Held while the committed files are read or rewritten, so that a blessing
 /// run does not race the tests that read them (tests run in parallel threads).
@@ -376,10 +377,6 @@ fn man_pages_format_without_warnings() {
 // The binary
 // ---------------------------------------------------------------------------
 
-fn seen() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_seen"))
-}
-
 fn run(cmd: &mut Command) -> Output {
     cmd.output()
         .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
@@ -388,13 +385,13 @@ fn run(cmd: &mut Command) -> Output {
 #[test]
 fn binary_prints_the_committed_completion_scripts() {
     for &shell in Shell::value_variants() {
-        let out = run(seen().args(["completions", &shell.to_string()]));
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "seen completions {shell}: {out:?}"
+        let out = seen(root(), ["completions", &shell.to_string()]);
+        assert_eq!(out.code, 0, "seen completions {shell}: {}", out.ctx());
+        assert!(
+            out.stderr.is_empty(),
+            "seen completions {shell}: {}",
+            out.ctx()
         );
-        assert!(out.stderr.is_empty(), "seen completions {shell}: {out:?}");
         assert!(
             out.stdout == script(shell),
             "seen completions {shell} is not script({shell:?})"
@@ -413,10 +410,10 @@ fn binary_prints_the_committed_completion_scripts() {
 
 #[test]
 fn unknown_shell_is_a_usage_error() {
-    let out = run(seen().args(["completions", "nosuchshell"]));
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
-    assert!(out.stdout.is_empty(), "{out:?}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let out = seen(root(), ["completions", "nosuchshell"]);
+    assert_eq!(out.code, 2, "{}", out.ctx());
+    assert!(out.stdout.is_empty(), "{}", out.ctx());
+    let stderr = &out.stderr;
     assert!(stderr.contains("nosuchshell"), "{stderr}");
 }
 

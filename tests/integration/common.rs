@@ -1,16 +1,46 @@
-//! Helpers shared by the integration tests: temporary directories and a
-//! deterministic generator, so test data depends on nothing but a seed.
-#![allow(dead_code)] // each test crate uses a different subset
+//! The harness every integration test shares: the one way to start the
+//! `seen` binary, temporary directories, a deterministic generator (test
+//! data depends on nothing but a seed), and the reference answers outputs
+//! are checked against.
+//!
+//! Starting the binary: [`seen`], [`seen_io`] and [`seen_env`] run it to its
+//! end and return a [`Run`] to assert on; [`read_lines_then_close`] closes
+//! its output early; a test that drives the child itself (pipes it holds
+//! open, a signal, a kill, stdin from a file) takes a raw [`command`]; a
+//! shell or wrapper that starts it names [`BIN`]. All of them run it
+//! without the caller's [`SCRUBBED`] variables.
 
 use serde_json::Value;
+use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 use tempfile::TempDir;
+
+/// The binary under test. Tests start it through the functions here; they
+/// name its path only where a shell or another program starts it.
+pub const BIN: &str = env!("CARGO_BIN_EXE_seen");
+
+/// Variables that change how `seen` runs (thread count, chunk size, hashing
+/// kernels): removed from every run's environment, so the caller's cannot
+/// change a result; a test that wants one sets it.
+pub const SCRUBBED: [&str; 3] = ["RAYON_NUM_THREADS", "SEEN_CHUNK_BYTES", "SEEN_PORTABLE"];
+
+/// `seen` as a raw command in `dir`, without the [`SCRUBBED`] variables: for
+/// a test that drives the child itself (holds its pipes open, signals or
+/// kills it, gives it a file as stdin). Anything else runs [`seen_env`].
+pub fn command(dir: &Path) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(dir);
+    for var in SCRUBBED {
+        cmd.env_remove(var);
+    }
+    cmd
+}
 
 /// A fresh temporary directory, removed when dropped.
 pub fn tmp() -> TempDir {
@@ -58,12 +88,8 @@ pub fn read_lines_then_close(
     args: &[&str],
     lines: usize,
 ) -> (i32, Vec<String>, String) {
-    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin!("seen"));
-    cmd.current_dir(dir)
-        .env_remove("RAYON_NUM_THREADS")
-        .env_remove("SEEN_CHUNK_BYTES")
-        .env_remove("SEEN_PORTABLE")
-        .envs(env.iter().copied())
+    let mut cmd = command(dir);
+    cmd.envs(env.iter().copied())
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -104,6 +130,8 @@ pub fn read_lines_then_close(
 /// What one run of the binary did.
 pub struct Run {
     pub args: Vec<OsString>,
+    /// The variables the test set for the run.
+    pub env: Vec<(String, String)>,
     pub code: i32,
     pub stdout: Vec<u8>,
     pub stderr: String,
@@ -112,10 +140,16 @@ pub struct Run {
 impl Run {
     /// The command and what it did, for assertion messages.
     pub fn ctx(&self) -> String {
+        let env = if self.env.is_empty() {
+            String::new()
+        } else {
+            format!("{:?} ", self.env)
+        };
         format!(
-            "seen {:?}\n  exit: {}\n  stdout: {:?}\n  stderr: {}",
+            "{env}seen {:?}\n  exit: {}\n  stdout ({} bytes): {:?}\n  stderr: {}",
             self.args,
             self.code,
+            self.stdout.len(),
             String::from_utf8_lossy(&self.stdout[..self.stdout.len().min(2000)]),
             self.stderr
         )
@@ -157,14 +191,9 @@ impl Run {
         self
     }
 
+    /// Standard output is `expected`, byte for byte.
     pub fn stdout(&self, expected: &[u8]) -> &Self {
-        assert_eq!(
-            String::from_utf8_lossy(&self.stdout),
-            String::from_utf8_lossy(expected),
-            "stdout differs\n{}",
-            self.ctx()
-        );
-        assert_eq!(self.stdout, expected, "stdout bytes differ\n{}", self.ctx());
+        assert_same(&self.stdout, expected, &self.ctx());
         self
     }
 
@@ -203,6 +232,12 @@ impl Run {
             .collect()
     }
 
+    /// Standard output as one JSON value.
+    pub fn stdout_json(&self) -> Value {
+        serde_json::from_slice(&self.stdout)
+            .unwrap_or_else(|e| panic!("bad JSON: {e}\n{}", self.ctx()))
+    }
+
     /// Standard error as exactly one JSON object on one line.
     pub fn stderr_json(&self) -> Value {
         let lines: Vec<&str> = self.stderr.lines().collect();
@@ -227,9 +262,9 @@ impl Run {
     }
 }
 
-/// Runs `seen ARGS` in `dir` under `env` (and without the inherited
-/// `RAYON_NUM_THREADS`, `SEEN_CHUNK_BYTES` and `SEEN_PORTABLE`), with `input` on
-/// standard input.
+/// Runs `seen ARGS` in `dir` to its end, with the variables `env` set (and
+/// the [`SCRUBBED`] ones not inherited) and `input` on standard input (a
+/// pipe, closed after it). Fails if `seen` was killed by a signal.
 pub fn seen_env<I, S>(dir: &Path, env: &[(&str, &str)], args: I, input: &[u8]) -> Run
 where
     I: IntoIterator<Item = S>,
@@ -239,21 +274,28 @@ where
         .into_iter()
         .map(|a| a.as_ref().to_os_string())
         .collect();
-    let out = assert_cmd::cargo::cargo_bin_cmd!("seen")
-        .current_dir(dir)
-        .env_remove("RAYON_NUM_THREADS")
-        .env_remove("SEEN_CHUNK_BYTES")
-        .env_remove("SEEN_PORTABLE")
-        .envs(env.iter().copied())
-        .args(&args)
+    let mut cmd = command(dir);
+    cmd.envs(env.iter().copied()).args(&args);
+    let out = assert_cmd::Command::from_std(cmd)
         .write_stdin(input.to_vec())
         .output()
         .expect("run seen");
+    let stderr = String::from_utf8(out.stderr).expect("stderr is UTF-8");
+    let code = out.status.code().unwrap_or_else(|| {
+        panic!(
+            "seen {args:?} was killed by a signal ({})\n  stderr: {stderr}",
+            out.status
+        )
+    });
     Run {
         args,
-        code: out.status.code().expect("seen was killed by a signal"),
+        env: env
+            .iter()
+            .map(|&(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
+        code,
         stdout: out.stdout,
-        stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
+        stderr,
     }
 }
 
@@ -275,6 +317,56 @@ where
     seen_io(dir, args, b"")
 }
 
+/// `seen stats --json FILTER` in `dir`: exit 0 (warnings allowed), and the
+/// object it printed.
+pub fn stats_json(dir: &Path, filter: &str) -> Value {
+    let r = seen(dir, ["stats", "--json", filter]);
+    r.code(0);
+    r.stdout_json()
+}
+
+/// [`stats_json`], and nothing on stderr either (no warning).
+pub fn stats_json_quiet(dir: &Path, filter: &str) -> Value {
+    let r = seen(dir, ["stats", "--json", filter]);
+    r.ok();
+    r.stdout_json()
+}
+
+/// A finished process's standard error, as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts `got == want`, reporting the lengths and where they first differ
+/// (not megabytes of both) and then `ctx`.
+pub fn assert_same(got: &[u8], want: &[u8], ctx: &str) {
+    if got == want {
+        return;
+    }
+    let at = got
+        .iter()
+        .zip(want)
+        .position(|(a, b)| a != b)
+        .unwrap_or(got.len().min(want.len()));
+    // Short outputs whole, long ones around the first difference.
+    let show = |b: &[u8]| {
+        let (s, e) = if got.len().max(want.len()) <= 400 {
+            (0, b.len())
+        } else {
+            (at.saturating_sub(40), (at + 40).min(b.len()))
+        };
+        String::from_utf8_lossy(&b[s..e]).into_owned()
+    };
+    panic!(
+        "output differs: {} bytes vs {} expected, first difference at byte {at}\n  \
+         got:      {:?}\n  expected: {:?}\n{ctx}",
+        got.len(),
+        want.len(),
+        show(got),
+        show(want),
+    );
+}
+
 /// Recomputes a filter file's header checksum (XXH3-64 of the 4096-byte
 /// header with the checksum field, bytes 120..128, zeroed), after a test has
 /// changed a header field; a buffer shorter than a header is left alone.
@@ -286,4 +378,59 @@ pub fn reseal(b: &mut [u8]) {
     h[120..128].fill(0);
     let sum = xxhash_rust::xxh3::xxh3_64(&h);
     b[120..128].copy_from_slice(&sum.to_le_bytes());
+}
+
+// ---------------------------------------------------------------------------
+// Test data and reference answers
+// ---------------------------------------------------------------------------
+
+/// Lines `{prefix}{i}\n` for i in `range`.
+pub fn numbered(prefix: &str, range: std::ops::Range<u32>) -> Vec<u8> {
+    range
+        .map(|i| format!("{prefix}{i}\n"))
+        .collect::<String>()
+        .into_bytes()
+}
+
+/// Splits into records; a last record without terminator is still a record.
+pub fn records(data: &[u8], term: u8) -> Vec<&[u8]> {
+    if data.is_empty() {
+        return Vec::new();
+    }
+    let body = data.strip_suffix(&[term]).unwrap_or(data);
+    body.split(|&b| b == term).collect()
+}
+
+/// The exact answer of `seen dedup`: each record's first occurrence (or,
+/// with `repeated`, every later one) in input order, every output record
+/// terminated: `awk '!seen[$0]++'` (or `awk 'seen[$0]++'`) on raw records.
+/// `seen` holds the records known before `data` (a persistent filter's
+/// earlier runs) and is updated.
+pub fn reference_after(
+    seen: &mut HashSet<Vec<u8>>,
+    data: &[u8],
+    term: u8,
+    repeated: bool,
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    for r in records(data, term) {
+        if seen.insert(r.to_vec()) != repeated {
+            out.extend_from_slice(r);
+            out.push(term);
+        }
+    }
+    out
+}
+
+/// [`reference_after`] with nothing known before.
+pub fn reference(data: &[u8], term: u8, repeated: bool) -> Vec<u8> {
+    reference_after(&mut HashSet::new(), data, term, repeated)
+}
+
+/// How many distinct records `data` holds.
+pub fn distinct(data: &[u8], term: u8) -> usize {
+    records(data, term)
+        .into_iter()
+        .collect::<HashSet<_>>()
+        .len()
 }

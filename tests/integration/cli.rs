@@ -5,7 +5,10 @@
 //! directory as its working directory, so messages name files as given), data is
 //! generated in the test from fixed seeds, and nothing sleeps.
 
-use assert_cmd::cargo::{cargo_bin, cargo_bin_cmd};
+use crate::common::{
+    Rng, command, distinct, numbered, read_lines_then_close, records, reference, reseal, seen,
+    seen_env, seen_io, stats_json, tmp, write,
+};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::ffi::OsStr;
@@ -18,56 +21,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 use tempfile::TempDir;
 
-mod common;
-use common::{Rng, read_lines_then_close, seen, seen_env, seen_io, tmp, write};
-
 // ---------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------
-
-/// Splits into records; a last record without terminator is still a record.
-fn records(data: &[u8], term: u8) -> Vec<&[u8]> {
-    if data.is_empty() {
-        return Vec::new();
-    }
-    let body = data.strip_suffix(&[term]).unwrap_or(data);
-    body.split(|&b| b == term).collect()
-}
-
-/// `awk '!seen[$0]++'` (or, with `repeated`, `awk 'seen[$0]++'`) on raw records,
-/// every output record terminated.
-fn reference(data: &[u8], term: u8, repeated: bool) -> Vec<u8> {
-    let mut seen = HashSet::new();
-    let mut out = Vec::new();
-    for r in records(data, term) {
-        if seen.insert(r) != repeated {
-            out.extend_from_slice(r);
-            out.push(term);
-        }
-    }
-    out
-}
-
-fn distinct(data: &[u8], term: u8) -> usize {
-    records(data, term)
-        .into_iter()
-        .collect::<HashSet<_>>()
-        .len()
-}
-
-/// Lines `{prefix}{i}\n` for i in range.
-fn numbered(prefix: &str, range: std::ops::Range<u32>) -> Vec<u8> {
-    range
-        .map(|i| format!("{prefix}{i}\n"))
-        .collect::<String>()
-        .into_bytes()
-}
-
-fn stats_json(dir: &Path, filter: &str) -> Value {
-    let r = seen(dir, ["stats", "--json", filter]);
-    r.code(0);
-    serde_json::from_slice(&r.stdout).unwrap_or_else(|e| panic!("bad JSON: {e}\n{}", r.ctx()))
-}
 
 /// Names in `dir` starting with '.' (temporary files of an unfinished write).
 fn dot_files(dir: &Path) -> Vec<String> {
@@ -1479,13 +1435,6 @@ fn stats_missing_filter_exits_2() {
 const CHECKSUM: usize = 120;
 const LAYER: usize = 128;
 
-fn reseal(b: &mut [u8]) {
-    let mut h = b[..4096].to_vec();
-    h[CHECKSUM..CHECKSUM + 8].fill(0);
-    let sum = xxhash_rust::xxh3::xxh3_64(&h);
-    b[CHECKSUM..CHECKSUM + 8].copy_from_slice(&sum.to_le_bytes());
-}
-
 fn put_u64(b: &mut [u8], at: usize, v: u64) {
     b[at..at + 8].copy_from_slice(&v.to_le_bytes());
 }
@@ -1780,19 +1729,9 @@ fn assert_no_crash(d: &TempDir, name: &str) {
         &["dedup", "-f", name][..],
         &["build", "--add", "-o", name][..],
     ] {
-        let out = cargo_bin_cmd!("seen")
-            .current_dir(d.path())
-            .args(args)
-            .write_stdin(b"g1\nnew\n".to_vec())
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            matches!(out.status.code(), Some(0 | 2)),
-            "seen {args:?}: {:?}\n{err}",
-            out.status
-        );
-        assert!(!err.contains("panicked"), "seen {args:?}: {err}");
+        let r = seen_io(d.path(), args, b"g1\nnew\n");
+        assert!(matches!(r.code, 0 | 2), "{}", r.ctx());
+        assert!(!r.stderr.contains("panicked"), "{}", r.ctx());
     }
 }
 
@@ -1900,8 +1839,7 @@ fn run_while_locked(
     } else {
         f.lock_shared().unwrap();
     }
-    let mut child = std::process::Command::new(cargo_bin!("seen"))
-        .current_dir(dir)
+    let mut child = command(dir)
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -6,9 +6,7 @@
 //! unit test beside the sizing code in `src/cmd/dedup.rs`, plus the repeated
 //! experiment in `scripts/edge-harness.sh`.)
 
-mod common;
-
-use common::{reseal, seen, tmp, write};
+use crate::common::{BIN, command, numbered, reseal, seen, stderr, tmp, write};
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -17,23 +15,15 @@ use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_seen")
-}
-
 /// Runs `script` with `sh -c` in `dir`, `$SEEN` naming the binary.
 fn sh(dir: &Path, script: &str) -> Output {
     Command::new("sh")
         .arg("-c")
         .arg(script)
-        .env("SEEN", bin())
+        .env("SEEN", BIN)
         .current_dir(dir)
         .output()
         .unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// The temporary files (`.NAME.XXXXXX.tmp`) in `dir`.
@@ -47,10 +37,6 @@ fn temp_files(dir: &Path) -> Vec<String> {
     v
 }
 
-fn lines(n: usize, prefix: &str) -> String {
-    (0..n).map(|i| format!("{prefix}{i}\n")).collect()
-}
-
 /// Hole 2: with standard output closed (`>&-`) or open read-only, `dedup -f`
 /// used to print nothing and record every line, exit 0 (the Rust runtime
 /// reopens a closed fd 1 on /dev/null). Now: exit 2 before anything is
@@ -59,7 +45,7 @@ fn lines(n: usize, prefix: &str) -> String {
 #[test]
 fn closed_or_read_only_stdout_is_an_error_before_anything_is_recorded() {
     let d = tmp();
-    write(&d, "in.txt", lines(1000, "c").as_bytes());
+    write(&d, "in.txt", &numbered("c", 0..1000));
     for redirect in [">&-", "1<in.txt"] {
         let o = sh(
             d.path(),
@@ -94,9 +80,8 @@ fn closed_or_read_only_stdout_is_an_error_before_anything_is_recorded() {
 
 /// Runs `seen ARGS` in `dir` and waits at most 20 s; a hang is a failure.
 fn run_bounded(dir: &Path, args: &[&str]) -> Output {
-    let child = Command::new(bin())
+    let child = command(dir)
         .args(args)
-        .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -249,7 +234,7 @@ fn force_replaces_only_a_filter_file_never_through_a_link() {
 #[test]
 fn a_file_size_limit_is_an_error_that_leaves_no_temporary_file() {
     let d = tmp();
-    write(&d, "in.txt", lines(1000, "f").as_bytes());
+    write(&d, "in.txt", &numbered("f", 0..1000));
     assert_eq!(
         seen(d.path(), ["build", "-o", "old.seen", "in.txt"]).code,
         0
@@ -297,11 +282,7 @@ fn a_memory_limit_is_an_error_not_an_abort() {
         stderr(&o)
     );
     fs::remove_file(d.path().join("long.txt")).unwrap();
-    write(
-        &d,
-        "in.txt",
-        lines(300_000, "https://v.example/").as_bytes(),
-    );
+    write(&d, "in.txt", &numbered("https://v.example/", 0..300_000));
     let o = sh(
         d.path(),
         "ulimit -v 400000; exec \"$SEEN\" dedup -j 8 -n 1M -f v.seen in.txt > out.txt",
@@ -309,7 +290,7 @@ fn a_memory_limit_is_an_error_not_an_abort() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(
         fs::read(d.path().join("out.txt")).unwrap(),
-        lines(300_000, "https://v.example/").as_bytes()
+        numbered("https://v.example/", 0..300_000)
     );
 }
 
@@ -321,20 +302,19 @@ fn a_memory_limit_is_an_error_not_an_abort() {
 fn temporary_files_of_killed_runs_are_removed_by_the_next_run() {
     let d = tmp();
     let p = d.path();
-    write(&d, "in.txt", lines(1000, "t").as_bytes());
+    write(&d, "in.txt", &numbered("t", 0..1000));
     // A real kill: `build` reading stdin has made its temporary file before
     // it reads; once it has taken most of these 590 KB from the pipe (whose
     // buffer holds 64 KiB), that file exists.
-    let mut child = Command::new(bin())
+    let mut child = command(p)
         .args(["build", "-n", "1M", "-o", "k.seen", "-"])
-        .current_dir(p)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(lines(100_000, "k").as_bytes()).unwrap();
+    stdin.write_all(&numbered("k", 0..100_000)).unwrap();
     child.kill().unwrap();
     child.wait().unwrap();
     drop(stdin);
@@ -422,7 +402,7 @@ fn messages_name_the_real_problem() {
 fn verify_tells_a_killed_writer_from_damage_and_repairs_it() {
     let d = tmp();
     let p = d.path();
-    write(&d, "in.txt", lines(5000, "r").as_bytes());
+    write(&d, "in.txt", &numbered("r", 0..5000));
     let o = seen(
         p,
         [

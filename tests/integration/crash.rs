@@ -6,26 +6,11 @@
 //! (`SEEN_KILL_TRIALS`, `SEEN_FUZZ_CASES`) and print the tallies. Fixed seeds;
 //! nothing sleeps: a kill happens after reading a chosen number of output bytes.
 
+use crate::common::{Rng, command, reseal, seen, tmp, write};
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
-
-mod common;
-use common::{Rng, reseal, tmp, write};
-
-fn bin() -> std::path::PathBuf {
-    assert_cmd::cargo::cargo_bin!("seen").to_path_buf()
-}
-
-/// Runs `seen ARGS` in `dir` to completion and returns what it did.
-fn run(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(bin())
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap()
-}
+use std::process::Stdio;
 
 fn env_count(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -67,8 +52,7 @@ fn lines_of(out: &[u8]) -> Vec<Vec<u8>> {
 /// it gets that far) sends SIGKILL; returns everything it wrote and whether it
 /// was killed.
 fn run_killed(dir: &Path, args: &[&str], kill_after: usize) -> (Vec<u8>, bool) {
-    let mut child = Command::new(bin())
-        .current_dir(dir)
+    let mut child = command(dir)
         .env("SEEN_CHUNK_BYTES", "65536")
         .args(args)
         .stdin(Stdio::null())
@@ -169,9 +153,10 @@ fn sigkill_at_random_moments_loses_no_line() {
         );
         printed.extend(lines_of(&out));
         // The complete run left the file clean with every checksum current.
-        let v = run(d.path(), &["verify", "f.seen"]);
-        assert!(
-            v.status.success(),
+        let v = seen(d.path(), ["verify", "f.seen"]);
+        assert_eq!(
+            v.code,
+            0,
             "trial {trial}: {}",
             String::from_utf8_lossy(&v.stdout)
         );
@@ -221,9 +206,9 @@ fn concurrent_writers_print_each_line_exactly_once() {
     }
     // Create the filter first so the processes do not race to create it.
     write(&d, "empty.txt", b"");
-    let st = run(
+    let st = seen(
         d.path(),
-        &[
+        [
             "dedup",
             "-n",
             "200k",
@@ -234,12 +219,11 @@ fn concurrent_writers_print_each_line_exactly_once() {
             "empty.txt",
         ],
     )
-    .status;
-    assert!(st.success());
+    .code;
+    assert_eq!(st, 0);
     let children: Vec<_> = (0..procs)
         .map(|p| {
-            Command::new(bin())
-                .current_dir(d.path())
+            command(d.path())
                 .env("SEEN_CHUNK_BYTES", "8192")
                 .args(["dedup", "--commit-every", "2k", "-f", "f.seen"])
                 .arg(format!("in{p}.txt"))
@@ -280,16 +264,15 @@ fn concurrent_writers_print_each_line_exactly_once() {
         "a line was printed by two processes"
     );
     assert_eq!(union.len(), all_inputs.len(), "a line was lost");
-    let v = run(d.path(), &["verify", "f.seen"]);
-    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
+    let v = seen(d.path(), ["verify", "f.seen"]);
+    assert_eq!(v.code, 0, "{}", String::from_utf8_lossy(&v.stdout));
 }
 
 /// Runs `seen ARGS` reading stdin from a pipe we hold; writes `lines`, reads
 /// `expect` lines of output (so they have been judged and written), then sends
 /// `sig` and returns the exit code and stderr.
 fn signal_midway(dir: &Path, args: &[&str], lines: &str, expect: usize, sig: i32) -> (i32, String) {
-    let mut child = Command::new(bin())
-        .current_dir(dir)
+    let mut child = command(dir)
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -307,7 +290,7 @@ fn signal_midway(dir: &Path, args: &[&str], lines: &str, expect: usize, sig: i32
         assert!(n > 0, "output ended early");
         got.extend_from_slice(&buf[..n]);
     }
-    let st = Command::new("kill")
+    let st = std::process::Command::new("kill")
         .arg(format!("-{sig}"))
         .arg(child.id().to_string())
         .status()
@@ -370,8 +353,7 @@ fn sigterm_and_sigint_commit_and_exit() {
         let lines: String = (0..500).map(|i| format!("l{i}\n")).collect();
         let (got, err) = signal_midway(d.path(), &["dedup", "-f", "f.seen"], &lines, 500, sig);
         assert_eq!(got, code, "{err}");
-        let o = run(d.path(), &["stats", "--json", "f.seen"]);
-        let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let s = seen(d.path(), ["stats", "--json", "f.seen"]).stdout_json();
         assert_eq!(s["clean"], true, "{s}");
         assert_eq!(s["inserts"], 500, "{s}");
         // build from a pipe: interrupted, it leaves neither the filter nor a
@@ -396,9 +378,9 @@ fn corrupted_files_never_crash() {
     let d = tmp();
     let text: String = (0..3000).map(|i| format!("k{i}\n")).collect();
     write(&d, "in.txt", text.as_bytes());
-    let st = run(
+    let st = seen(
         d.path(),
-        &[
+        [
             "build",
             "-n",
             "500",
@@ -409,8 +391,8 @@ fn corrupted_files_never_crash() {
             "in.txt",
         ],
     )
-    .status;
-    assert!(st.success());
+    .code;
+    assert_eq!(st, 0);
     let good = std::fs::read(d.path().join("good.seen")).unwrap();
     let mut rng = Rng(0xF022);
     let mut tally = [0u64; 3];
@@ -447,7 +429,8 @@ fn corrupted_files_never_crash() {
             2 => &["dedup", "-f", "x.seen", "in.txt"],
             _ => &["build", "--add", "-o", "x.seen", "in.txt"],
         };
-        let o = run(d.path(), args);
+        // A raw command: a run killed by a signal is reported with its case.
+        let o = command(d.path()).args(args).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         let code = o
             .status
@@ -469,8 +452,7 @@ fn corrupted_files_never_crash() {
 #[test]
 fn a_waiting_stream_does_not_block_other_writers() {
     let d = tmp();
-    let mut a = Command::new(bin())
-        .current_dir(d.path())
+    let mut a = command(d.path())
         .args(["dedup", "-f", "f.seen"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -502,7 +484,7 @@ fn a_waiting_stream_does_not_block_other_writers() {
     let (tx, rx) = std::sync::mpsc::channel();
     let dir = d.path().to_path_buf();
     std::thread::spawn(move || {
-        let _ = tx.send(run(&dir, &["dedup", "-f", "f.seen", "b.txt"]));
+        let _ = tx.send(seen(&dir, ["dedup", "-f", "f.seen", "b.txt"]));
     });
     let b = match rx.recv_timeout(std::time::Duration::from_secs(60)) {
         Ok(o) => o,
@@ -511,7 +493,7 @@ fn a_waiting_stream_does_not_block_other_writers() {
             panic!("the second writer waited for the first one's whole run");
         }
     };
-    assert_eq!(b.status.code(), Some(0));
+    assert_eq!(b.code, 0);
     let want_b: String = (0..100).map(|i| format!("b{i}\n")).collect();
     assert_eq!(String::from_utf8_lossy(&b.stdout), want_b);
     // The first writer sees what the second recorded.
@@ -535,25 +517,24 @@ fn dirty_file_counters_are_recounted_from_the_bits() {
     let text: String = (0..5000).map(|i| format!("r{i}\n")).collect();
     write(&d, "in.txt", text.as_bytes());
     write(&d, "empty.txt", b"");
-    let run = |args: &[&str]| run(d.path(), args);
+    let run = |args: &[&str]| seen(d.path(), args);
     let o = run(&[
         "build", "--fixed", "-n", "10000", "-p", "0.01", "-o", "f.seen", "in.txt",
     ]);
-    assert!(o.status.success());
+    assert_eq!(o.code, 0);
     let mut b = std::fs::read(d.path().join("f.seen")).unwrap();
     b[16] |= 1; // dirty
     b[128 + 40..128 + 48].copy_from_slice(&0u64.to_le_bytes()); // layer 0 inserts
     reseal(&mut b);
     write(&d, "f.seen", &b);
     let o = run(&["dedup", "-f", "f.seen", "empty.txt"]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{err}");
+    let err = &o.stderr;
+    assert_eq!(o.code, 0, "{err}");
     assert!(
         err.contains("not closed cleanly") && err.contains("recounts"),
         "{err}"
     );
-    let o = run(&["stats", "--json", "f.seen"]);
-    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let s = run(&["stats", "--json", "f.seen"]).stdout_json();
     assert_eq!(s["clean"], true, "{s}");
     let inserts = s["inserts"].as_f64().unwrap();
     assert!(
@@ -570,17 +551,18 @@ fn verify_names_damaged_segments() {
     let d = tmp();
     let text: String = (0..200_000).map(|i| format!("v{i}\n")).collect();
     write(&d, "in.txt", text.as_bytes());
-    let run = |args: &[&str]| run(d.path(), args);
+    let run = |args: &[&str]| seen(d.path(), args);
     // 1M lines at 1e-3, fixed: about 1.8 MiB of bits, two segments.
     let o = run(&[
         "build", "--fixed", "-n", "1M", "-p", "1e-3", "-o", "f.seen", "in.txt",
     ]);
-    assert!(o.status.success());
+    assert_eq!(o.code, 0);
     let o = run(&["verify", "f.seen"]);
-    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(o.code, 0);
     assert!(
         String::from_utf8_lossy(&o.stdout).contains("ok (header and 2 data segments"),
-        "{o:?}"
+        "{}",
+        o.ctx()
     );
     let good = std::fs::read(d.path().join("f.seen")).unwrap();
     // A flipped bit in the second segment.
@@ -589,56 +571,44 @@ fn verify_names_damaged_segments() {
     write(&d, "bad.seen", &b);
     let o = run(&["verify", "bad.seen"]);
     let out = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert_eq!(o.code, 1, "{out}");
     assert!(
         out.contains("layer 0, bytes 1052672..") && out.contains("(segment 1)"),
         "{out}"
     );
     assert!(!out.contains("segment 0"), "{out}");
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("rebuild"),
-        "{o:?}"
-    );
+    assert!(o.stderr.contains("rebuild"), "{}", o.ctx());
     // A damaged checksum table names the segment too.
     let mut b = good.clone();
     let table = b.len() - 4096;
     b[table] ^= 1;
     write(&d, "table.seen", &b);
     let o = run(&["verify", "table.seen"]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.code, 1);
     assert!(String::from_utf8_lossy(&o.stdout).contains("(segment 0)"));
     // A damaged header: not a usable filter at all.
     let mut b = good.clone();
     b[60] ^= 1;
     write(&d, "header.seen", &b);
     let o = run(&["verify", "header.seen"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("checksum"),
-        "{o:?}"
-    );
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("checksum"), "{}", o.ctx());
     // Checksums follow every writer: growth, --add, dedup -f.
     let o = run(&[
         "build", "-n", "1000", "-p", "1e-3", "-o", "g.seen", "in.txt",
     ]);
-    assert!(o.status.success());
+    assert_eq!(o.code, 0);
     let more: String = (0..50_000).map(|i| format!("w{i}\n")).collect();
     write(&d, "more.txt", more.as_bytes());
-    assert!(
-        run(&["build", "--add", "-o", "g.seen", "more.txt"])
-            .status
-            .success()
-    );
+    assert_eq!(run(&["build", "--add", "-o", "g.seen", "more.txt"]).code, 0);
     let newer: String = (0..50_000).map(|i| format!("x{i}\n")).collect();
     write(&d, "newer.txt", newer.as_bytes());
-    assert!(
-        run(&["dedup", "--commit-every", "5k", "-f", "g.seen", "newer.txt"])
-            .status
-            .success()
+    assert_eq!(
+        run(&["dedup", "--commit-every", "5k", "-f", "g.seen", "newer.txt"]).code,
+        0
     );
     let o = run(&["verify", "g.seen"]);
-    assert_eq!(o.status.code(), Some(0), "{o:?}");
-    let s: serde_json::Value =
-        serde_json::from_slice(&run(&["stats", "--json", "g.seen"]).stdout).unwrap();
+    assert_eq!(o.code, 0, "{}", o.ctx());
+    let s = run(&["stats", "--json", "g.seen"]).stdout_json();
     assert!(s["layers"].as_array().unwrap().len() >= 7, "{s}");
 }

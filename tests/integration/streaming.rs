@@ -3,20 +3,15 @@
 //! while its input is still open, as `grep -q` does. Each wait is bounded, so a
 //! regression fails the test instead of hanging it.
 
+use crate::common::{self, BIN, command, seen, tmp};
 use std::collections::HashSet;
+use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-mod common;
-use common::tmp;
-
 const LIMIT: Duration = Duration::from_secs(60);
-
-fn seen() -> Command {
-    Command::new(assert_cmd::cargo::cargo_bin!("seen"))
-}
 
 /// Reads from `r` until `want` bytes have arrived, on a thread, within LIMIT.
 fn read_exactly(mut r: impl Read + Send + 'static, want: usize) -> Vec<u8> {
@@ -35,7 +30,8 @@ fn read_exactly(mut r: impl Read + Send + 'static, want: usize) -> Vec<u8> {
 
 #[test]
 fn dedup_passes_lines_through_while_input_is_open() {
-    let mut child = seen()
+    let dir = tmp();
+    let mut child = command(dir.path())
         .args(["dedup", "-n", "1000"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -71,7 +67,7 @@ fn dedup_passes_lines_through_while_input_is_open() {
 fn persistent_dedup_streams_too() {
     let dir = tmp();
     let filter = dir.path().join("f.seen");
-    let mut child = seen()
+    let mut child = command(dir.path())
         .args(["dedup", "-n", "1000", "-f"])
         .arg(&filter)
         .stdin(Stdio::piped())
@@ -94,14 +90,20 @@ fn persistent_dedup_streams_too() {
 fn query_quiet_exits_at_first_match_with_input_open() {
     let dir = tmp();
     let filter = dir.path().join("f.seen");
-    let status = seen()
-        .args(["build", "-n", "100", "-o"])
-        .arg(&filter)
-        .arg(common::write(&dir, "in.txt", b"present\n"))
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let mut child = seen()
+    let input = common::write(&dir, "in.txt", b"present\n");
+    let built = seen(
+        dir.path(),
+        [
+            OsStr::new("build"),
+            OsStr::new("-n"),
+            OsStr::new("100"),
+            OsStr::new("-o"),
+            filter.as_os_str(),
+            input.as_os_str(),
+        ],
+    );
+    assert_eq!(built.code, 0, "{}", built.ctx());
+    let mut child = command(dir.path())
         .args(["query", "-q"])
         .arg(&filter)
         .stdin(Stdio::piped())
@@ -147,26 +149,27 @@ fn named_pipe_input_is_not_opened_twice() {
             }
         })
     };
-    let out = seen().arg("dedup").arg(&fifo).output().unwrap();
+    let out = seen(dir.path(), [OsStr::new("dedup"), fifo.as_os_str()]);
     writer
         .join()
         .expect("the writer was cut off (SIGPIPE/EPIPE)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.stdout.iter().filter(|&&b| b == b'\n').count(), 20_000);
 
     // No writer here: build --fixed must fail at once, naming the pipe, without opening it.
-    let out = seen()
-        .args(["build", "--fixed", "-o"])
-        .arg(dir.path().join("f.seen"))
-        .arg(&fifo)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let filter = dir.path().join("f.seen");
+    let out = seen(
+        dir.path(),
+        [
+            OsStr::new("build"),
+            OsStr::new("--fixed"),
+            OsStr::new("-o"),
+            filter.as_os_str(),
+            fifo.as_os_str(),
+        ],
+    );
+    assert_eq!(out.code, 2);
+    let err = &out.stderr;
     assert!(
         err.contains("cannot be counted") && err.contains("-n"),
         "{err}"
@@ -180,12 +183,10 @@ fn named_pipe_input_is_not_opened_twice() {
 fn filter_too_large_for_the_disk_is_an_error() {
     let dir = tmp();
     common::write(&dir, "in.txt", b"a\nb\n");
-    let bin = assert_cmd::cargo::cargo_bin!("seen");
     let out = Command::new("bash")
         .arg("-c")
         .arg(format!(
-            "trap '' XFSZ; ulimit -f 100; exec '{}' build -n 10M -o f.seen in.txt",
-            bin.display()
+            "trap '' XFSZ; ulimit -f 100; exec '{BIN}' build -n 10M -o f.seen in.txt"
         ))
         .current_dir(dir.path())
         .output()
@@ -209,13 +210,11 @@ fn growth_past_the_file_size_limit_is_an_error_and_keeps_the_file_valid() {
     let n = 200_000;
     let input: String = (0..n).map(|i| format!("https://x.org/{i}\n")).collect();
     common::write(&dir, "in.txt", input.as_bytes());
-    let bin = assert_cmd::cargo::cargo_bin!("seen");
     let out = Command::new("bash")
         .arg("-c")
         .arg(format!(
-            "trap '' XFSZ; ulimit -f 200; SEEN_CHUNK_BYTES=65536 exec '{}' dedup -n 1000 -p 1e-3 \
-             --commit-every 10k -f g.seen in.txt",
-            bin.display()
+            "trap '' XFSZ; ulimit -f 200; SEEN_CHUNK_BYTES=65536 exec '{BIN}' dedup -n 1000 -p 1e-3 \
+             --commit-every 10k -f g.seen in.txt"
         ))
         .current_dir(dir.path())
         .output()
@@ -228,20 +227,12 @@ fn growth_past_the_file_size_limit_is_an_error_and_keeps_the_file_valid() {
     );
     let first: HashSet<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
     assert!(first.len() > 10_000 && first.len() < n, "{}", first.len());
-    let run = |args: &[&str]| seen().args(args).current_dir(dir.path()).output().unwrap();
+    let run = |args: &[&str]| seen(dir.path(), args);
     let stats = run(&["stats", "--json", "g.seen"]);
-    assert!(
-        stats.status.success(),
-        "{}",
-        String::from_utf8_lossy(&stats.stderr)
-    );
+    assert_eq!(stats.code, 0, "{}", stats.stderr);
     // Without the limit the same filter grows on.
     let again = run(&["dedup", "-f", "g.seen", "in.txt"]);
-    assert!(
-        again.status.success(),
-        "{}",
-        String::from_utf8_lossy(&again.stderr)
-    );
+    assert_eq!(again.code, 0, "{}", again.stderr);
     let again = String::from_utf8_lossy(&again.stdout).into_owned();
     let union: HashSet<&str> = first.iter().copied().chain(again.lines()).collect();
     // Lost = neither printed: only false positives (p = 1e-3: ~200 expected).

@@ -10,8 +10,7 @@ use serde_json::Value;
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 
-mod common;
-use common::{Rng, Run, seen, seen_env, seen_io, tmp, write};
+use crate::common::{Rng, Run, seen, seen_env, seen_io, stats_json_quiet, tmp, write};
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -35,12 +34,6 @@ fn text(lines: &[&str]) -> Vec<u8> {
         .iter()
         .flat_map(|l| format!("{l}\n").into_bytes())
         .collect()
-}
-
-fn stats_json(dir: &Path, filter: &str) -> Value {
-    let r = seen(dir, ["stats", "--json", filter]);
-    r.ok();
-    serde_json::from_slice(&r.stdout).unwrap_or_else(|e| panic!("bad JSON: {e}\n{}", r.ctx()))
 }
 
 /// The names of a JSON object's members.
@@ -842,7 +835,7 @@ fn build_records_keys_and_query_uses_them() {
 #[test]
 fn stats_shows_recorded_keys() {
     let d = people_filter();
-    let s = stats_json(d.path(), "f.seen");
+    let s = stats_json_quiet(d.path(), "f.seen");
     assert_eq!(s["keys"], "field 2 (','-separated)", "{s}");
     assert_eq!(s["key_flags"], "-k 2 -t ','", "{s}");
     let human = seen(d.path(), ["stats", "f.seen"]);
@@ -884,7 +877,7 @@ fn stats_shows_recorded_keys() {
         args.extend_from_slice(flags);
         args.push("e.txt");
         seen(d.path(), &args).ok();
-        let s = stats_json(d.path(), "g.seen");
+        let s = stats_json_quiet(d.path(), "g.seen");
         assert_eq!(s["keys"], keys, "{flags:?}: {s}");
         assert_eq!(s["key_flags"], key_flags, "{flags:?}: {s}");
         // The flags shown give the same filter keys again.
@@ -895,7 +888,7 @@ fn stats_shows_recorded_keys() {
         args.extend(shown.split(' ').map(String::from));
         args.push("e.txt".into());
         seen(d.path(), &args).ok();
-        assert_eq!(stats_json(d.path(), "h.seen")["key_flags"], key_flags);
+        assert_eq!(stats_json_quiet(d.path(), "h.seen")["key_flags"], key_flags);
     }
 }
 
@@ -918,7 +911,10 @@ fn dedup_with_filter_uses_recorded_keys() {
     seen(d.path(), ["query", "f.seen", "0,frank"])
         .ok()
         .stdout(b"0,frank\n");
-    assert_eq!(stats_json(d.path(), "f.seen")["key_flags"], "-k 2 -t ','");
+    assert_eq!(
+        stats_json_quiet(d.path(), "f.seen")["key_flags"],
+        "-k 2 -t ','"
+    );
 }
 
 #[test]
@@ -934,7 +930,7 @@ fn dedup_records_keys_in_a_new_filter() {
     .ok()
     .stdout(b"1,A\n3,b\n");
     assert_eq!(
-        stats_json(d.path(), "n.seen")["key_flags"],
+        stats_json_quiet(d.path(), "n.seen")["key_flags"],
         "-k 2 -t ',' --ignore-case"
     );
     // The next run needs no flags.
@@ -980,7 +976,10 @@ fn other_key_flags_warn_and_are_used() {
         .stderr_has("-k 2 -t ','")
         .stderr_has("-k 1 -t ','");
     // The recorded keys did not change.
-    assert_eq!(stats_json(d.path(), "f.seen")["key_flags"], "-k 2 -t ','");
+    assert_eq!(
+        stats_json_quiet(d.path(), "f.seen")["key_flags"],
+        "-k 2 -t ','"
+    );
     // build --add too.
     write(&d, "ids.csv", b"gus,1\n");
     seen(
@@ -1063,7 +1062,10 @@ fn raw_keys_hash_whole_records() {
     )
     .ok()
     .stdout(b"a,1\nb,1\n");
-    assert_eq!(stats_json(d.path(), "r.seen")["key_flags"], "--raw-keys");
+    assert_eq!(
+        stats_json_quiet(d.path(), "r.seen")["key_flags"],
+        "--raw-keys"
+    );
 }
 
 // ---------------------------------------------------------------------------

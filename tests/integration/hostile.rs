@@ -4,17 +4,11 @@
 //! private mount namespace (via `unshare -m`); each test says it is skipped,
 //! and passes, where the machine does not allow that (not root, no util-linux).
 
-mod common;
-
-use common::tmp;
+use crate::common::{BIN, seen, stderr, tmp};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_seen")
-}
 
 fn is_root() -> bool {
     Command::new("id")
@@ -26,7 +20,7 @@ fn is_root() -> bool {
 /// Runs `seen ARGS` in `dir` as user `nobody`.
 fn as_nobody(dir: &Path, args: &[&str]) -> Output {
     Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", bin()])
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
         .args(args)
         .current_dir(dir)
         .output()
@@ -36,16 +30,8 @@ fn as_nobody(dir: &Path, args: &[&str]) -> Output {
 /// Writes `in.txt` (two lines) in `dir` and builds `f.seen` from it, as root.
 fn build_filter(dir: &Path) {
     fs::write(dir.join("in.txt"), b"a\nb\n").unwrap();
-    let built = Command::new(bin())
-        .args(["build", "-o", "f.seen", "in.txt"])
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{built:?}");
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    let built = seen(dir, ["build", "-o", "f.seen", "in.txt"]);
+    assert_eq!(built.code, 0, "{}", built.ctx());
 }
 
 fn chmod(path: &Path, mode: u32) {
@@ -144,7 +130,7 @@ fn read_only_filesystem() {
             '{bin}' $c > out 2> err
             echo \"$c => $? $(head -c 300 err | tr '\\n' ' ')\"
         done",
-        bin = bin()
+        bin = BIN
     );
     let o = Command::new("unshare")
         .args(["-m", "sh", "-c", &script])

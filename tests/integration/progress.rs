@@ -3,14 +3,8 @@
 //! suppressed by `-q`. `SEEN_PROGRESS_DELAY_MS=0` shows it from the first
 //! moment, so these runs need not last a second to be tested.
 
-mod common;
-
-use common::{tmp, write};
+use crate::common::{BIN, Run, seen, seen_env, tmp, write};
 use std::process::Command;
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_seen")
-}
 
 fn input(lines: usize) -> Vec<u8> {
     (0..lines)
@@ -19,13 +13,8 @@ fn input(lines: usize) -> Vec<u8> {
 }
 
 /// Runs `seen ARGS` with stderr piped (not a terminal).
-fn piped(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
-    Command::new(bin())
-        .args(args)
-        .current_dir(dir)
-        .env("SEEN_PROGRESS_DELAY_MS", "0")
-        .output()
-        .unwrap()
+fn piped(dir: &std::path::Path, args: &[&str]) -> Run {
+    seen_env(dir, &[("SEEN_PROGRESS_DELAY_MS", "0")], args, b"")
 }
 
 #[test]
@@ -40,8 +29,8 @@ fn no_progress_when_stderr_is_not_a_terminal() {
         &["query", "f.seen", "-f", "in.txt"],
     ] {
         let r = piped(d.path(), args);
-        assert!(r.status.success(), "{args:?}: {r:?}");
-        assert!(r.stderr.is_empty(), "{args:?} wrote to stderr: {r:?}");
+        assert_eq!(r.code, 0, "{args:?}: {}", r.ctx());
+        assert!(r.stderr.is_empty(), "{args:?} wrote to stderr: {}", r.ctx());
     }
 }
 
@@ -50,8 +39,8 @@ fn progress_flag_forces_plain_lines_and_quiet_suppresses_it() {
     let d = tmp();
     write(&d, "in.txt", &input(5000));
     let r = piped(d.path(), &["dedup", "--progress", "in.txt"]);
-    let err = String::from_utf8_lossy(&r.stderr);
-    assert!(r.status.success(), "{r:?}");
+    let err = &r.stderr;
+    assert_eq!(r.code, 0, "{}", r.ctx());
     // Plain text for a log: no cursor movement, no carriage returns.
     assert!(err.starts_with("seen: "), "{err}");
     assert!(err.contains("lines"), "{err}");
@@ -60,14 +49,14 @@ fn progress_flag_forces_plain_lines_and_quiet_suppresses_it() {
     assert_eq!(r.stdout, piped(d.path(), &["dedup", "in.txt"]).stdout);
 
     let r = piped(d.path(), &["build", "--progress", "-o", "f.seen", "in.txt"]);
-    assert!(String::from_utf8_lossy(&r.stderr).contains("seen: "));
+    assert!(r.stderr.contains("seen: "));
     let r = piped(d.path(), &["stats", "--progress", "f.seen"]);
-    assert!(String::from_utf8_lossy(&r.stderr).starts_with("seen: "));
+    assert!(r.stderr.starts_with("seen: "));
 
     let r = piped(d.path(), &["dedup", "-q", "in.txt"]);
-    assert!(r.status.success() && r.stderr.is_empty(), "{r:?}");
+    assert!(r.code == 0 && r.stderr.is_empty(), "{}", r.ctx());
     let r = piped(d.path(), &["dedup", "-q", "--progress", "in.txt"]);
-    assert_eq!(r.status.code(), Some(2), "-q and --progress conflict");
+    assert_eq!(r.code, 2, "-q and --progress conflict");
 }
 
 /// Runs `cmd` under `script` (stdin, stdout and stderr a pseudo-terminal) in
@@ -95,7 +84,7 @@ fn bar_is_drawn_under_a_pseudo_terminal() {
     let d = tmp();
     write(&d, "in.txt", &input(20_000));
     // Under `script`, stderr is a pseudo-terminal; stdout goes to a file.
-    let t = under_script(d.path(), &format!("'{}' dedup in.txt > out.txt", bin()));
+    let t = under_script(d.path(), &format!("'{BIN}' dedup in.txt > out.txt"));
     // The bar: bytes of the file, percent and the line count, then cleared.
     assert!(t.contains("MiB") || t.contains("KiB"), "{t:?}");
     assert!(t.contains('%') && t.contains("lines"), "{t:?}");
@@ -107,17 +96,13 @@ fn bar_is_drawn_under_a_pseudo_terminal() {
     assert_eq!(out, input(700));
 
     // Lines printed to the terminal show progress themselves: no bar then.
-    let t = under_script(d.path(), &format!("'{}' dedup in.txt", bin()));
+    let t = under_script(d.path(), &format!("'{BIN}' dedup in.txt"));
     assert!(t.contains("https://example.com/699"), "{t:?}");
     assert!(!t.contains("lines") && !t.contains("ETA"), "{t:?}");
     // stats prints its table after the bits are counted: the bar shows.
-    let r = Command::new(bin())
-        .args(["build", "-o", "f.seen", "in.txt"])
-        .current_dir(d.path())
-        .output()
-        .unwrap();
-    assert!(r.status.success(), "{r:?}");
-    let t = under_script(d.path(), &format!("'{}' stats f.seen", bin()));
+    let r = seen(d.path(), ["build", "-o", "f.seen", "in.txt"]);
+    assert_eq!(r.code, 0, "{}", r.ctx());
+    let t = under_script(d.path(), &format!("'{BIN}' stats f.seen"));
     assert!(t.contains("ETA") && t.contains("fill"), "{t:?}");
 
     // A warning printed during the run goes above the bar, on a line of its
@@ -128,7 +113,7 @@ fn bar_is_drawn_under_a_pseudo_terminal() {
     write(&d, "seq.txt", &seq);
     let t = under_script(
         d.path(),
-        &format!("'{}' build --fixed -n 1000 -o w.seen seq.txt", bin()),
+        &format!("'{BIN}' build --fixed -n 1000 -o w.seen seq.txt"),
     );
     let at = t
         .find("seen: warning")
@@ -140,6 +125,6 @@ fn bar_is_drawn_under_a_pseudo_terminal() {
     );
 
     // -q: nothing but the command's own output in the transcript.
-    let t = under_script(d.path(), &format!("'{}' dedup -q in.txt > out.txt", bin()));
+    let t = under_script(d.path(), &format!("'{BIN}' dedup -q in.txt > out.txt"));
     assert!(!t.contains("lines"), "{t:?}");
 }

@@ -4,33 +4,19 @@
 //! line is held whole. `SEEN_LONG_RECORD_BYTES` and `SEEN_CHUNK_BYTES` shrink
 //! the thresholds so small inputs exercise every boundary.
 
-mod common;
-
-use common::{Rng, tmp, write};
+use crate::common::{BIN, Rng, Run, seen_env, tmp, write};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_seen")
-}
-
-fn run(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
-    let o = Command::new(bin())
-        .args(args)
-        .current_dir(dir)
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
-    assert!(
-        o.status.code().is_some_and(|c| c < 2),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+/// Runs `seen ARGS` in `dir` under `env`; asserts exit 0 or 1.
+fn run(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Run {
+    let o = seen_env(dir, env, args, b"");
+    assert!(o.code < 2, "{args:?}: {}", o.stderr);
     o
 }
 
 /// Records of lengths from 0 to 5,000 bytes (most short), in random order.
-fn records(rng: &mut Rng, n: usize) -> Vec<Vec<u8>> {
+fn random_records(rng: &mut Rng, n: usize) -> Vec<Vec<u8>> {
     (0..n)
         .map(|i| {
             let len = match rng.below(4) {
@@ -53,7 +39,7 @@ const SMALL: [(&str, &str); 2] = [
 fn streamed_long_lines_hash_as_whole_ones() {
     let d = tmp();
     let mut rng = Rng(20261130);
-    let recs = records(&mut rng, 600);
+    let recs = random_records(&mut rng, 600);
     // Two files; the second ends with a long record and no terminator.
     let (a, b) = recs.split_at(300);
     let join =
@@ -119,7 +105,7 @@ fn streamed_long_lines_hash_as_whole_ones() {
         &SMALL,
         &["query", "-q", "whole.seen", "-f", "all.txt"],
     );
-    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(o.code, 0);
 }
 
 /// Whether GNU time is there to measure peak RSS (tests say when they skip).
@@ -135,7 +121,7 @@ fn gnu_time() -> bool {
 /// its peak RSS in KiB.
 fn peak_rss_kib(dir: &Path, args: &[&str]) -> u64 {
     let o = Command::new("/usr/bin/time")
-        .args(["-f", "%M", bin()])
+        .args(["-f", "%M", BIN])
         .args(args)
         .current_dir(dir)
         .output()
@@ -205,7 +191,7 @@ fn persistent_dedup_to_a_file_bounds_waiting_keys() {
     write(&d, "in.txt", text.as_bytes());
     let out = std::fs::File::create(d.path().join("out.txt")).unwrap();
     let o = Command::new("/usr/bin/time")
-        .args(["-f", "%M", bin()])
+        .args(["-f", "%M", BIN])
         .args([
             "dedup",
             "-f",

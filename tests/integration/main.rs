@@ -1,0 +1,27 @@
+//! The integration tests, compiled as one test binary (as ripgrep does):
+//! one link of the test harness instead of one per file, and the helpers
+//! in `common` compiled once. Each file is a module, so a test's name
+//! starts with its file's: run one file's tests, or one test, with
+//!
+//! ```text
+//! cargo test --test integration crash::
+//! cargo test --test integration crash::sigkill_at_random_moments_loses_no_line
+//! ```
+//!
+//! `common` is the harness they share: the one way to start the binary,
+//! and the helpers and reference answers, compiled once.
+
+mod common;
+
+mod cli;
+mod crash;
+mod edges;
+mod filter_stats;
+mod generated;
+mod growth;
+mod hostile;
+mod keys;
+mod long_lines;
+mod parallel;
+mod progress;
+mod streaming;
