@@ -5,7 +5,7 @@ use crate::cli::{DEFAULT_CAPACITY, PlanArgs};
 use crate::file::format::HEADER_LEN;
 use crate::filter::BLOCK_BITS;
 use crate::filter::sizing::policy::Asked;
-use crate::filter::sizing::{self, Plan, classic_bits, classic_fpp, classic_k};
+use crate::filter::sizing::{self, Growth, Plan, Spec, classic_bits, classic_fpp, classic_k};
 use anyhow::{Context, Result};
 use indicatif::{HumanBytes, HumanCount};
 use std::io::Write;
@@ -65,119 +65,136 @@ pub fn run(a: PlanArgs) -> Result<ExitCode> {
         ),
     )?;
     match spec.growth {
-        None => {
-            row(&mut out, "layout", layout_text(&first))?;
-            row(
-                &mut out,
-                "size",
-                format!(
-                    "{} ({} bits, {:.2} bits per key)",
-                    HumanBytes(first.layout.bytes()),
-                    HumanCount(first.layout.bits()),
-                    first.bits_per_key()
-                ),
-            )?;
-            row(
-                &mut out,
-                "file size",
-                format!(
-                    "{} bytes (with the {HEADER_LEN}-byte header)",
-                    HumanCount(first.layout.bytes() + HEADER_LEN as u64)
-                ),
-            )?;
-            row(
-                &mut out,
-                "expected fpp",
-                format!("{:.3e} at capacity", first.expected_fpp),
-            )?;
-        }
-        Some(g) => {
-            row(
-                &mut out,
-                "growth",
-                format!(
-                    "x{} capacity per layer, fpp ratio {} per layer",
-                    g.factor, g.ratio
-                ),
-            )?;
-            writeln!(out)?;
-            let head = [
-                "layer",
-                "capacity",
-                "total cap",
-                "layer fpp",
-                "x",
-                "k",
-                "positions",
-                "size",
-                "total size",
-                "vs fixed",
-                "just grown",
-            ];
-            let mut rows = vec![head.map(String::from)];
-            let (mut total_cap, mut total_bits) = (0u64, 0u64);
-            for i in 0..a.layers {
-                let Ok(p) = spec.layer(i) else {
-                    writeln!(
-                        out,
-                        "(layer {i} cannot be sized: it would be too large or its rate too low)"
-                    )?;
-                    break;
-                };
-                let prior_cap = total_cap;
-                total_cap = total_cap.saturating_add(p.capacity);
-                total_bits = total_bits.saturating_add(p.layout.bits());
-                // Space against a fixed filter sized exactly for the keys held:
-                // with every layer full, and just after this layer was added.
-                let vs = |n: u64| {
-                    sizing::plan(n, spec.target_fpp)
-                        .map(|f| format!("{:.2}x", total_bits as f64 / f.layout.bits() as f64))
-                        .unwrap_or_else(|_| "-".into())
-                };
-                rows.push([
-                    i.to_string(),
-                    HumanCount(p.capacity).to_string(),
-                    HumanCount(total_cap).to_string(),
-                    format!("{:.1e}", p.target_fpp),
-                    p.layout.blocks_per_key.to_string(),
-                    p.layout.k.to_string(),
-                    p.layout.scheme.name().to_string(),
-                    HumanBytes(p.layout.bytes()).to_string(),
-                    HumanBytes(total_bits / 8).to_string(),
-                    vs(total_cap),
-                    if i == 0 {
-                        "-".into()
-                    } else {
-                        vs(prior_cap + 1)
-                    },
-                ]);
-            }
-            crate::report::columns(&mut out, &rows)?;
-            writeln!(
-                out,
-                "\nvs fixed: bits of all layers / bits of a fixed filter for `total cap` keys at \
-                 {:.1e};\njust grown: the same when the layer above is full and this one empty.",
-                spec.target_fpp
-            )?;
-        }
+        None => fixed(&mut out, &first)?,
+        Some(g) => growing(&mut out, &spec, g, a.layers)?,
     }
     if a.classic {
-        let n = spec.capacity;
-        let m = classic_bits(n, spec.target_fpp);
-        let k = classic_k(m, n);
-        row(
-            &mut out,
-            "classic filter",
-            format!(
-                "{} bits ({}, {:.2} bits per key), k = {k}, fpp {:.3e} at {} keys (textbook)",
-                HumanCount(m),
-                HumanBytes(m.div_ceil(8)),
-                m as f64 / n as f64,
-                classic_fpp(m, n, k),
-                HumanCount(n)
-            ),
-        )?;
+        classic(&mut out, &spec)?;
     }
     out.flush().context("cannot write output")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The rows of a fixed filter: its one layer's layout, size and rate.
+fn fixed(out: &mut dyn Write, first: &Plan) -> Result<()> {
+    let row = crate::report::field;
+    row(out, "layout", layout_text(first))?;
+    row(
+        out,
+        "size",
+        format!(
+            "{} ({} bits, {:.2} bits per key)",
+            HumanBytes(first.layout.bytes()),
+            HumanCount(first.layout.bits()),
+            first.bits_per_key()
+        ),
+    )?;
+    row(
+        out,
+        "file size",
+        format!(
+            "{} bytes (with the {HEADER_LEN}-byte header)",
+            HumanCount(first.layout.bytes() + HEADER_LEN as u64)
+        ),
+    )?;
+    row(
+        out,
+        "expected fpp",
+        format!("{:.3e} at capacity", first.expected_fpp),
+    )?;
+    Ok(())
+}
+
+/// The rows of a growing filter: its growth rule, then a table of its first
+/// `layers` layers.
+fn growing(out: &mut dyn Write, spec: &Spec, g: Growth, layers: u32) -> Result<()> {
+    let row = crate::report::field;
+    row(
+        out,
+        "growth",
+        format!(
+            "x{} capacity per layer, fpp ratio {} per layer",
+            g.factor, g.ratio
+        ),
+    )?;
+    writeln!(out)?;
+    let head = [
+        "layer",
+        "capacity",
+        "total cap",
+        "layer fpp",
+        "x",
+        "k",
+        "positions",
+        "size",
+        "total size",
+        "vs fixed",
+        "just grown",
+    ];
+    let mut rows = vec![head.map(String::from)];
+    let (mut total_cap, mut total_bits) = (0u64, 0u64);
+    for i in 0..layers {
+        let Ok(p) = spec.layer(i) else {
+            writeln!(
+                out,
+                "(layer {i} cannot be sized: it would be too large or its rate too low)"
+            )?;
+            break;
+        };
+        let prior_cap = total_cap;
+        total_cap = total_cap.saturating_add(p.capacity);
+        total_bits = total_bits.saturating_add(p.layout.bits());
+        // Space against a fixed filter sized exactly for the keys held:
+        // with every layer full, and just after this layer was added.
+        let vs = |n: u64| {
+            sizing::plan(n, spec.target_fpp)
+                .map(|f| format!("{:.2}x", total_bits as f64 / f.layout.bits() as f64))
+                .unwrap_or_else(|_| "-".into())
+        };
+        rows.push([
+            i.to_string(),
+            HumanCount(p.capacity).to_string(),
+            HumanCount(total_cap).to_string(),
+            format!("{:.1e}", p.target_fpp),
+            p.layout.blocks_per_key.to_string(),
+            p.layout.k.to_string(),
+            p.layout.scheme.name().to_string(),
+            HumanBytes(p.layout.bytes()).to_string(),
+            HumanBytes(total_bits / 8).to_string(),
+            vs(total_cap),
+            if i == 0 {
+                "-".into()
+            } else {
+                vs(prior_cap + 1)
+            },
+        ]);
+    }
+    crate::report::columns(out, &rows)?;
+    writeln!(
+        out,
+        "\nvs fixed: bits of all layers / bits of a fixed filter for `total cap` keys at \
+         {:.1e};\njust grown: the same when the layer above is full and this one empty.",
+        spec.target_fpp
+    )?;
+    Ok(())
+}
+
+/// The textbook classic filter for the same capacity and rate (`--classic`).
+fn classic(out: &mut dyn Write, spec: &Spec) -> Result<()> {
+    let n = spec.capacity;
+    let m = classic_bits(n, spec.target_fpp);
+    let k = classic_k(m, n);
+    crate::report::field(
+        out,
+        "classic filter",
+        format!(
+            "{} bits ({}, {:.2} bits per key), k = {k}, fpp {:.3e} at {} keys (textbook)",
+            HumanCount(m),
+            HumanBytes(m.div_ceil(8)),
+            m as f64 / n as f64,
+            classic_fpp(m, n, k),
+            HumanCount(n)
+        ),
+    )?;
+    Ok(())
 }

@@ -279,8 +279,15 @@ fn utc(secs: u64) -> String {
 }
 
 fn table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
+    identity(s, out)?;
+    numbers(s, out)?;
+    writeln!(out)?;
+    layer_table(s, out)
+}
+
+/// What the filter is: file, format, keys, growth rule.
+fn identity(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
     let row = crate::report::field;
-    let count = |x: f64| HumanCount(x.round() as u64).to_string();
     row(out, "file", s.file.clone())?;
     row(
         out,
@@ -315,6 +322,14 @@ fn table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
             None => "fixed (one layer, never grows)".to_string(),
         },
     )?;
+    Ok(())
+}
+
+/// How full it is and what that means: size, capacity, fill, estimates,
+/// headroom, state.
+fn numbers(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
+    let row = crate::report::field;
+    let count = |x: f64| HumanCount(x.round() as u64).to_string();
     row(
         out,
         "size",
@@ -376,7 +391,12 @@ fn table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
             utc(s.updated)
         ),
     )?;
-    writeln!(out)?;
+    Ok(())
+}
+
+/// One row per layer.
+fn layer_table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
+    let count = |x: f64| HumanCount(x.round() as u64).to_string();
     let header = [
         "layer",
         "x",
