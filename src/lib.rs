@@ -2,20 +2,26 @@
 //! memory-mapped file. The binary (`src/main.rs`) is a thin shell over these
 //! modules; the library exists so benchmarks and tests can reach the core.
 //!
-//! Rooms and their arrows, top down (each room uses only those after it):
+//! Rooms on floors, top down: each room uses only rooms on lower floors
+//! (`tests/integration/arrows.rs` checks it; docs/ARCHITECTURE.md draws it).
 //!
-//! - `main`: flags to a command, errors to exit codes; `cli` holds the clap
-//!   definitions, which only `main` and `cmd` read.
-//! - `cmd`: one module per subcommand, wiring inputs, a store and output.
-//! - `file`: the stores (a filter file: mmap, locks, checksums; the in-memory
-//!   filter). Each implements `pipeline::Store`, the port the pipeline owns:
-//!   a new store (Redis, time windows) plugs in there, unseen by the pipeline.
-//! - `pipeline`: reader, parallel hashing, ordered test-and-set, writer.
-//! - `input`: line sources and counting, over `hash`, `scan` and `memory`.
-//! - `filter`: the pure data structure: layout, kernels, sizing, occupancy.
-//! - leaves: `hash`, `keys`, `scan`, `prefetch`, `memory`, `output`,
-//!   `signals`, `units` (flag values; `filter` takes `MIN_FPP` from it), and
-//!   `progress`, a counter that `cmd`, `file`, `input` and `pipeline` advance.
+//! - `main` (the binary): the environment switches read once, flags to a
+//!   command, outcomes to exit codes (no other room exits the process).
+//! - `cmd`: one module per subcommand; `build`, `dedup` and `query` resolve
+//!   their flags into a `job::Job` and give it an output.
+//! - `cli` (clap definitions) and `job`: the config layer, a plan of a run
+//!   and the one function that executes it, over every store as one type.
+//! - `report`: summaries and tables.
+//! - `file`: the stores (a filter file: mmap, locks, checksums; the
+//!   in-memory filter). Each implements `pipeline::Store`, the port the
+//!   pipeline owns: a new store (Redis, time windows) plugs in there.
+//! - `pipeline`: reader, parallel hashing, ordered test-and-set, writer,
+//!   each stage a type; the commit protocol of `dedup -f`.
+//! - `input`: line sources, the chunked reader, counting and sampling.
+//! - `filter`: the pure data structure (layout, kernels, occupancy) and
+//!   `filter::sizing` (the math, and the policy that picks a size).
+//! - leaves: `hash`, `keys`, `scan`, `memory`, `output`, `signals`, `units`,
+//!   `progress`; below them `prefetch` and `tuning` (the switches).
 //!
 //! `unsafe` lives in `file` and `input` (memory mappings), `filter` (SIMD
 //! kernels), `prefetch`, `scan` (prefetches), `signals`, `memory` (malloc
@@ -32,10 +38,10 @@ pub mod keys;
 pub mod memory;
 pub mod output;
 pub mod pipeline;
-pub mod prefetch;
-pub mod progress;
-pub mod report;
-pub mod scan;
+pub(crate) mod prefetch;
+pub(crate) mod progress;
+pub(crate) mod report;
+pub(crate) mod scan;
 pub mod signals;
 pub mod tuning;
-pub mod units;
+pub(crate) mod units;

@@ -17,7 +17,7 @@ use crate::pipeline::Options;
 use anyhow::Result;
 
 /// Pipeline options from `-z`, `-j` and `--no-mmap`.
-pub fn options(r: RecordArgs) -> Options {
+pub(crate) fn options(r: RecordArgs) -> Options {
     let mut o = Options::new(if r.null { 0 } else { b'\n' }, r.threads.map(usize::from));
     o.mmap = !r.no_mmap;
     o
@@ -28,7 +28,7 @@ pub fn options(r: RecordArgs) -> Options {
 /// # Errors
 /// When a file cannot be opened or read (the message names it: "cannot open
 /// x: ...", "x is a directory").
-pub fn counted(sources: &[Source], opts: &Options) -> Result<Option<u64>> {
+pub(crate) fn counted(sources: &[Source], opts: &Options) -> Result<Option<u64>> {
     count_records(sources, opts.term, opts.threads, opts.mmap)
 }
 
@@ -37,7 +37,7 @@ pub fn counted(sources: &[Source], opts: &Options) -> Result<Option<u64>> {
 ///
 /// # Errors
 /// As [`counted`].
-pub fn measured(sources: &[Source], opts: &Options, sample: bool) -> Result<Measured> {
+pub(crate) fn measured(sources: &[Source], opts: &Options, sample: bool) -> Result<Measured> {
     let records = if sample {
         estimate_records(sources, opts.term, opts.threads, opts.mmap)?
     } else {

@@ -20,8 +20,8 @@
 mod count;
 mod reader;
 
-pub use count::{Records, SAMPLE_MIN_BYTES, count_records, estimate_records};
-pub use reader::{DRAINED, Filled, Reader, Window};
+pub(crate) use count::{Records, count_records, estimate_records};
+pub(crate) use reader::{Filled, Reader, Window};
 
 use anyhow::{Context, Result, bail};
 use memmap2::{Mmap, MmapOptions};
@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 ///
 /// # Errors
 /// When the range cannot be mapped (empty, a file system without mmap).
-pub fn map_input(file: &File, offset: u64, len: usize) -> std::io::Result<Mmap> {
+pub(crate) fn map_input(file: &File, offset: u64, len: usize) -> std::io::Result<Mmap> {
     // SAFETY: the mapping is only read as plain bytes (`&[u8]`) and dropped at
     // the end of its window. Another process appending to the file changes
     // nothing we read; one truncating it during the pass would raise SIGBUS and
@@ -65,7 +65,7 @@ impl Source {
 }
 
 /// Turns the FILE arguments into sources: none, or `-`, means standard input.
-pub fn sources(files: &[PathBuf]) -> Vec<Source> {
+pub(crate) fn sources(files: &[PathBuf]) -> Vec<Source> {
     if files.is_empty() {
         return vec![Source::Stdin];
     }
@@ -114,7 +114,7 @@ pub(crate) fn warn_if_compressed(f: &File, path: &Path) {
 /// The first source that cannot be read twice (standard input, a pipe, a
 /// device), checked without opening anything: opening a named pipe would
 /// connect to, and then cut off, its writer.
-pub fn uncountable(sources: &[Source]) -> Option<String> {
+pub(crate) fn uncountable(sources: &[Source]) -> Option<String> {
     sources
         .iter()
         .find(|s| match s {
@@ -127,7 +127,7 @@ pub fn uncountable(sources: &[Source]) -> Option<String> {
 }
 
 /// Total bytes of the sources when all are regular files (for progress).
-pub fn total_bytes(sources: &[Source]) -> Option<u64> {
+pub(crate) fn total_bytes(sources: &[Source]) -> Option<u64> {
     sources
         .iter()
         .map(|s| match s {

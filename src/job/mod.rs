@@ -19,11 +19,11 @@ use crate::progress::{Progress, Show};
 use crate::report::Summary;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
-pub use stores::Opened;
+pub(crate) use stores::Opened;
 
 /// The plan of one run.
 #[derive(Debug)]
-pub struct Job {
+pub(crate) struct Job {
     /// Where the records come from, in order.
     pub sources: Vec<Source>,
     /// How records are read and hashed; its `keys` are settled by [`execute`].
@@ -45,7 +45,7 @@ pub struct Job {
 
 /// Which store a run uses.
 #[derive(Debug)]
-pub enum Where {
+pub(crate) enum Where {
     /// A filter in memory, gone after the run (`dedup` without `-f`).
     Memory(Layers),
     /// A new filter file that appears at `path`, complete, only when the run
@@ -73,7 +73,7 @@ pub enum Where {
 
 /// How to make a missing filter file that `dedup -f` names.
 #[derive(Debug, Clone, Copy)]
-pub struct NewFile {
+pub(crate) struct NewFile {
     /// Its spec.
     pub spec: Spec,
     /// Its seed.
@@ -112,7 +112,7 @@ pub trait Output: Send {
 }
 
 /// No output: `build` only fills the filter.
-pub struct Nothing;
+pub(crate) struct Nothing;
 
 impl Output for Nothing {
     fn chunk(&mut self, _: &Chunk) -> Result<bool> {
@@ -129,7 +129,7 @@ impl Output for Nothing {
 /// [`Interrupted`](crate::signals::Interrupted). A persistent filter is
 /// committed whatever happened (what was written stays recorded); a new one
 /// appears only when everything went well.
-pub fn execute<O: Output>(job: Job, out: &mut O) -> Result<Counts> {
+pub(crate) fn execute<O: Output>(job: Job, out: &mut O) -> Result<Counts> {
     let mut store = Opened::open(&job.store, job.keys)?;
     let mut opts = job.opts;
     opts.keys = settle_keys(job.keys, store.recorded_keys());
@@ -158,7 +158,7 @@ pub fn execute<O: Output>(job: Job, out: &mut O) -> Result<Counts> {
 /// in the filter file (none for a new or in-memory filter). Asking for other
 /// keys than a file records is allowed (e.g. to query it differently) but
 /// warned about: keys made another way do not match what is in it.
-pub fn settle_keys(asked: Option<KeySpec>, recorded: Option<(KeySpec, &Path)>) -> KeySpec {
+pub(crate) fn settle_keys(asked: Option<KeySpec>, recorded: Option<(KeySpec, &Path)>) -> KeySpec {
     match (asked, recorded) {
         (None, Some((r, _))) => r,
         (None, None) => KeySpec::RAW,

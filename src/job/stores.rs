@@ -11,7 +11,7 @@ use anyhow::{Result, bail};
 use std::path::Path;
 
 /// An open store of any kind.
-pub enum Opened {
+pub(crate) enum Opened {
     /// In memory (`dedup` without `-f`).
     Memory(MemFilter),
     /// A new filter file, not yet at its path; `replace` as in [`Where::Create`].

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 
 /// A run of records inside a chunk, hashed by one task.
 #[derive(Debug, Default)]
-pub struct Piece {
+pub(crate) struct Piece {
     pub(super) start: usize,
     /// End (exclusive, after the terminator) of each record.
     pub(super) ends: Vec<usize>,

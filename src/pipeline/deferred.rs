@@ -234,7 +234,8 @@ impl Deferred {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Chunk, Piece};
+    use super::super::Chunk;
+    use super::super::chunk::Piece;
     use super::*;
     use crate::file::MemFilter;
     use crate::filter::sizing::plan;

@@ -25,7 +25,7 @@ mod deferred;
 mod stages;
 mod store;
 
-pub use chunk::{Chunk, Piece};
+pub use chunk::Chunk;
 pub use deferred::MAX_PENDING_KEYS;
 pub use store::Store;
 
@@ -201,6 +201,7 @@ where
 
 #[cfg(test)]
 mod tests {
+    use super::chunk::Piece;
     use super::*;
     use crate::file::MemFilter;
     use crate::filter::sizing::plan;

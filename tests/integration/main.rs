@@ -13,6 +13,7 @@
 
 mod common;
 
+mod arrows;
 mod cli;
 mod crash;
 mod edges;
