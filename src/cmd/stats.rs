@@ -3,7 +3,7 @@
 use crate::cli::StatsArgs;
 use crate::file::ReadFilter;
 use crate::file::format::{Header, MAX_LAYERS, VERSION_MAJOR};
-use crate::filter::sizing::{classic_bits, classic_k, layer_fpp};
+use crate::filter::sizing::{self, classic_bits, classic_k, layer_fpp};
 use crate::filter::{self, BLOCK_BITS, Layout};
 use crate::progress::Progress;
 use anyhow::{Context, Result};
@@ -187,7 +187,7 @@ pub fn compute(f: &ReadFilter) -> Stats {
         .map(|l| l.capacity)
         .fold(0u64, u64::saturating_add);
     let inserts = h.inserts();
-    let any = |f: fn(&LayerStats) -> f64| 1.0 - layers.iter().map(|l| 1.0 - f(l)).product::<f64>();
+    let any = |f: fn(&LayerStats) -> f64| sizing::any_of(layers.iter().map(f));
     let newest = layers.last().expect("a filter has a layer");
     let can_grow = h.growth.is_some() && h.layers.len() < MAX_LAYERS;
     let growth = h.growth.map(|g| GrowthStats {

@@ -23,6 +23,7 @@ mod growth;
 mod hostile;
 mod keys;
 mod long_lines;
+mod newcomer;
 mod parallel;
 mod progress;
 mod streaming;

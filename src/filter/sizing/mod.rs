@@ -700,10 +700,18 @@ pub fn layer_fpp(layout: &Layout, n: u64) -> f64 {
 /// Compound false-positive rate of layers holding `counts[i]` keys each: the
 /// chance that some layer reports an absent key present.
 pub fn compound_fpp(layers: &[(Layout, u64)]) -> f64 {
-    1.0 - layers
-        .iter()
-        .map(|(l, n)| 1.0 - layer_fpp(l, *n))
-        .product::<f64>()
+    any_of(layers.iter().map(|(l, n)| layer_fpp(l, *n)))
+}
+
+/// The chance that at least one of independent events of these `rates`
+/// happens, `1 − Π (1 − p)`, computed as `−expm1(Σ ln1p(−p))` so that tiny
+/// rates are not lost to cancellation (`1 − (1 − 1e-34)` is 0 in `f64`).
+pub fn any_of(rates: impl IntoIterator<Item = f64>) -> f64 {
+    -rates
+        .into_iter()
+        .map(|p| (-p).ln_1p())
+        .sum::<f64>()
+        .exp_m1()
 }
 
 /// Expected number of new keys wrongly taken for present ones (false positives)
@@ -714,19 +722,21 @@ pub fn compound_fpp(layers: &[(Layout, u64)]) -> f64 {
 /// inserts (trapezoids, 64 per layer; the rate is smooth and increasing).
 pub fn expected_false_positives(layers: &[(Layout, u64, u64)]) -> f64 {
     let mut total = 0.0;
-    let mut older_keep = 1.0;
+    // ln Π_older (1 − f_o), kept as a sum of logs (see `any_of`).
+    let mut older_log_keep = 0.0;
     for (layout, before, after) in layers {
         if after > before {
             let steps = 64u64.min(after - before);
             let width = (after - before) as f64 / steps as f64;
             let at = |j: u64| {
                 let n = *before as f64 + j as f64 * width;
-                1.0 - older_keep * (1.0 - layer_fpp(layout, n.round() as u64))
+                let f = layer_fpp(layout, n.round() as u64);
+                -(older_log_keep + (-f).ln_1p()).exp_m1()
             };
             let inner: f64 = (1..steps).map(at).sum();
             total += width * (inner + (at(0) + at(steps)) / 2.0);
         }
-        older_keep *= 1.0 - layer_fpp(layout, *after);
+        older_log_keep += (-layer_fpp(layout, *after)).ln_1p();
     }
     total
 }
@@ -734,6 +744,20 @@ pub fn expected_false_positives(layers: &[(Layout, u64, u64)]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 21, numbers: rates far below 1e-16 survive being combined
+    /// (`1 − (1 − 1.14e-34)` was 0), and ordinary ones come out as before.
+    #[test]
+    fn combined_rates_keep_tiny_values() {
+        assert_eq!(any_of([1.14e-34]), 1.14e-34);
+        let two = any_of([1e-30, 3e-30]);
+        assert!((two - 4e-30).abs() < 1e-44, "{two}");
+        let usual = any_of([1e-3, 2e-3]);
+        let textbook = 1.0 - (1.0 - 1e-3) * (1.0 - 2e-3);
+        assert!((usual - textbook).abs() < 1e-15, "{usual} vs {textbook}");
+        assert_eq!(any_of([]), 0.0);
+        assert_eq!(any_of([1.0, 0.5]), 1.0);
+    }
 
     /// A growing filter whose first layer's share of -p falls below MIN_FPP
     /// names that, and the -p that would do, instead of an unexplained
