@@ -355,7 +355,9 @@ pub struct QueryArgs {
     #[arg(value_name = "FILTER")]
     pub filter: PathBuf,
 
-    /// Items to look up. Without items, lines are read from --file or standard input.
+    /// Items to look up. Without items, lines are read from --file or standard
+    /// input. An item that names an existing file is still looked up as a
+    /// string (with a note on stderr: the lines of a file are read with --file).
     #[arg(value_name = "ITEM")]
     pub items: Vec<OsString>,
 

@@ -56,6 +56,7 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
         };
         execute(job, &mut v)?;
     } else {
+        note_items_that_are_files(&a.items);
         let filter = Opened::open(&Where::Read(a.filter.clone()), None)?;
         let keys = settle_keys(a.keys.spec(), filter.recorded_keys());
         v.begin(keys);
@@ -92,6 +93,22 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Says when an item names an existing file: `seen query F urls.txt` looks
+/// up the string "urls.txt", which is rarely what was meant. The answer stays
+/// the one for the string.
+fn note_items_that_are_files(items: &[std::ffi::OsString]) {
+    for item in items {
+        let path = std::path::Path::new(item);
+        if path.is_file() {
+            let shown = path.display();
+            eprintln!(
+                "seen: note: `{shown}` was looked up as an item, and it is also a file: \
+                 to look up the lines of the file, pass --file {shown} (or < {shown})"
+            );
+        }
+    }
 }
 
 /// The verdicts of a query, as it prints and counts them.

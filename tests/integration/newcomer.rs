@@ -34,3 +34,24 @@ fn tiny_rates_are_not_rounded_to_zero() {
     let expected = summary["expected_false_positives"].as_f64().unwrap();
     assert!(expected > 0.0 && expected < 1e-20, "{expected}");
 }
+
+/// `seen query F urls.txt` looks up the string "urls.txt": the answer stays
+/// (exit 1, nothing printed), with a note that names `--file`.
+#[test]
+fn an_item_that_is_a_file_gets_a_note() {
+    let dir = tmp();
+    std::fs::write(dir.path().join("urls.txt"), b"https://a.example/\n").unwrap();
+    seen(dir.path(), ["build", "-o", "u.seen", "urls.txt"]).ok();
+    let r = seen(dir.path(), ["query", "u.seen", "urls.txt"]);
+    r.code(1).no_stdout();
+    r.stderr_has("--file urls.txt");
+    r.stderr_has("looked up as an item");
+    // An item that is no file: no note.
+    seen(dir.path(), ["query", "u.seen", "https://a.example/"])
+        .ok()
+        .stdout(b"https://a.example/\n");
+    // Reading the file is what the note suggests, and it finds the line.
+    seen(dir.path(), ["query", "u.seen", "--file", "urls.txt"])
+        .ok()
+        .stdout(b"https://a.example/\n");
+}
