@@ -169,7 +169,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__dedup)
-            opts="-f -n -p -d -z -j -k -t -i -q -h --filter --capacity --fpp --growth --no-grow --fixed --summary --commit-every --json --repeated --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --progress --quiet --help"
+            opts="-f -n -p -d -m -z -j -k -t -i -q -h --filter --capacity --fpp --growth --no-grow --fixed --summary --commit-every --json --repeated --max-count --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --progress --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -204,6 +204,14 @@ _seen() {
                     return 0
                     ;;
                 --commit-every)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-count)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -m)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

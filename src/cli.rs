@@ -2,7 +2,9 @@
 //! comments are the `--help` text, and every flag is documented where it is declared.
 
 use crate::keys::{DEFAULT_DELIMITER, KeySpec, parse_delimiter};
-use crate::units::{Every, parse_count, parse_every, parse_fpp, parse_fraction, parse_seed};
+use crate::units::{
+    Every, parse_count, parse_count_or_zero, parse_every, parse_fpp, parse_fraction, parse_seed,
+};
 use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -438,6 +440,14 @@ pub struct DedupArgs {
     /// Print only the lines that were seen before (each repeat), the inverse of the default.
     #[arg(short = 'd', long = "repeated")]
     pub repeated: bool,
+
+    /// Stop after printing N lines (as `grep -m`). With -f, exactly those N
+    /// are recorded, so `seen dedup -f F -m 1000 < frontier` hands out the
+    /// next 1,000 new lines each run (`| head -1000` cannot: what head left
+    /// unread in the pipe is not known, so the open window is not recorded).
+    /// 0 reads and records nothing.
+    #[arg(short = 'm', long = "max-count", value_name = "N", value_parser = parse_count_or_zero)]
+    pub max_count: Option<u64>,
 
     /// Record format.
     #[command(flatten)]

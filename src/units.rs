@@ -45,6 +45,17 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
     Ok(n)
 }
 
+/// [`parse_count`], and 0 (`-m 0`: nothing).
+///
+/// # Errors
+/// As [`parse_count`].
+pub fn parse_count_or_zero(s: &str) -> Result<u64, String> {
+    match s.trim() {
+        "0" => Ok(0),
+        _ => parse_count(s),
+    }
+}
+
 /// Smallest false-positive probability accepted anywhere (`-p`, a layer's
 /// share of it); `filter::sizing` sizes nothing below it.
 pub const MIN_FPP: f64 = 1e-15;

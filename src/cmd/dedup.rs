@@ -7,7 +7,7 @@ use crate::hash::DEFAULT_SEED;
 use crate::input::{sources, total_bytes};
 use crate::job::{Job, NewFile, Output, Where, execute};
 use crate::output::stdout;
-use crate::pipeline::{Chunk, Commit, Mode};
+use crate::pipeline::{Chunk, Commit, Mode, Taken};
 use crate::units::Every;
 use anyhow::{Context, Result};
 use std::io::{self, IoSlice, Write};
@@ -33,8 +33,17 @@ fn stdout_is_file() -> bool {
 /// Bad arguments, unreadable inputs, a filter that cannot be opened or written,
 /// or a failed write to standard output.
 pub fn run(a: DedupArgs) -> Result<ExitCode> {
-    let repeated = a.repeated;
-    execute(plan(a)?, &mut Printer::new(stdout(), repeated))?;
+    if a.max_count == Some(0) {
+        // Nothing may be printed: nothing is read or recorded.
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (repeated, max) = (a.repeated, a.max_count);
+    let job = plan(a)?;
+    let mut printer = Printer::new(stdout(), repeated);
+    if let Some(m) = max {
+        printer = printer.at_most(m, job.opts.term);
+    }
+    execute(job, &mut printer)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -125,6 +134,8 @@ pub struct Printer<W> {
     out: W,
     repeated: bool,
     written: u64,
+    /// `-m`: the most records to print, and their terminator.
+    max: Option<(u64, u8)>,
 }
 
 impl<W: Write + Send> Printer<W> {
@@ -134,19 +145,42 @@ impl<W: Write + Send> Printer<W> {
             out,
             repeated,
             written: 0,
+            max: None,
+        }
+    }
+
+    /// Prints at most `max` records (ended by `term`), then stops the run.
+    pub fn at_most(self, max: u64, term: u8) -> Self {
+        Printer {
+            max: Some((max, term)),
+            ..self
         }
     }
 }
 
 impl<W: Write + Send> Output for Printer<W> {
-    fn chunk(&mut self, c: &Chunk) -> Result<bool> {
+    fn chunk(&mut self, c: &Chunk) -> Result<Taken> {
         // The runs of printed records go out as they lie in the chunk, many per
         // vectored write, with no copy through a user-space buffer; when they
         // are short (lines alternating new and seen), one iovec per line costs
         // the kernel more than copying them into the buffer does.
         let (mut runs, mut bytes) = (Vec::new(), 0);
+        let before = self.written;
         let written = &mut self.written;
-        c.for_each_run(self.repeated, |run, n| {
+        // Records that may still be printed (-m).
+        let mut room = self.max.map_or(u64::MAX, |(m, _)| m - before);
+        let term = self.max.map_or(b'\n', |(_, t)| t);
+        c.for_each_run(self.repeated, |mut run, mut n| {
+            if n > room {
+                if room == 0 {
+                    return Ok(());
+                }
+                // The first `room` records of the run.
+                let last = memchr::memchr_iter(term, run).nth(room as usize - 1);
+                run = &run[..last.expect("a run holds n records") + 1];
+                n = room;
+            }
+            room -= n;
             *written += n;
             bytes += run.len();
             runs.push(IoSlice::new(run));
@@ -162,7 +196,16 @@ impl<W: Write + Send> Output for Printer<W> {
         // Every chunk goes to the kernel before the next: a deferred pipeline
         // records it only then, and a signal ends the run after it.
         out.flush().context("cannot write output")?;
-        Ok(true)
+        if room == 0 {
+            // -m reached: only the new records printed are recorded.
+            let new = if self.repeated {
+                0
+            } else {
+                self.written - before
+            };
+            return Ok(Taken::Stop { new: new as usize });
+        }
+        Ok(Taken::All)
     }
 
     fn finish(&mut self) -> Result<()> {

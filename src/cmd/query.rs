@@ -7,7 +7,7 @@ use crate::input::{Source, sources};
 use crate::job::{Job, Opened, Output, Where, execute, settle_keys};
 use crate::keys::{KeySpec, Keyer};
 use crate::output::stdout;
-use crate::pipeline::{Chunk, Mode, Store};
+use crate::pipeline::{Chunk, Mode, Store, Taken};
 use crate::progress::Show;
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -161,14 +161,14 @@ impl<W: Write + Send> Output for Verdicts<W> {
         self.keyer = (self.json && !keys.is_raw()).then(|| Keyer::new(keys));
     }
 
-    fn chunk(&mut self, c: &Chunk) -> Result<bool> {
+    fn chunk(&mut self, c: &Chunk) -> Result<Taken> {
         if !self.print && !self.json && !self.stop_early {
             // Counts, or the status after every line (-q -a): no record is
             // looked at.
             let (n, hits) = c.count(!self.invert);
             self.total += n;
             self.selected += hits;
-            return Ok(true);
+            return Ok(Taken::All);
         }
         let mut go_on = true;
         let mut result = Ok(());
@@ -185,12 +185,12 @@ impl<W: Write + Send> Output for Verdicts<W> {
             // `-q` found a match: the answer is known. Stop now, as grep
             // does: the run returns without waiting for a producer that
             // may never close.
-            return Ok(false);
+            return Ok(Taken::Stop { new: 0 });
         }
         if c.wants_flush() {
             self.out.flush().context("cannot write output")?;
         }
-        Ok(true)
+        Ok(Taken::All)
     }
 }
 

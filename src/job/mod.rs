@@ -14,7 +14,7 @@ use crate::filter::sizing::Spec;
 use crate::filter::sizing::policy::Layers;
 use crate::input::{Source, total_bytes};
 use crate::keys::KeySpec;
-use crate::pipeline::{self, Chunk, Counts, Mode, Options};
+use crate::pipeline::{self, Chunk, Counts, Mode, Options, Taken};
 use crate::progress::{Progress, Show};
 use crate::report::Summary;
 use anyhow::Result;
@@ -84,13 +84,13 @@ pub(crate) struct NewFile {
 
 /// Where a run's verdicts go: the command's sink.
 pub trait Output: Send {
-    /// Takes a chunk, in input order, on the writer thread; `false` stops
-    /// the run. In [`Mode::Deferred`] the chunk's output must have been handed
-    /// to the kernel when this returns.
+    /// Takes a chunk, in input order, on the writer thread; [`Taken::Stop`]
+    /// ends the run. In [`Mode::Deferred`] the chunk's output must have been
+    /// handed to the kernel when this returns.
     ///
     /// # Errors
     /// A failed write (a closed stdout is `BrokenPipe`).
-    fn chunk(&mut self, chunk: &Chunk) -> Result<bool>;
+    fn chunk(&mut self, chunk: &Chunk) -> Result<Taken>;
 
     /// Called once the keys of the run are settled, before the first chunk.
     fn begin(&mut self, keys: KeySpec) {
@@ -115,8 +115,8 @@ pub trait Output: Send {
 pub(crate) struct Nothing;
 
 impl Output for Nothing {
-    fn chunk(&mut self, _: &Chunk) -> Result<bool> {
-        Ok(true)
+    fn chunk(&mut self, _: &Chunk) -> Result<Taken> {
+        Ok(Taken::All)
     }
 }
 

@@ -137,11 +137,26 @@ pub struct Commit {
     pub sync_output: bool,
 }
 
+/// What a sink did with a chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Taken {
+    /// All of it: go on.
+    All,
+    /// Enough (`query -q`'s answer, `dedup -m`'s count): stop the run after
+    /// this chunk, of whose records judged new only the first `new` were
+    /// written; in [`Mode::Deferred`] only those are recorded.
+    Stop {
+        /// Records judged new that were written, a prefix of the chunk's.
+        new: usize,
+    },
+}
+
 /// How often the inserter looks for a signal while waiting for input.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
 /// Runs the three stages over `sources`. `sink` sees every chunk in input order
-/// on the writer thread and returns `false` to stop early (e.g. `query -q`); in
+/// on the writer thread and returns [`Taken::Stop`] to stop early (e.g.
+/// `query -q`); in
 /// [`Mode::Deferred`], when it returns the chunk's output must have been handed
 /// to the kernel (flushed).
 ///
@@ -165,7 +180,7 @@ pub fn run<B, S>(
 ) -> Result<Counts>
 where
     B: Store,
-    S: FnMut(&Chunk) -> Result<bool> + Send,
+    S: FnMut(&Chunk) -> Result<Taken> + Send,
 {
     let seed = filter.seed();
     if mode != Mode::Lookup {
@@ -231,7 +246,7 @@ mod tests {
                     out.extend_from_slice(r);
                     Ok(())
                 })?;
-                Ok(true)
+                Ok(Taken::All)
             },
         )
         .unwrap();

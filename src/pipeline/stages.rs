@@ -3,7 +3,7 @@
 //! the writer (a scoped thread that hands each chunk to the sink).
 
 use super::deferred::Deferred;
-use super::{Chunk, Counts, MIN_PIECE_BYTES, Mode, Options, SIGNAL_POLL, Store};
+use super::{Chunk, Counts, MIN_PIECE_BYTES, Mode, Options, SIGNAL_POLL, Store, Taken};
 use crate::hash::Hash128;
 use crate::input::{Reader, Source};
 use anyhow::{Context, Result, anyhow};
@@ -140,7 +140,7 @@ impl<'scope> WriterStage<'scope> {
         stopped: &'env AtomicBool,
     ) -> Result<WriterStage<'scope>>
     where
-        S: FnMut(&Chunk) -> Result<bool> + Send + 'scope,
+        S: FnMut(&Chunk) -> Result<Taken> + Send + 'scope,
     {
         let (chunks, from_inserter) = sync_channel::<Chunk>(1);
         let thread = std::thread::Builder::new()
@@ -148,11 +148,16 @@ impl<'scope> WriterStage<'scope> {
             .spawn_scoped(scope, move || -> Result<()> {
                 let write = || -> Result<()> {
                     for mut chunk in from_inserter {
-                        if !sink(&chunk)? {
-                            return Ok(());
-                        }
+                        let taken = sink(&chunk)?;
                         if let Some(ack) = &acks {
-                            let _ = ack.send(std::mem::take(&mut chunk.new_keys));
+                            let mut keys = std::mem::take(&mut chunk.new_keys);
+                            if let Taken::Stop { new } = taken {
+                                keys.truncate(new);
+                            }
+                            let _ = ack.send(keys);
+                        }
+                        if taken != Taken::All {
+                            return Ok(());
                         }
                         // Unmap a window now: only a few stay mapped at a time.
                         chunk.mapped = None;

@@ -1,6 +1,6 @@
 //! Issue 21: the surprises a first-time user hit, one test each.
 
-use crate::common::{numbered, seen, seen_io, stats_json, tmp};
+use crate::common::{numbered, records, reference, seen, seen_env, seen_io, stats_json, tmp};
 
 /// A filter far under its capacity has a tiny but non-zero false-positive
 /// rate: `stats` and `--summary` must not round it to 0 by computing
@@ -54,4 +54,65 @@ fn an_item_that_is_a_file_gets_a_note() {
     seen(dir.path(), ["query", "u.seen", "--file", "urls.txt"])
         .ok()
         .stdout(b"https://a.example/\n");
+}
+
+/// `dedup -f F -m N` hands out the next N new lines each run and records
+/// exactly those, whatever the chunking: three runs over a frontier of 2,500
+/// lines (with repeats) print awk's output in three consecutive slices, and a
+/// fourth prints nothing.
+#[test]
+fn max_count_hands_out_the_next_lines_each_run() {
+    let dir = tmp();
+    let mut frontier = Vec::new();
+    for i in 0..2_500u32 {
+        // Every fifth line repeats an earlier one.
+        let n = if i % 5 == 4 { i / 2 } else { i };
+        frontier.extend_from_slice(format!("https://c.example/{n}\n").as_bytes());
+    }
+    std::fs::write(dir.path().join("frontier"), &frontier).unwrap();
+    let want = reference(&frontier, b'\n', false);
+    let want: Vec<&[u8]> = records(&want, b'\n');
+    for chunk in ["4096", "1000000"] {
+        let f = format!("f{chunk}.seen");
+        let mut got: Vec<Vec<u8>> = Vec::new();
+        for run in 0..4 {
+            let r = seen_env(
+                dir.path(),
+                &[("SEEN_CHUNK_BYTES", chunk)],
+                ["dedup", "-f", &f, "-n", "10k", "-m", "900", "frontier"],
+                b"",
+            );
+            r.code(0);
+            let lines = r.lines();
+            let expect = want.len().saturating_sub(900 * run).min(900);
+            assert_eq!(lines.len(), expect, "run {run}, chunk {chunk}");
+            got.extend(lines.into_iter().map(|l| l.into_bytes()));
+        }
+        let want: Vec<Vec<u8>> = want.iter().map(|l| l.to_vec()).collect();
+        assert!(
+            got == want,
+            "chunk {chunk}: the runs together are awk's output"
+        );
+    }
+}
+
+/// `-m` without a filter stops after N printed lines; with `-d` it counts
+/// the repeats printed; `-m 0` reads, prints and creates nothing.
+#[test]
+fn max_count_stops_printing() {
+    let dir = tmp();
+    seen_io(dir.path(), ["dedup", "-m", "3"], b"a\nb\na\nc\nd\ne\n")
+        .ok()
+        .stdout(b"a\nb\nc\n");
+    seen_io(
+        dir.path(),
+        ["dedup", "-d", "-m", "2"],
+        b"a\na\nb\nb\na\nc\nc\n",
+    )
+    .ok()
+    .stdout(b"a\nb\n");
+    seen_io(dir.path(), ["dedup", "-m", "0", "-f", "none.seen"], b"a\n")
+        .ok()
+        .no_stdout();
+    assert!(!dir.path().join("none.seen").exists());
 }
