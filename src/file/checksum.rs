@@ -94,3 +94,70 @@ impl Stale {
         Ok(())
     }
 }
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use crate::file::{NewFilter, ReadFilter, WriteFilter};
+    use crate::filter::sizing::{self, Spec};
+    use crate::keys::KeySpec;
+    use crate::pipeline::Store;
+
+    /// Every stored checksum of `path` is the checksum of its segment's bits.
+    fn assert_checksums_match(path: &Path) {
+        let r = ReadFilter::open(path).unwrap();
+        for (i, l) in r.header().layers.iter().enumerate() {
+            let sums = r.checksums(i).unwrap();
+            assert_eq!(sums.len() as u64, l.segments());
+            for (s, sum) in sums.iter().enumerate() {
+                let bits = &r.layer_bits(i)[l.segment(s as u64)];
+                assert_eq!(
+                    *sum,
+                    format::segment_checksum(bits),
+                    "layer {i} segment {s}"
+                );
+            }
+        }
+    }
+
+    /// Segments no key touched in a layer made by this process get the
+    /// checksum of zero bytes without their bits being read: it must be the
+    /// one the bits give, for whole segments and a shorter last one, in a
+    /// first layer and in one added by growth, after `finish` and after a
+    /// reopened writer's commit.
+    #[test]
+    fn untouched_segments_get_the_checksum_of_their_zero_bits() {
+        let spec = Spec {
+            capacity: 700_000,
+            target_fpp: 1e-6,
+            growth: Some(sizing::Growth::new(2)),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.seen");
+        let mut new = NewFilter::create(&path, &spec, 7, KeySpec::RAW).unwrap();
+        let l = new.header().layers[0];
+        assert!(l.segments() >= 3, "several segments: {}", l.segments());
+        assert!(
+            !l.layout.bytes().is_multiple_of(format::SEGMENT_BYTES),
+            "a short last segment"
+        );
+        // Two keys: most segments stay untouched.
+        let keys: Vec<Hash128> = (0..2u32)
+            .map(|i| crate::hash::hash(&i.to_le_bytes(), 7))
+            .collect();
+        new.insert_batch(&keys, &mut Vec::new()).unwrap();
+        new.finish(false).unwrap();
+        assert_checksums_match(&path);
+        // A writer fills the first layer and grows: the new layer's
+        // untouched segments too.
+        let mut w = WriteFilter::open(&path, None).unwrap();
+        let keys: Vec<Hash128> = (0..700_010u32)
+            .map(|i| crate::hash::hash(&(i + 10).to_le_bytes(), 7))
+            .collect();
+        w.insert_batch(&keys, &mut Vec::new()).unwrap();
+        assert_eq!(w.header().layers.len(), 2);
+        w.commit().unwrap();
+        drop(w);
+        assert_checksums_match(&path);
+    }
+}

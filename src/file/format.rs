@@ -13,32 +13,32 @@ use xxhash_rust::xxh3::xxh3_64;
 /// First eight bytes of every filter file.
 pub const MAGIC: [u8; 8] = *b"\x89SEEN\r\n\x1a";
 /// Format major version written and understood by this build.
-pub const VERSION_MAJOR: u16 = 1;
+pub(crate) const VERSION_MAJOR: u16 = 1;
 /// Format minor version written by this build.
-pub const VERSION_MINOR: u16 = 4;
+pub(super) const VERSION_MINOR: u16 = 4;
 /// First minor version with sectored bit positions (layer entry bytes 56..60).
-pub const SECTORED_SINCE_MINOR: u16 = 4;
+const SECTORED_SINCE_MINOR: u16 = 4;
 /// Bytes of header (fixed part + layer table); bit arrays start after it.
 pub const HEADER_LEN: usize = 4096;
 /// Alignment of every bit array in the file.
-pub const ALIGN: u64 = 4096;
+pub(super) const ALIGN: u64 = 4096;
 /// Size of one layer-table entry.
-pub const LAYER_ENTRY_LEN: usize = 64;
+const LAYER_ENTRY_LEN: usize = 64;
 /// Offset of the layer table.
-pub const LAYER_TABLE_OFFSET: usize = 128;
+const LAYER_TABLE_OFFSET: usize = 128;
 /// Number of layer entries the header has room for.
-pub const MAX_LAYERS: usize = (HEADER_LEN - LAYER_TABLE_OFFSET) / LAYER_ENTRY_LEN;
+pub(crate) const MAX_LAYERS: usize = (HEADER_LEN - LAYER_TABLE_OFFSET) / LAYER_ENTRY_LEN;
 /// Offset of the header checksum.
 pub const CHECKSUM_OFFSET: usize = 120;
 /// Flag bit: the file was being modified and was not closed cleanly.
-pub const FLAG_DIRTY: u32 = 1;
+pub(super) const FLAG_DIRTY: u32 = 1;
 /// Bytes of bit array covered by one checksum (the last segment may be shorter).
-pub const SEGMENT_BYTES: u64 = 1 << 20;
+pub(crate) const SEGMENT_BYTES: u64 = 1 << 20;
 /// Layer entry "bit positions" (bytes 56..60): scattered, bit positions v1 (the
 /// only rule before format 1.4, where these bytes were reserved and zero).
-pub const POSITIONS_SCATTERED: u32 = 0;
+const POSITIONS_SCATTERED: u32 = 0;
 /// Layer entry "bit positions": sectored, bit positions v2 (format 1.4).
-pub const POSITIONS_SECTORED: u32 = 1;
+const POSITIONS_SECTORED: u32 = 1;
 
 /// The "bit positions" id of a scheme.
 fn scheme_id(scheme: Scheme) -> u32 {
@@ -62,19 +62,19 @@ pub struct LayerEntry {
     /// Keys recorded as new in this layer.
     pub inserts: u64,
     /// Offset of the layer's checksum table (one XXH3-64 per segment of
-    /// [`SEGMENT_BYTES`], right after the bit array), or 0 when the layer has
+    /// `SEGMENT_BYTES`, right after the bit array), or 0 when the layer has
     /// none (files written before format 1.2).
     pub checksums: u64,
 }
 
 impl LayerEntry {
     /// Number of checksummed segments of the bit array.
-    pub fn segments(&self) -> u64 {
+    pub(super) fn segments(&self) -> u64 {
         self.layout.bytes().div_ceil(SEGMENT_BYTES)
     }
 
     /// Bytes of the checksum table, padded to [`ALIGN`] (0 without one).
-    pub fn table_len(&self) -> u64 {
+    fn table_len(&self) -> u64 {
         if self.checksums == 0 {
             0
         } else {
@@ -83,7 +83,7 @@ impl LayerEntry {
     }
 
     /// End of the layer's bytes in the file (bit array, then checksum table).
-    pub fn end(&self) -> u64 {
+    pub(super) fn end(&self) -> u64 {
         if self.checksums == 0 {
             self.offset + self.layout.bytes()
         } else {
@@ -92,7 +92,7 @@ impl LayerEntry {
     }
 
     /// Byte range of segment `s` inside the bit array.
-    pub fn segment(&self, s: u64) -> std::ops::Range<usize> {
+    pub(crate) fn segment(&self, s: u64) -> std::ops::Range<usize> {
         let start = s * SEGMENT_BYTES;
         start as usize..(start + SEGMENT_BYTES).min(self.layout.bytes()) as usize
     }
@@ -103,7 +103,7 @@ impl LayerEntry {
 pub struct Header {
     /// Minor version found in the file.
     pub version_minor: u16,
-    /// Flag bits ([`FLAG_DIRTY`]).
+    /// Flag bits (`FLAG_DIRTY`).
     pub flags: u32,
     /// Hash definition id ([`HASH_XXH3_128_V1`]).
     pub hash_algorithm: u32,
@@ -122,7 +122,7 @@ pub struct Header {
     /// How the filter grows when its newest layer is full; `None` for a fixed
     /// filter (format 1.0 files are all fixed).
     pub growth: Option<Growth>,
-    /// Bit arrays, oldest first (1 to [`MAX_LAYERS`]).
+    /// Bit arrays, oldest first (1 to `MAX_LAYERS`).
     pub layers: Vec<LayerEntry>,
 }
 
@@ -239,7 +239,7 @@ fn put(b: &mut [u8], o: usize, v: &[u8]) {
 /// The checksum of one data segment of a layer's bits ([`SEGMENT_BYTES`],
 /// the last one possibly shorter): XXH3-64 (seed 0) of its bytes, as the
 /// layer's checksum table stores it.
-pub fn segment_checksum(bits: &[u8]) -> u64 {
+pub(crate) fn segment_checksum(bits: &[u8]) -> u64 {
     xxh3_64(bits)
 }
 
@@ -268,24 +268,24 @@ fn check_fpp(field: &'static str, p: f64) -> Result<(), FormatError> {
 
 impl Header {
     /// Total file length the layers imply.
-    pub fn file_len(&self) -> u64 {
+    pub(crate) fn file_len(&self) -> u64 {
         self.layers
             .last()
             .map_or(HEADER_LEN as u64, LayerEntry::end)
     }
 
     /// Bytes of all bit arrays (what `stats` and `verify` read).
-    pub fn bit_bytes(&self) -> u64 {
+    pub(crate) fn bit_bytes(&self) -> u64 {
         self.layers.iter().map(|l| l.layout.bytes()).sum()
     }
 
     /// Whether the dirty flag is set.
-    pub fn is_dirty(&self) -> bool {
+    pub(crate) fn is_dirty(&self) -> bool {
         self.flags & FLAG_DIRTY != 0
     }
 
     /// Total keys recorded as new over all layers.
-    pub fn inserts(&self) -> u64 {
+    pub(crate) fn inserts(&self) -> u64 {
         self.layers
             .iter()
             .fold(0u64, |acc, l| acc.saturating_add(l.inserts))
@@ -294,7 +294,7 @@ impl Header {
     /// Encodes the header into its 4096 bytes, checksum included.
     ///
     /// # Panics
-    /// If there are more than [`MAX_LAYERS`] layers (a programming error).
+    /// If there are more than `MAX_LAYERS` layers (a programming error).
     pub fn encode(&self) -> [u8; HEADER_LEN] {
         assert!(self.layers.len() <= MAX_LAYERS);
         let mut b = [0u8; HEADER_LEN];
@@ -351,203 +351,273 @@ impl Header {
     /// # Errors
     /// A [`FormatError`] naming the first problem found.
     pub fn decode(bytes: &[u8], file_len: u64) -> Result<Header, FormatError> {
-        if bytes.len() < HEADER_LEN || file_len < HEADER_LEN as u64 {
-            return Err(FormatError::TooShort {
-                len: file_len.min(bytes.len() as u64),
-            });
-        }
-        let b = &bytes[..HEADER_LEN];
-        if b[..8] != MAGIC {
-            return Err(FormatError::BadMagic);
-        }
-        let (major, minor) = (u16_at(b, 8), u16_at(b, 10));
-        if major != VERSION_MAJOR {
-            return Err(FormatError::UnsupportedVersion { major, minor });
-        }
-        let stored = u64_at(b, CHECKSUM_OFFSET);
-        let computed = header_checksum(b);
-        if stored != computed {
-            return Err(FormatError::BadChecksum { stored, computed });
-        }
-        if u32_at(b, 12) as usize != HEADER_LEN {
-            return Err(bad(
-                "header length",
-                format!("= {} (expected {HEADER_LEN})", u32_at(b, 12)),
-            ));
-        }
-        let flags = u32_at(b, 16);
-        if flags & !FLAG_DIRTY != 0 {
-            return Err(bad("flags", format!("= {flags:#x} has unknown bits set")));
-        }
-        let hash_algorithm = u32_at(b, 20);
-        if hash_algorithm != HASH_XXH3_128_V1 {
-            return Err(bad(
-                "hash algorithm",
-                format!("= {hash_algorithm} is unknown"),
-            ));
-        }
-        if u32_at(b, 32) != BLOCK_BITS {
-            return Err(bad(
-                "block bits",
-                format!("= {} (expected {BLOCK_BITS})", u32_at(b, 32)),
-            ));
-        }
-        let count = u32_at(b, 36) as usize;
-        if count == 0 || count > MAX_LAYERS {
-            return Err(bad(
-                "layer count",
-                format!("= {count} is outside 1..={MAX_LAYERS}"),
-            ));
-        }
-        if u32_at(b, 40) as usize != MAX_LAYERS {
-            return Err(bad(
-                "layer table size",
-                format!("= {} (expected {MAX_LAYERS})", u32_at(b, 40)),
-            ));
-        }
-        let key_bits = u32_at(b, 44);
-        if key_bits != 0 && minor < 3 {
-            return Err(bad(
-                "key options",
-                format!("= {key_bits:#x} in a format 1.{minor} file (key options came in 1.3)"),
-            ));
-        }
-        let keys = KeySpec::from_bits(key_bits).map_err(|e| bad("key options", e))?;
-        let factor = u32_at(b, 80);
-        let ratio = f64::from_bits(u64_at(b, 88));
-        let growth = match factor {
-            0 if ratio.to_bits() == 0 => None,
-            0 => return Err(bad("growth ratio", "is set on a filter that does not grow")),
-            2..=MAX_GROWTH if ratio > 0.0 && ratio < 1.0 => Some(Growth { factor, ratio }),
-            2..=MAX_GROWTH => {
-                return Err(bad("growth ratio", format!("= {ratio} is not in (0, 1)")));
-            }
-            _ => {
-                return Err(bad(
-                    "growth factor",
-                    format!("= {factor} is not 0 (fixed) or 2..={MAX_GROWTH}"),
-                ));
-            }
-        };
-        if b[84..88]
-            .iter()
-            .chain(&b[96..CHECKSUM_OFFSET])
-            .any(|&x| x != 0)
-        {
-            return Err(bad("reserved bytes 84..88, 96..120", "are not zero"));
-        }
-        let target_fpp = f64::from_bits(u64_at(b, 56));
-        check_fpp("target fpp", target_fpp)?;
-        let mut layers = Vec::with_capacity(count);
-        let mut end = HEADER_LEN as u64;
-        for i in 0..MAX_LAYERS {
-            let e = &b[LAYER_TABLE_OFFSET + i * LAYER_ENTRY_LEN..][..LAYER_ENTRY_LEN];
-            if i >= count {
-                if e.iter().any(|&x| x != 0) {
-                    return Err(bad(
-                        "layer table",
-                        format!("entry {i} is past the layer count but not zero"),
-                    ));
-                }
-                continue;
-            }
-            let scheme = match u32_at(e, 56) {
-                POSITIONS_SCATTERED => Scheme::Scattered,
-                POSITIONS_SECTORED if minor >= SECTORED_SINCE_MINOR => Scheme::Sectored,
-                POSITIONS_SECTORED => {
-                    return Err(bad(
-                        "bit positions",
-                        format!(
-                            "of layer {i} = {POSITIONS_SECTORED} (sectored) needs format 1.{SECTORED_SINCE_MINOR}, and the file says 1.{minor}"
-                        ),
-                    ));
-                }
-                other => {
-                    return Err(bad(
-                        "bit positions",
-                        format!("of layer {i} = {other} is unknown"),
-                    ));
-                }
-            };
-            let layout = Layout {
-                nblocks: u64_at(e, 8),
-                k: u32_at(e, 16),
-                blocks_per_key: u32_at(e, 20),
-                scheme,
-            };
-            layout
-                .validate()
-                .map_err(|err| bad("layer", format!("{i}: {err}")))?;
-            let offset = u64_at(e, 0);
-            if !offset.is_multiple_of(ALIGN) || offset < end {
-                return Err(bad(
-                    "layer offset",
-                    format!("{i} = {offset} is not 4096-aligned after the previous data ({end})"),
-                ));
-            }
-            let layer_end = offset
-                .checked_add(layout.bytes())
-                .ok_or_else(|| bad("layer", format!("{i} ends past 2^64 bytes")))?;
-            let l_fpp = f64::from_bits(u64_at(e, 32));
-            check_fpp("layer target fpp", l_fpp)?;
-            let checksums = u64_at(e, 48);
-            if checksums != 0 && checksums != layer_end {
-                return Err(bad(
-                    "checksum table offset",
-                    format!("{i} = {checksums} is not the end of the layer's bits ({layer_end})"),
-                ));
-            }
-            if e[60..].iter().any(|&x| x != 0) {
-                return Err(bad("layer reserved bytes", format!("{i} are not zero")));
-            }
-            let entry = LayerEntry {
-                offset,
-                layout,
-                capacity: u64_at(e, 24),
-                target_fpp: l_fpp,
-                inserts: u64_at(e, 40),
-                checksums,
-            };
-            if entry
-                .layout
-                .bytes()
-                .checked_add(entry.table_len())
-                .and_then(|n| offset.checked_add(n))
-                .is_none()
-            {
-                return Err(bad("layer", format!("{i} ends past 2^64 bytes")));
-            }
-            end = entry.end();
-            layers.push(entry);
-        }
-        if file_len < end {
-            return Err(FormatError::Truncated {
-                expected: end,
-                actual: file_len,
-            });
-        }
-        // A writer adding a layer extends the file before the header names the
-        // new layer: a dirty file may end with such an unnamed, unused region.
-        if file_len > end && flags & FLAG_DIRTY == 0 {
-            return Err(FormatError::TrailingData {
-                expected: end,
-                actual: file_len,
-            });
-        }
+        let (b, minor) = decode_envelope(bytes, file_len)?;
+        let fixed = decode_fixed(b, minor)?;
+        let (layers, end) = decode_layer_table(b, minor, fixed.count)?;
+        check_file_len(file_len, end, fixed.flags)?;
         Ok(Header {
             version_minor: minor,
-            flags,
-            hash_algorithm,
+            flags: fixed.flags,
+            hash_algorithm: fixed.hash_algorithm,
             seed: u64_at(b, 24),
-            keys,
+            keys: fixed.keys,
             capacity: u64_at(b, 48),
-            target_fpp,
+            target_fpp: fixed.target_fpp,
             created: u64_at(b, 64),
             updated: u64_at(b, 72),
-            growth,
+            growth: fixed.growth,
             layers,
         })
     }
+}
+
+// The steps of `Header::decode`, in the order it takes them: each checks its
+// part of the header and returns the first problem found.
+
+/// The fields of the fixed part of a header (bytes 0..128) that
+/// [`decode_fixed`] checked and [`Header::decode`] keeps.
+struct Fixed {
+    flags: u32,
+    hash_algorithm: u32,
+    /// Entries in use in the layer table.
+    count: usize,
+    keys: KeySpec,
+    growth: Option<Growth>,
+    target_fpp: f64,
+}
+
+/// What is checked before any field is read: the length, the magic, the
+/// major version and the header checksum. Gives the header's bytes and its
+/// minor version.
+fn decode_envelope(bytes: &[u8], file_len: u64) -> Result<(&[u8], u16), FormatError> {
+    if bytes.len() < HEADER_LEN || file_len < HEADER_LEN as u64 {
+        return Err(FormatError::TooShort {
+            len: file_len.min(bytes.len() as u64),
+        });
+    }
+    let b = &bytes[..HEADER_LEN];
+    if b[..8] != MAGIC {
+        return Err(FormatError::BadMagic);
+    }
+    let (major, minor) = (u16_at(b, 8), u16_at(b, 10));
+    if major != VERSION_MAJOR {
+        return Err(FormatError::UnsupportedVersion { major, minor });
+    }
+    let stored = u64_at(b, CHECKSUM_OFFSET);
+    let computed = header_checksum(b);
+    if stored != computed {
+        return Err(FormatError::BadChecksum { stored, computed });
+    }
+    Ok((b, minor))
+}
+
+/// The fixed fields, in order: header length, flags, hash algorithm, block
+/// bits, layer count, layer table size, key options, growth, reserved bytes
+/// and target fpp.
+fn decode_fixed(b: &[u8], minor: u16) -> Result<Fixed, FormatError> {
+    if u32_at(b, 12) as usize != HEADER_LEN {
+        return Err(bad(
+            "header length",
+            format!("= {} (expected {HEADER_LEN})", u32_at(b, 12)),
+        ));
+    }
+    let flags = u32_at(b, 16);
+    if flags & !FLAG_DIRTY != 0 {
+        return Err(bad("flags", format!("= {flags:#x} has unknown bits set")));
+    }
+    let hash_algorithm = u32_at(b, 20);
+    if hash_algorithm != HASH_XXH3_128_V1 {
+        return Err(bad(
+            "hash algorithm",
+            format!("= {hash_algorithm} is unknown"),
+        ));
+    }
+    if u32_at(b, 32) != BLOCK_BITS {
+        return Err(bad(
+            "block bits",
+            format!("= {} (expected {BLOCK_BITS})", u32_at(b, 32)),
+        ));
+    }
+    let count = u32_at(b, 36) as usize;
+    if count == 0 || count > MAX_LAYERS {
+        return Err(bad(
+            "layer count",
+            format!("= {count} is outside 1..={MAX_LAYERS}"),
+        ));
+    }
+    if u32_at(b, 40) as usize != MAX_LAYERS {
+        return Err(bad(
+            "layer table size",
+            format!("= {} (expected {MAX_LAYERS})", u32_at(b, 40)),
+        ));
+    }
+    let keys = decode_keys(b, minor)?;
+    let growth = decode_growth(b)?;
+    if b[84..88]
+        .iter()
+        .chain(&b[96..CHECKSUM_OFFSET])
+        .any(|&x| x != 0)
+    {
+        return Err(bad("reserved bytes 84..88, 96..120", "are not zero"));
+    }
+    let target_fpp = f64::from_bits(u64_at(b, 56));
+    check_fpp("target fpp", target_fpp)?;
+    Ok(Fixed {
+        flags,
+        hash_algorithm,
+        count,
+        keys,
+        growth,
+        target_fpp,
+    })
+}
+
+/// The key options (bytes 44..48), which only format 1.3 and later may set.
+fn decode_keys(b: &[u8], minor: u16) -> Result<KeySpec, FormatError> {
+    let key_bits = u32_at(b, 44);
+    if key_bits != 0 && minor < 3 {
+        return Err(bad(
+            "key options",
+            format!("= {key_bits:#x} in a format 1.{minor} file (key options came in 1.3)"),
+        ));
+    }
+    KeySpec::from_bits(key_bits).map_err(|e| bad("key options", e))
+}
+
+/// The growth factor and ratio (bytes 80..84 and 88..96): both zero for a
+/// fixed filter.
+fn decode_growth(b: &[u8]) -> Result<Option<Growth>, FormatError> {
+    let factor = u32_at(b, 80);
+    let ratio = f64::from_bits(u64_at(b, 88));
+    match factor {
+        0 if ratio.to_bits() == 0 => Ok(None),
+        0 => Err(bad("growth ratio", "is set on a filter that does not grow")),
+        2..=MAX_GROWTH if ratio > 0.0 && ratio < 1.0 => Ok(Some(Growth { factor, ratio })),
+        2..=MAX_GROWTH => Err(bad("growth ratio", format!("= {ratio} is not in (0, 1)"))),
+        _ => Err(bad(
+            "growth factor",
+            format!("= {factor} is not 0 (fixed) or 2..={MAX_GROWTH}"),
+        )),
+    }
+}
+
+/// The layer table: `count` entries, oldest first, each after the data of
+/// the one before, then zeros. Gives the layers and where the last one's
+/// data ends.
+fn decode_layer_table(
+    b: &[u8],
+    minor: u16,
+    count: usize,
+) -> Result<(Vec<LayerEntry>, u64), FormatError> {
+    let mut layers = Vec::with_capacity(count);
+    let mut end = HEADER_LEN as u64;
+    for i in 0..MAX_LAYERS {
+        let e = &b[LAYER_TABLE_OFFSET + i * LAYER_ENTRY_LEN..][..LAYER_ENTRY_LEN];
+        if i >= count {
+            if e.iter().any(|&x| x != 0) {
+                return Err(bad(
+                    "layer table",
+                    format!("entry {i} is past the layer count but not zero"),
+                ));
+            }
+            continue;
+        }
+        let entry = decode_layer(e, i, minor, end)?;
+        end = entry.end();
+        layers.push(entry);
+    }
+    Ok((layers, end))
+}
+
+/// Entry `i` of the layer table (its bytes `e`), whose data must start at or
+/// after `end`, where the data before it ends.
+fn decode_layer(e: &[u8], i: usize, minor: u16, end: u64) -> Result<LayerEntry, FormatError> {
+    let scheme = match u32_at(e, 56) {
+        POSITIONS_SCATTERED => Scheme::Scattered,
+        POSITIONS_SECTORED if minor >= SECTORED_SINCE_MINOR => Scheme::Sectored,
+        POSITIONS_SECTORED => {
+            return Err(bad(
+                "bit positions",
+                format!(
+                    "of layer {i} = {POSITIONS_SECTORED} (sectored) needs format 1.{SECTORED_SINCE_MINOR}, and the file says 1.{minor}"
+                ),
+            ));
+        }
+        other => {
+            return Err(bad(
+                "bit positions",
+                format!("of layer {i} = {other} is unknown"),
+            ));
+        }
+    };
+    let layout = Layout {
+        nblocks: u64_at(e, 8),
+        k: u32_at(e, 16),
+        blocks_per_key: u32_at(e, 20),
+        scheme,
+    };
+    layout
+        .validate()
+        .map_err(|err| bad("layer", format!("{i}: {err}")))?;
+    let offset = u64_at(e, 0);
+    if !offset.is_multiple_of(ALIGN) || offset < end {
+        return Err(bad(
+            "layer offset",
+            format!("{i} = {offset} is not 4096-aligned after the previous data ({end})"),
+        ));
+    }
+    let layer_end = offset
+        .checked_add(layout.bytes())
+        .ok_or_else(|| bad("layer", format!("{i} ends past 2^64 bytes")))?;
+    let l_fpp = f64::from_bits(u64_at(e, 32));
+    check_fpp("layer target fpp", l_fpp)?;
+    let checksums = u64_at(e, 48);
+    if checksums != 0 && checksums != layer_end {
+        return Err(bad(
+            "checksum table offset",
+            format!("{i} = {checksums} is not the end of the layer's bits ({layer_end})"),
+        ));
+    }
+    if e[60..].iter().any(|&x| x != 0) {
+        return Err(bad("layer reserved bytes", format!("{i} are not zero")));
+    }
+    let entry = LayerEntry {
+        offset,
+        layout,
+        capacity: u64_at(e, 24),
+        target_fpp: l_fpp,
+        inserts: u64_at(e, 40),
+        checksums,
+    };
+    if entry
+        .layout
+        .bytes()
+        .checked_add(entry.table_len())
+        .and_then(|n| offset.checked_add(n))
+        .is_none()
+    {
+        return Err(bad("layer", format!("{i} ends past 2^64 bytes")));
+    }
+    Ok(entry)
+}
+
+/// The file's length against the end of the last layer's data.
+fn check_file_len(file_len: u64, end: u64, flags: u32) -> Result<(), FormatError> {
+    if file_len < end {
+        return Err(FormatError::Truncated {
+            expected: end,
+            actual: file_len,
+        });
+    }
+    // A writer adding a layer extends the file before the header names the
+    // new layer: a dirty file may end with such an unnamed, unused region.
+    if file_len > end && flags & FLAG_DIRTY == 0 {
+        return Err(FormatError::TrailingData {
+            expected: end,
+            actual: file_len,
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -710,6 +780,8 @@ mod tests {
         assert_eq!(f64::from_bits(u64_at(&b, 88)), 0.8);
     }
 
+    /// Length, magic, version and checksum, and the file's length against
+    /// what its layers need.
     #[test]
     fn each_corruption_has_its_error() {
         let h = sample();
@@ -753,6 +825,15 @@ mod tests {
         let mut dirty = h.clone();
         dirty.flags = FLAG_DIRTY;
         assert_eq!(Header::decode(&dirty.encode(), l + 4096), Ok(dirty));
+    }
+
+    /// The checks after the checksum, field by field (the second half of
+    /// [`each_corruption_has_its_error`]).
+    #[test]
+    fn each_corruption_has_its_error_in_fields() {
+        let h = sample();
+        let good = h.encode();
+        let l = len(&h);
 
         // Oversized block count: checksum valid, data would be far past the end.
         let mut b = good;

@@ -1,7 +1,8 @@
 //! The in-memory store: a filter in anonymous memory, growing like a file's.
 
 use super::format::{Header, LayerEntry};
-use super::{Layers, contains_in, huge_pages, new_header};
+use super::layers::{Layers, contains_in, new_header};
+use super::map::huge_pages;
 use crate::filter::sizing::{Plan, Spec};
 use crate::hash::Hash128;
 use crate::keys::KeySpec;
@@ -52,7 +53,7 @@ impl MemFilter {
     ///
     /// # Errors
     /// When the memory cannot be reserved.
-    pub fn with_first(spec: &Spec, first: &Plan, seed: u64) -> Result<MemFilter> {
+    pub(crate) fn with_first(spec: &Spec, first: &Plan, seed: u64) -> Result<MemFilter> {
         Self::build(spec, first, seed)
     }
 

@@ -45,7 +45,7 @@ pub(super) fn not_a_filter_kind(path: &Path, m: &std::fs::Metadata) -> Result<()
 /// What a path where a new filter is to go (`build -o`, a new `dedup -f`)
 /// holds now, once [`check_target`] has found it usable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
+pub(crate) enum Target {
     /// Nothing: the filter is created there.
     Free,
     /// A `seen` filter (a regular file starting with the format's magic),
@@ -64,7 +64,7 @@ pub enum Target {
 ///
 /// # Errors
 /// Each refusal, naming the path, what is there and what to do.
-pub fn check_target(path: &Path, replace: bool) -> Result<Target> {
+pub(crate) fn check_target(path: &Path, replace: bool) -> Result<Target> {
     let m = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Target::Free),

@@ -1,0 +1,54 @@
+//! The header of a filter file on disk: read and validated when the file is
+//! opened (under its lock), the warning for a file left dirty, and written
+//! back. What the header's bytes mean is [`format`](super::format)'s business;
+//! this is the I/O around it that the read, write and new stores share.
+
+use super::format::{HEADER_LEN, Header};
+use super::lock::open_locked;
+use anyhow::{Context, Result};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+/// Seconds since the Unix epoch (a header's `created` and `updated`).
+pub(super) fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Reads and validates the header of an open file.
+pub(super) fn read_header(file: &File, path: &Path) -> Result<Header> {
+    let len = file.metadata()?.len();
+    let mut buf = vec![0u8; HEADER_LEN.min(len as usize)];
+    file.read_exact_at(&mut buf, 0)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    Header::decode(&buf, len).with_context(|| format!("{} is not a usable filter", path.display()))
+}
+
+/// Opens and locks a filter file and validates its header, warning when a
+/// writer did not finish with it.
+pub(super) fn open_checked(path: &Path, write: bool) -> Result<(File, Header)> {
+    let file = open_locked(path, write)?;
+    let header = read_header(&file, path)?;
+    warn_dirty(&header, path);
+    Ok((file, header))
+}
+
+/// Warns on stderr when `header` says a writer did not finish with the file.
+pub(super) fn warn_dirty(header: &Header, path: &Path) {
+    if header.is_dirty() {
+        crate::say!(
+            "seen: warning: {} was not closed cleanly (a run was killed or crashed); \
+             its bits are valid but its insert counters may be low (a writer recounts \
+             them from the bits)",
+            path.display()
+        );
+    }
+}
+
+/// Writes `header` at the start of `file` (the header is never mapped).
+pub(super) fn write_header(file: &File, path: &Path, header: &Header) -> Result<()> {
+    file.write_all_at(&header.encode(), 0)
+        .with_context(|| format!("cannot write the header of {}", path.display()))
+}

@@ -1,0 +1,383 @@
+//! The machinery every store shares: [`Layers`], the bit arrays of a
+//! writable filter and the header that describes them (inserting in order,
+//! adding a layer when a growing filter's newest one is full, capacity
+//! warnings, which segments' checksums went stale, the 2 MiB page hint), the
+//! header of a new filter, and lookups over all layers. Where a new layer's
+//! memory comes from (anonymous memory, the end of a file) is the owner's
+//! business: it passes `add` a function that makes it.
+
+use super::checksum::Stale;
+use super::format::{self, Header, LayerEntry, VERSION_MINOR};
+use super::header::now;
+use super::map::huge_pages;
+use crate::filter::sizing::{self, Plan, Spec};
+use crate::filter::{self, LayerBits};
+use crate::hash::{HASH_XXH3_128_V1, Hash128};
+use crate::keys::KeySpec;
+use anyhow::{Context, Result};
+use memmap2::MmapMut;
+
+/// [`Layers::hint`] for layer `i` of `header`.
+pub(super) fn hint_layer(header: &Header, expected: Option<u64>, i: usize, m: &MmapMut) {
+    let newest = i + 1 >= header.layers.len();
+    let pages = header
+        .layers
+        .get(i)
+        .map_or(0, |l| l.layout.nblocks / filter::BLOCKS_PER_PAGE);
+    if !newest || expected.is_some_and(|n| n >= pages) {
+        huge_pages(|a| m.advise(a));
+    }
+}
+
+/// The layer table entry that follows the last layer of `header`, sized by
+/// `plan`, with its checksum table right after its bits.
+fn next_entry(header: &Header, plan: &Plan) -> LayerEntry {
+    let offset = header.file_len().next_multiple_of(format::ALIGN);
+    LayerEntry {
+        offset,
+        layout: plan.layout,
+        capacity: plan.capacity,
+        target_fpp: plan.target_fpp,
+        inserts: 0,
+        checksums: offset + plan.layout.bytes(),
+    }
+}
+
+/// A new header for `spec`, whose first layer is `first`.
+pub(super) fn new_header(spec: &Spec, first: &Plan, seed: u64, keys: KeySpec) -> Header {
+    let t = now();
+    let mut h = Header {
+        version_minor: VERSION_MINOR,
+        flags: 0,
+        hash_algorithm: HASH_XXH3_128_V1,
+        seed,
+        keys,
+        capacity: spec.capacity,
+        target_fpp: spec.target_fpp,
+        created: t,
+        updated: t,
+        growth: spec.growth,
+        layers: vec![],
+    };
+    h.layers.push(next_entry(&h, first));
+    h
+}
+
+/// Read-only views of every layer.
+fn views<'a, M: AsRef<[u8]>>(header: &Header, maps: &'a [M]) -> Vec<LayerBits<'a>> {
+    header
+        .layers
+        .iter()
+        .zip(maps)
+        .map(|(l, m)| LayerBits {
+            bits: m.as_ref(),
+            layout: l.layout,
+        })
+        .collect()
+}
+
+/// Looks keys up in every layer.
+pub(super) fn contains_in<M: AsRef<[u8]>>(
+    header: &Header,
+    maps: &[M],
+    hashes: &[Hash128],
+    out: &mut Vec<bool>,
+) {
+    out.clear();
+    filter::contains_batch(&views(header, maps), hashes, out);
+}
+
+/// The bit arrays of a writable filter (one mapping per layer) and the header
+/// that describes them. Inserts go to the newest layer; when a growing filter's
+/// newest layer reaches its capacity, a new layer is added (its storage comes
+/// from the owner: anonymous memory or the end of the file).
+pub(super) struct Layers {
+    pub(super) header: Header,
+    pub(super) maps: Vec<MmapMut>,
+    /// How the owner is named in warnings.
+    pub(super) name: String,
+    /// Capacity warnings given so far: 1 past 100 %, 2 past 150 %.
+    pub(super) warned: u8,
+    /// Segments whose checksums must be written: changed since they last
+    /// were, or in a layer just made (all zero); `None` for an in-memory
+    /// filter, which has no checksums to keep.
+    pub(super) stale: Option<Stale>,
+    /// Keys this run may still insert, when known ([`Layers::expect_keys`]).
+    pub(super) expected: Option<u64>,
+}
+
+impl Layers {
+    /// Says how many keys this run may insert (`None`: unknown; repeated
+    /// lines count too), and asks for 2 MiB pages ([`huge_pages`]) on the
+    /// layers where it pays ([`Layers::hint`]).
+    pub(super) fn expect_keys(&mut self, keys: Option<u64>) {
+        self.expected = keys;
+        for (i, m) in self.maps.iter().enumerate() {
+            self.hint(i, m);
+        }
+    }
+
+    /// Asks for 2 MiB pages on the map `m` of layer `i` of a file when it pays:
+    /// for a layer below the newest (only read from now on), always; for the
+    /// newest, which is written, when the run is dense: when it may still
+    /// insert at least one key per 4 KiB page of it, so that most pages would
+    /// be written back anyway (about 63 % at the threshold). A sparse or
+    /// unknown run keeps 4 KiB pages, so that adding 1,000 keys to a 400 MiB
+    /// filter writes back a few MiB, not all of it.
+    fn hint(&self, i: usize, m: &MmapMut) {
+        hint_layer(&self.header, self.expected, i, m);
+    }
+
+    /// Whether a new layer can still be added.
+    fn can_grow(&self) -> bool {
+        self.header.growth.is_some() && self.header.layers.len() < format::MAX_LAYERS
+    }
+
+    /// Inserts keys in order, growing when the newest layer is full: keys are
+    /// fed in runs no longer than the room left in the newest layer, so a layer
+    /// never holds more than its capacity, and where a layer ends does not
+    /// depend on how the input was cut into batches. With `out`, keys are tested
+    /// and their verdicts given (see
+    /// [`Store::insert_batch`](crate::pipeline::Store::insert_batch)); without,
+    /// they are known to be new
+    /// ([`Store::record_batch`](crate::pipeline::Store::record_batch)): their
+    /// bits are set without a test and each counts.
+    pub(super) fn add(
+        &mut self,
+        hashes: &[Hash128],
+        mut out: Option<&mut Vec<bool>>,
+        grow: &mut dyn FnMut(&Header) -> Result<MmapMut>,
+    ) -> Result<u64> {
+        if let Some(out) = out.as_deref_mut() {
+            out.clear();
+        }
+        let mut done = 0;
+        let mut new = 0;
+        while done < hashes.len() {
+            let last = *self.header.layers.last().expect("a filter has a layer");
+            // Runs end where the layer is full (growing) or where a capacity
+            // warning is due (fixed), so both happen at an exact count.
+            let limit = if self.can_grow() {
+                if last.inserts >= last.capacity {
+                    self.add_layer(grow)?;
+                    continue;
+                }
+                last.capacity
+            } else {
+                let over = last.capacity.saturating_add(1);
+                let far = last
+                    .capacity
+                    .saturating_add(last.capacity / 2)
+                    .saturating_add(1);
+                if last.inserts < over {
+                    over
+                } else if last.inserts < far {
+                    far
+                } else {
+                    u64::MAX
+                }
+            };
+            // `limit > inserts` except for a crafted counter at u64::MAX.
+            let room = match limit.checked_sub(last.inserts) {
+                Some(r) if r > 0 && limit != u64::MAX => usize::try_from(r).unwrap_or(usize::MAX),
+                _ => usize::MAX,
+            };
+            let batch = &hashes[done..done + room.min(hashes.len() - done)];
+            let (newest, older) = self.maps.split_last_mut().expect("a filter has a layer");
+            let top = self.header.layers.len() - 1;
+            let n = match out.as_deref_mut() {
+                Some(out) => {
+                    let older = views(&self.header, older);
+                    let from = out.len();
+                    let n = filter::insert_batch(&older, newest, &last.layout, batch, out);
+                    if let Some(stale) = &mut self.stale {
+                        for (h, seen) in batch.iter().zip(&out[from..]) {
+                            if !seen {
+                                stale.mark(top, &last, *h);
+                            }
+                        }
+                    }
+                    n
+                }
+                None => {
+                    filter::set_batch(newest, &last.layout, batch);
+                    if let Some(stale) = &mut self.stale {
+                        for h in batch {
+                            stale.mark(top, &last, *h);
+                        }
+                    }
+                    batch.len() as u64
+                }
+            };
+            let last = self.header.layers.last_mut().expect("a filter has a layer");
+            last.inserts = last.inserts.saturating_add(n);
+            new += n;
+            done += batch.len();
+            self.expected = self.expected.map(|e| e.saturating_sub(batch.len() as u64));
+            if !self.can_grow() {
+                self.warn_full();
+            }
+        }
+        Ok(new)
+    }
+
+    /// Adds a layer sized by the growth rule.
+    fn add_layer(&mut self, grow: &mut dyn FnMut(&Header) -> Result<MmapMut>) -> Result<()> {
+        let i = self.header.layers.len();
+        let spec = Spec {
+            capacity: self.header.layers[0].capacity,
+            target_fpp: self.header.target_fpp,
+            growth: self.header.growth,
+        };
+        let plan = spec.layer(i as u32).with_context(|| {
+            format!(
+                "cannot add layer {} to {} (it holds {} distinct lines)",
+                i + 1,
+                self.name,
+                self.header.inserts()
+            )
+        })?;
+        self.header.layers.push(next_entry(&self.header, &plan));
+        match grow(&self.header) {
+            Ok(map) => {
+                self.hint(i, &map);
+                self.maps.push(map);
+                if let Some(stale) = &mut self.stale {
+                    stale.cover(&self.header.layers, true);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.header.layers.pop();
+                Err(e.context(format!("cannot add layer {} to {}", i + 1, self.name)))
+            }
+        }
+    }
+
+    /// Warns (once per level) when a filter that cannot grow passes 100 % and
+    /// 150 % of its capacity.
+    fn warn_full(&mut self) {
+        let l = self.header.layers.last().expect("a filter has a layer");
+        let level = if l.inserts as f64 > 1.5 * l.capacity as f64 {
+            2
+        } else {
+            u8::from(l.inserts > l.capacity)
+        };
+        if level <= self.warned {
+            return;
+        }
+        self.warned = level;
+        let fpp = sizing::layer_fpp(&l.layout, l.inserts);
+        let why = if self.header.growth.is_some() {
+            "it has all the layers a filter can have"
+        } else {
+            "it is a fixed filter"
+        };
+        let advice = if level == 2 {
+            "results are no longer reliable: rebuild it larger"
+        } else {
+            "rebuild it larger (or growing) before it degrades further"
+        };
+        crate::say!(
+            "seen: warning: {} now holds more than {}% of the {} distinct lines it was sized \
+             for and {why}: its false-positive rate is about {fpp:.1e} (target {:.0e}); {advice}",
+            self.name,
+            if level == 2 { 150 } else { 100 },
+            l.capacity,
+            l.target_fpp,
+        );
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use crate::file::map::huge_pages_wanted;
+    use crate::file::{MemFilter, NewFilter, ReadFilter, WriteFilter};
+    use crate::pipeline::Store;
+    use std::path::Path;
+
+    /// Whether the mapping holding `p` was advised `MADV_HUGEPAGE` (`hg` among
+    /// its `VmFlags` in `/proc/self/smaps`); `None` when it is not found.
+    fn advised_huge(p: *const u8) -> Option<bool> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let addr = p as usize;
+        let mut inside = false;
+        for line in smaps.lines() {
+            let range = line.split_whitespace().next().and_then(|r| {
+                let (a, b) = r.split_once('-')?;
+                Some((
+                    usize::from_str_radix(a, 16).ok()?,
+                    usize::from_str_radix(b, 16).ok()?,
+                ))
+            });
+            if let Some((a, b)) = range {
+                inside = (a..b).contains(&addr);
+            } else if inside && let Some(flags) = line.strip_prefix("VmFlags:") {
+                return Some(flags.split_whitespace().any(|f| f == "hg"));
+            }
+        }
+        None
+    }
+
+    /// Layers only read, and in-memory ones, always ask for huge pages; the
+    /// layer of a file that a run writes asks only when the run is dense (it
+    /// may still insert at least one key per 4 KiB page of it), a layer it
+    /// adds included, so that a sparse run does not write back whole 2 MiB
+    /// folios.
+    #[test]
+    fn layer_maps_ask_for_huge_pages_when_it_pays() {
+        if !Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists()
+            || !huge_pages_wanted()
+        {
+            eprintln!("skipped: no transparent huge pages here, or SEEN_NO_HUGEPAGE is set");
+            return;
+        }
+        let plan = sizing::plan(200_000, 1e-6).unwrap();
+        let mem = MemFilter::new(&plan, 7).unwrap();
+        assert_eq!(advised_huge(mem.layers.maps[0].as_ptr()), Some(true));
+        let spec = Spec {
+            capacity: 20_000,
+            target_fpp: 1e-6,
+            growth: Some(sizing::Growth::new(2)),
+        };
+        let pages = spec.layer(0).unwrap().layout.nblocks / filter::BLOCKS_PER_PAGE;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.seen");
+        let mut new = NewFilter::create(&path, &spec, 7, KeySpec::RAW).unwrap();
+        assert_eq!(advised_huge(new.layers.maps[0].as_ptr()), Some(false));
+        new.expect_keys(None);
+        assert_eq!(advised_huge(new.layers.maps[0].as_ptr()), Some(false));
+        new.expect_keys(Some(pages - 1));
+        assert_eq!(advised_huge(new.layers.maps[0].as_ptr()), Some(false));
+        new.expect_keys(Some(pages));
+        assert_eq!(advised_huge(new.layers.maps[0].as_ptr()), Some(true));
+        // Fill the first layer: the one added for the rest asks too, while
+        // enough keys are still expected for it.
+        let keys: Vec<Hash128> = (0..30_000u32)
+            .map(|i| crate::hash::hash(&i.to_le_bytes(), 7))
+            .collect();
+        let mut out = Vec::new();
+        new.expect_keys(Some(30_000 + 2 * pages));
+        new.insert_batch(&keys, &mut out).unwrap();
+        assert_eq!(new.layers.maps.len(), 2);
+        assert_eq!(advised_huge(new.layers.maps[1].as_ptr()), Some(true));
+        new.finish(false).unwrap();
+        // Reopened for a sparse run: the newest layer keeps 4 KiB pages, the
+        // one below (only read now) asks; for a dense run both ask.
+        let mut w = WriteFilter::open(&path, Some(10)).unwrap();
+        assert_eq!(advised_huge(w.layers.maps[0].as_ptr()), Some(true));
+        assert_eq!(advised_huge(w.layers.maps[1].as_ptr()), Some(false));
+        w.commit().unwrap();
+        drop(w);
+        let w = WriteFilter::open(&path, Some(u64::MAX)).unwrap();
+        for m in &w.layers.maps {
+            assert_eq!(advised_huge(m.as_ptr()), Some(true));
+        }
+        drop(w);
+        let r = ReadFilter::open(&path).unwrap();
+        for m in &r.maps {
+            assert_eq!(advised_huge(m.as_ptr()), Some(true));
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! [`NewFilter`]: a new filter file (`build`, or `dedup -f` on a missing
+//! file), filled in a temporary file next to its final path and renamed into
+//! place, complete, when it is finished: creating the temporary file (mode,
+//! lock, reserved blocks), then syncing it and moving it to its path.
+
+use super::checksum::Stale;
+use super::format::Header;
+use super::header::{now, write_header};
+use super::layers::{Layers, contains_in, new_header};
+use super::lock::open_locked;
+use super::map::{extend, map_write, reserve};
+use super::path::{
+    TEMP_RAND_LEN, Target, check_target, dir_and_name, has_magic, sweep_leftovers, temp_prefix,
+};
+use crate::filter::sizing::Spec;
+use crate::hash::Hash128;
+use crate::keys::KeySpec;
+use crate::pipeline::Store;
+use anyhow::{Context, Result, bail};
+use std::fs::File;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// A new filter being filled in a temporary file next to its final path; it
+/// appears at that path, complete, only in `NewFilter::finish`. Dropped
+/// unfinished, the temporary file is removed and nothing changes.
+pub struct NewFilter {
+    target: PathBuf,
+    tmp: tempfile::NamedTempFile,
+    /// `pub(super)` for the tests of `layers`.
+    pub(super) layers: Layers,
+}
+
+impl NewFilter {
+    /// Creates the temporary file for a filter made for `spec`, hashing keys
+    /// made by `keys` (recorded in the header).
+    ///
+    /// # Errors
+    /// When the directory cannot be written, the disk has no room, or `spec`
+    /// cannot be sized.
+    pub(crate) fn create(
+        target: &Path,
+        spec: &Spec,
+        seed: u64,
+        keys: KeySpec,
+    ) -> Result<NewFilter> {
+        let first = spec
+            .layer(0)
+            .context("cannot size the filter (-n/--capacity, -p/--fpp)")?;
+        // Never through a symbolic link: `check_target` refuses them, and a
+        // link made since is replaced (rename), not followed.
+        let (dir, name) = dir_and_name(target)?;
+        if !dir.is_dir() {
+            bail!(
+                "cannot create {}: directory {} does not exist (create it first)",
+                target.display(),
+                dir.display()
+            );
+        }
+        // A replaced file keeps its permission bits (never setuid, setgid or
+        // sticky); a new one gets 0666 less the umask, as any file a shell
+        // would create (tempfile's default is 0600).
+        let old_mode = std::fs::symlink_metadata(target)
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.permissions().mode() & 0o777);
+        let mode = old_mode.unwrap_or(0o666);
+        // Before ours exists: a sweep never meets this run's own file.
+        sweep_leftovers(dir, name);
+        let tmp = loop {
+            let tmp = tempfile::Builder::new()
+                .prefix(&temp_prefix(name))
+                .rand_bytes(TEMP_RAND_LEN)
+                .suffix(".tmp")
+                .permissions(std::fs::Permissions::from_mode(mode))
+                .tempfile_in(dir)
+                .map_err(|e| {
+                    // tempfile's message names the random temporary path: name the
+                    // directory and the target instead.
+                    anyhow::anyhow!(
+                        "cannot create {}: cannot write in directory {}: {}",
+                        target.display(),
+                        dir.display(),
+                        std::io::Error::from(e.kind())
+                    )
+                })?;
+            // Held until the file is renamed into place (or the process
+            // ends, however it ends): `sweep_leftovers` in other runs takes a
+            // file it can lock for abandoned. One that got the lock first (in
+            // the moment between create and lock) removed it: make another.
+            tmp.as_file()
+                .lock()
+                .with_context(|| format!("cannot lock a temporary file in {}", dir.display()))?;
+            if tmp.as_file().metadata()?.nlink() > 0 {
+                break tmp;
+            }
+        };
+        if let Some(mode) = old_mode {
+            // Exactly the replaced file's bits, whatever the umask.
+            tmp.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(mode))
+                .with_context(|| format!("cannot set the mode of a file in {}", dir.display()))?;
+        }
+        let header = new_header(spec, &first, seed, keys);
+        tmp.as_file().set_len(header.file_len()).with_context(|| {
+            format!(
+                "cannot size a {}-byte filter in {}",
+                header.file_len(),
+                dir.display()
+            )
+        })?;
+        reserve(tmp.as_file(), 0, header.file_len()).with_context(|| {
+            format!(
+                "no room for a {}-byte filter in {}: free some space, choose \
+                 another directory, or lower -n / raise -p",
+                header.file_len(),
+                dir.display()
+            )
+        })?;
+        let map = map_write(tmp.as_file(), tmp.path(), &header.layers[0])?;
+        Ok(NewFilter {
+            target: target.to_path_buf(),
+            tmp,
+            layers: Layers {
+                stale: {
+                    let mut s = Stale::default();
+                    s.cover(&header.layers, true);
+                    Some(s)
+                },
+                header,
+                maps: vec![map],
+                name: target.display().to_string(),
+                warned: 0,
+                expected: None,
+            },
+        })
+    }
+
+    /// The header as it will be written.
+    pub(crate) fn header(&self) -> &Header {
+        &self.layers.header
+    }
+
+    /// Says how many keys this run may insert (`None`: unknown; repeated
+    /// lines count too), which decides whether the layer written asks for
+    /// 2 MiB pages (only for a dense run: see README, Limits). Call it before
+    /// the layer's pages are touched: pages already cached keep their size.
+    pub(crate) fn expect_keys(&mut self, keys: Option<u64>) {
+        self.layers.expect_keys(keys);
+    }
+
+    /// Writes the header, syncs the file, renames it over the target (refusing to
+    /// replace an existing file unless `replace`) and syncs the directory.
+    ///
+    /// # Errors
+    /// When the data cannot be synced or the rename fails; the target is then
+    /// unchanged and the temporary file removed.
+    pub(crate) fn finish(mut self, replace: bool) -> Result<()> {
+        let l = &mut self.layers;
+        if let Some(stale) = &mut l.stale {
+            stale.write(self.tmp.as_file(), self.tmp.path(), &l.header, &l.maps)?;
+        }
+        let h = &mut self.layers.header;
+        h.updated = now();
+        write_header(self.tmp.as_file(), self.tmp.path(), h)?;
+        for m in &self.layers.maps {
+            m.flush()
+                .with_context(|| format!("cannot write {}", self.tmp.path().display()))?;
+        }
+        self.tmp
+            .as_file()
+            .sync_all()
+            .with_context(|| format!("cannot sync {}", self.tmp.path().display()))?;
+        drop(self.layers);
+        let target = self.target;
+        // Hold an exclusive lock on the file being replaced, so no writer that
+        // has it open loses its changes to the rename.
+        // Checked again: the path may have changed since `build` began.
+        let _old = if replace && check_target(&target, true)? == Target::Filter {
+            let old = open_locked(&target, true)?;
+            // What is locked is what `check_target` saw: a filter (or empty).
+            if old.metadata()?.len() > 0 && !has_magic(&old) {
+                bail!(
+                    "{} changed into something that is not a seen filter during this run: \
+                     it was left as it is",
+                    target.display()
+                );
+            }
+            Some(old)
+        } else {
+            None
+        };
+        let persisted = if replace {
+            self.tmp.persist(&target).map_err(|e| e.error)
+        } else {
+            self.tmp.persist_noclobber(&target).map_err(|e| e.error)
+        };
+        match persisted {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                bail!(
+                    "{} already exists: pass --force to replace it or --add to insert into it",
+                    target.display()
+                )
+            }
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!("cannot move the new filter to {}", target.display())
+                });
+            }
+        }
+        let (dir, _) = dir_and_name(&target)?;
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    }
+}
+
+impl Store for NewFilter {
+    fn seed(&self) -> u64 {
+        self.layers.header.seed
+    }
+
+    fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>) {
+        contains_in(&self.layers.header, &self.layers.maps, hashes, out);
+    }
+
+    fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
+        let (file, path) = (self.tmp.as_file(), self.tmp.path());
+        self.layers
+            .add(hashes, Some(out), &mut |h| extend(file, path, h))
+    }
+}

@@ -1,0 +1,92 @@
+//! [`ReadFilter`]: a filter file opened for reading under a shared lock
+//! (`query`, `stats`, `verify`), its layers mapped read-only.
+
+use super::format::Header;
+use super::header::open_checked;
+use super::layers::contains_in;
+use super::map::map_read;
+use crate::hash::Hash128;
+use crate::pipeline::Store;
+use anyhow::{Context, Result, bail};
+use memmap2::Mmap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// A filter file opened for reading under a shared lock.
+pub struct ReadFilter {
+    path: PathBuf,
+    file: File,
+    /// One mapping per layer (`pub(super)` for the tests of `layers`).
+    pub(super) maps: Vec<Mmap>,
+    header: Header,
+}
+
+impl ReadFilter {
+    /// Opens, locks (shared) and validates a filter file.
+    ///
+    /// # Errors
+    /// When the file cannot be opened or is not a valid filter (message names it).
+    pub(crate) fn open(path: &Path) -> Result<ReadFilter> {
+        let (file, header) = open_checked(path, false)?;
+        let maps = header
+            .layers
+            .iter()
+            .map(|l| map_read(&file, path, l))
+            .collect::<Result<_>>()?;
+        Ok(ReadFilter {
+            path: path.to_path_buf(),
+            file,
+            maps,
+            header,
+        })
+    }
+
+    /// The validated header.
+    pub(crate) fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Path it was opened from.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bit array of layer `i`.
+    pub(crate) fn layer_bits(&self, i: usize) -> &[u8] {
+        &self.maps[i]
+    }
+
+    /// The stored checksums of layer `i`'s segments (empty when it has none).
+    ///
+    /// # Errors
+    /// When the table cannot be read.
+    pub(crate) fn checksums(&self, i: usize) -> Result<Vec<u64>> {
+        let l = &self.header.layers[i];
+        if l.checksums == 0 {
+            return Ok(vec![]);
+        }
+        let mut buf = vec![0u8; l.segments() as usize * 8];
+        self.file
+            .read_exact_at(&mut buf, l.checksums)
+            .with_context(|| format!("cannot read the checksums of {}", self.path.display()))?;
+        Ok(buf
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect())
+    }
+}
+
+impl Store for ReadFilter {
+    fn seed(&self) -> u64 {
+        self.header.seed
+    }
+
+    fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>) {
+        contains_in(&self.header, &self.maps, hashes, out);
+    }
+
+    fn insert_batch(&mut self, _: &[Hash128], _: &mut Vec<bool>) -> Result<u64> {
+        bail!("{} is open read-only", self.path.display())
+    }
+}
