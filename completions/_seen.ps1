@@ -50,6 +50,7 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Field delimiter for -k: one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: tab]')
             [CompletionResult]::new('--delimiter', '--delimiter', [CompletionResultType]::ParameterName, 'Field delimiter for -k: one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: tab]')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5m, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]')
             [CompletionResult]::new('--fixed', '--fixed', [CompletionResultType]::ParameterName, 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)')
             [CompletionResult]::new('--no-grow', '--no-grow', [CompletionResultType]::ParameterName, 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)')
             [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Replace FILTER if it exists (atomically); only a seen filter (or an empty file) is replaced, never another kind of file or a symbolic link')
@@ -75,6 +76,7 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
         'seen;query' {
             [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Read items, one per line, from FILE (`-` is standard input); may be repeated')
             [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'Read items, one per line, from FILE (`-` is standard input); may be repeated')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5m, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]')
             [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value')
             [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value')
             [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)')
@@ -121,6 +123,7 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Field delimiter for -k: one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: tab]')
             [CompletionResult]::new('--delimiter', '--delimiter', [CompletionResultType]::ParameterName, 'Field delimiter for -k: one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: tab]')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5m, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]')
             [CompletionResult]::new('--fixed', '--fixed', [CompletionResultType]::ParameterName, 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)')
             [CompletionResult]::new('--no-grow', '--no-grow', [CompletionResultType]::ParameterName, 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)')
             [CompletionResult]::new('--summary', '--summary', [CompletionResultType]::ParameterName, 'Print a summary to stderr: lines read, written, duplicates, and how many new lines were probably dropped as false positives')
@@ -146,6 +149,7 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
         'seen;stats' {
             [CompletionResult]::new('--max-fpp', '--max-fpp', [CompletionResultType]::ParameterName, 'Exit 1 when the estimated current false-positive rate is above P')
             [CompletionResult]::new('--max-fill', '--max-fill', [CompletionResultType]::ParameterName, 'Exit 1 when the fill ratio (bits set / bits, over all layers) is above F (e.g. 0.5, 50%)')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5m, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object (schema in docs/STATS.md) instead of a table')
             [CompletionResult]::new('--progress', '--progress', [CompletionResultType]::ParameterName, 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no notes on stderr (warnings and errors still print)')
@@ -155,6 +159,7 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             break
         }
         'seen;verify' {
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5m, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]')
             [CompletionResult]::new('--repair', '--repair', [CompletionResultType]::ParameterName, 'If a writer was killed (the file is dirty), first recompute its checksums and counters from its bits, as the next writer would (takes the write lock); then check. A clean file is only checked: its damage is reported, never repaired. (A dirty file''s stale checksums cannot be told from damage: --repair trusts its bits.)')
             [CompletionResult]::new('--progress', '--progress', [CompletionResultType]::ParameterName, 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no notes on stderr (warnings and errors still print)')

@@ -85,7 +85,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__build)
-            opts="-o -n -p -z -j -k -t -i -q -h --output --capacity --fpp --growth --no-grow --fixed --force --add --summary --json --seed --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --progress --quiet --help"
+            opts="-o -n -p -z -j -k -t -i -q -h --output --capacity --fpp --growth --no-grow --fixed --force --add --summary --json --seed --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --progress --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -147,6 +147,10 @@ _seen() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -169,7 +173,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__dedup)
-            opts="-f -n -p -d -m -z -j -k -t -i -q -h --filter --capacity --fpp --growth --no-grow --fixed --summary --commit-every --json --repeated --max-count --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --progress --quiet --help"
+            opts="-f -n -p -d -m -z -j -k -t -i -q -h --filter --capacity --fpp --growth --no-grow --fixed --summary --commit-every --json --repeated --max-count --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --progress --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -236,6 +240,10 @@ _seen() {
                     return 0
                     ;;
                 -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -411,7 +419,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__query)
-            opts="-f -v -c -q -z -j -k -t -i -h --file --invert-match --count --silent --quiet --all --json --progress --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --help"
+            opts="-f -v -c -q -z -j -k -t -i -h --file --invert-match --count --silent --quiet --all --json --wait --progress --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -422,6 +430,10 @@ _seen() {
                     return 0
                     ;;
                 -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -457,7 +469,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__stats)
-            opts="-q -h --json --max-fpp --max-fill --progress --quiet --help"
+            opts="-q -h --json --max-fpp --max-fill --wait --progress --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -471,6 +483,10 @@ _seen() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -479,12 +495,16 @@ _seen() {
             return 0
             ;;
         seen__subcmd__verify)
-            opts="-q -h --repair --progress --quiet --help"
+            opts="-q -h --repair --wait --progress --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -42,6 +42,7 @@ complete -c seen -n "__fish_seen_using_subcommand build" -l seed -d 'Hash seed f
 complete -c seen -n "__fish_seen_using_subcommand build" -s j -l threads -d 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value' -r
 complete -c seen -n "__fish_seen_using_subcommand build" -s k -l key -d 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)' -r
 complete -c seen -n "__fish_seen_using_subcommand build" -s t -l delimiter -d 'Field delimiter for -k: one byte (e.g. \',\' or \';\'), \'\\t\' or 0x1f [default: tab]' -r
+complete -c seen -n "__fish_seen_using_subcommand build" -l wait -d 'Give up (exit 2) when another process has held the filter\'s lock for DURATION (500ms, 10s, 5m, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]' -r
 complete -c seen -n "__fish_seen_using_subcommand build" -l fixed -l no-grow -d 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
 complete -c seen -n "__fish_seen_using_subcommand build" -l force -d 'Replace FILTER if it exists (atomically); only a seen filter (or an empty file) is replaced, never another kind of file or a symbolic link'
 complete -c seen -n "__fish_seen_using_subcommand build" -l add -d 'Insert into the existing FILTER instead of making a new one (sizing flags are then ignored)'
@@ -58,6 +59,7 @@ complete -c seen -n "__fish_seen_using_subcommand build" -l progress -d 'Show pr
 complete -c seen -n "__fish_seen_using_subcommand build" -s q -l quiet -d 'No progress and no notes on stderr (warnings and errors still print)'
 complete -c seen -n "__fish_seen_using_subcommand build" -s h -l help -d 'Print help'
 complete -c seen -n "__fish_seen_using_subcommand query" -s f -l file -d 'Read items, one per line, from FILE (`-` is standard input); may be repeated' -r -F
+complete -c seen -n "__fish_seen_using_subcommand query" -l wait -d 'Give up (exit 2) when another process has held the filter\'s lock for DURATION (500ms, 10s, 5m, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]' -r
 complete -c seen -n "__fish_seen_using_subcommand query" -s j -l threads -d 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value' -r
 complete -c seen -n "__fish_seen_using_subcommand query" -s k -l key -d 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)' -r
 complete -c seen -n "__fish_seen_using_subcommand query" -s t -l delimiter -d 'Field delimiter for -k: one byte (e.g. \',\' or \';\'), \'\\t\' or 0x1f [default: tab]' -r
@@ -84,6 +86,7 @@ complete -c seen -n "__fish_seen_using_subcommand dedup" -s m -l max-count -d 'S
 complete -c seen -n "__fish_seen_using_subcommand dedup" -s j -l threads -d 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value' -r
 complete -c seen -n "__fish_seen_using_subcommand dedup" -s k -l key -d 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)' -r
 complete -c seen -n "__fish_seen_using_subcommand dedup" -s t -l delimiter -d 'Field delimiter for -k: one byte (e.g. \',\' or \';\'), \'\\t\' or 0x1f [default: tab]' -r
+complete -c seen -n "__fish_seen_using_subcommand dedup" -l wait -d 'Give up (exit 2) when another process has held the filter\'s lock for DURATION (500ms, 10s, 5m, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]' -r
 complete -c seen -n "__fish_seen_using_subcommand dedup" -l fixed -l no-grow -d 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
 complete -c seen -n "__fish_seen_using_subcommand dedup" -l summary -d 'Print a summary to stderr: lines read, written, duplicates, and how many new lines were probably dropped as false positives'
 complete -c seen -n "__fish_seen_using_subcommand dedup" -l json -d 'With --summary: print it as one JSON object (schema in docs/JSON.md)'
@@ -100,10 +103,12 @@ complete -c seen -n "__fish_seen_using_subcommand dedup" -s q -l quiet -d 'No pr
 complete -c seen -n "__fish_seen_using_subcommand dedup" -s h -l help -d 'Print help'
 complete -c seen -n "__fish_seen_using_subcommand stats" -l max-fpp -d 'Exit 1 when the estimated current false-positive rate is above P' -r
 complete -c seen -n "__fish_seen_using_subcommand stats" -l max-fill -d 'Exit 1 when the fill ratio (bits set / bits, over all layers) is above F (e.g. 0.5, 50%)' -r
+complete -c seen -n "__fish_seen_using_subcommand stats" -l wait -d 'Give up (exit 2) when another process has held the filter\'s lock for DURATION (500ms, 10s, 5m, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]' -r
 complete -c seen -n "__fish_seen_using_subcommand stats" -l json -d 'Print one JSON object (schema in docs/STATS.md) instead of a table'
 complete -c seen -n "__fish_seen_using_subcommand stats" -l progress -d 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
 complete -c seen -n "__fish_seen_using_subcommand stats" -s q -l quiet -d 'No progress and no notes on stderr (warnings and errors still print)'
 complete -c seen -n "__fish_seen_using_subcommand stats" -s h -l help -d 'Print help'
+complete -c seen -n "__fish_seen_using_subcommand verify" -l wait -d 'Give up (exit 2) when another process has held the filter\'s lock for DURATION (500ms, 10s, 5m, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]' -r
 complete -c seen -n "__fish_seen_using_subcommand verify" -l repair -d 'If a writer was killed (the file is dirty), first recompute its checksums and counters from its bits, as the next writer would (takes the write lock); then check. A clean file is only checked: its damage is reported, never repaired. (A dirty file\'s stale checksums cannot be told from damage: --repair trusts its bits.)'
 complete -c seen -n "__fish_seen_using_subcommand verify" -l progress -d 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
 complete -c seen -n "__fish_seen_using_subcommand verify" -s q -l quiet -d 'No progress and no notes on stderr (warnings and errors still print)'

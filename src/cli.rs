@@ -4,6 +4,7 @@
 use crate::keys::{DEFAULT_DELIMITER, KeySpec, parse_delimiter};
 use crate::units::{
     Every, parse_count, parse_count_or_zero, parse_every, parse_fpp, parse_fraction, parse_seed,
+    parse_wait,
 };
 use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
@@ -146,6 +147,18 @@ impl Command {
             Command::Dedup(_) | Command::Query(QueryArgs { quiet: false, .. })
         )
     }
+
+    /// `--wait`: how long to wait for another process's lock at most.
+    pub fn lock_wait(&self) -> Option<std::time::Duration> {
+        match self {
+            Command::Build(a) => a.lock.wait,
+            Command::Query(a) => a.lock.wait,
+            Command::Dedup(a) => a.lock.wait,
+            Command::Stats(a) => a.lock.wait,
+            Command::Verify(a) => a.lock.wait,
+            Command::Plan(_) | Command::Completions(_) => None,
+        }
+    }
 }
 
 /// Options of `seen completions`.
@@ -210,6 +223,16 @@ impl KeyArgs {
         };
         (!spec.is_raw()).then_some(spec)
     }
+}
+
+/// Waiting for another process's lock on the filter.
+#[derive(Debug, Args, Clone, Copy, Default)]
+pub struct LockArgs {
+    /// Give up (exit 2) when another process has held the filter's lock for
+    /// DURATION (500ms, 10s, 5m, 1h; 0: do not wait), as `flock -w` does
+    /// [default: wait as long as it takes, saying so on stderr after 1 s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_wait)]
+    pub wait: Option<std::time::Duration>,
 }
 
 /// Progress on standard error.
@@ -341,6 +364,10 @@ pub struct BuildArgs {
     #[command(flatten)]
     pub keys: KeyArgs,
 
+    /// Lock waits.
+    #[command(flatten)]
+    pub lock: LockArgs,
+
     /// Progress.
     #[command(flatten)]
     pub progress: ProgressArgs,
@@ -392,6 +419,10 @@ pub struct QueryArgs {
     /// instead of the selected items.
     #[arg(long, conflicts_with_all = ["count", "quiet", "invert"])]
     pub json: bool,
+
+    /// Lock waits.
+    #[command(flatten)]
+    pub lock: LockArgs,
 
     /// Show progress on stderr even when it is not a terminal.
     #[arg(long, conflicts_with = "quiet")]
@@ -457,6 +488,10 @@ pub struct DedupArgs {
     #[command(flatten)]
     pub keys: KeyArgs,
 
+    /// Lock waits.
+    #[command(flatten)]
+    pub lock: LockArgs,
+
     /// Progress.
     #[command(flatten)]
     pub progress: ProgressArgs,
@@ -485,6 +520,10 @@ pub struct StatsArgs {
     #[arg(long, value_name = "F", value_parser = parse_fraction)]
     pub max_fill: Option<f64>,
 
+    /// Lock waits.
+    #[command(flatten)]
+    pub lock: LockArgs,
+
     /// Progress (counting the bits of a big filter).
     #[command(flatten)]
     pub progress: ProgressArgs,
@@ -504,6 +543,10 @@ pub struct VerifyArgs {
     /// told from damage: --repair trusts its bits.)
     #[arg(long)]
     pub repair: bool,
+
+    /// Lock waits.
+    #[command(flatten)]
+    pub lock: LockArgs,
 
     /// Progress.
     #[command(flatten)]

@@ -39,6 +39,9 @@ fn main() -> ExitCode {
     tuning::install(tuning::Tuning::from_env());
     memory::fit_address_space_limit();
     let cli = cli::Cli::parse();
+    if let Some(wait) = cli.command.lock_wait() {
+        seen::file::wait_for_locks_at_most(wait);
+    }
     signals::explain_sigbus();
     signals::ignore_sigxfsz();
     if cli.command.writes_stdout()

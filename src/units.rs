@@ -156,6 +156,29 @@ pub fn parse_every(s: &str) -> Result<Every, String> {
     }
 }
 
+/// Parses how long to wait for a lock: a number with `ms`, `s`, `m`
+/// (minutes) or `h`; `0` gives up at once when the lock is taken.
+///
+/// # Errors
+/// A message saying what was expected.
+pub fn parse_wait(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let bad = || format!("`{s}` is not a duration: use e.g. 500ms, 10s, 5m or 1h");
+    if t == "0" {
+        return Ok(std::time::Duration::ZERO);
+    }
+    for (suffix, secs) in [("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("h", 3600.0)] {
+        if let Some(n) = t.strip_suffix(suffix) {
+            let v: f64 = n.trim().parse().map_err(|_| bad())?;
+            if !v.is_finite() || v.is_sign_negative() || v * secs > 1e9 {
+                return Err(bad());
+            }
+            return Ok(std::time::Duration::from_secs_f64(v * secs));
+        }
+    }
+    Err(bad())
+}
+
 /// Parses a seed: decimal or `0x` hexadecimal, 64 bits.
 ///
 /// # Errors

@@ -12,8 +12,18 @@ use std::path::Path;
 /// filter take short turns by design; only a long wait is news).
 const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// The most to wait for a lock (`--wait`), when set.
+static MAX_WAIT: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+
+/// From now on, a lock held by another process for `wait` is an error
+/// (`--wait`; `main` sets it once). Without it, waits last as long as it takes.
+pub fn wait_for_locks_at_most(wait: std::time::Duration) {
+    let _ = MAX_WAIT.set(wait);
+}
+
 /// Takes a shared or exclusive `flock`, saying on stderr when it has waited
-/// [`LOCK_PATIENCE`]. SIGINT/SIGTERM (when caught) end the wait with an error.
+/// [`LOCK_PATIENCE`], giving up after `--wait`. SIGINT/SIGTERM (when caught)
+/// end the wait with an error.
 pub(super) fn lock(file: &File, path: &Path, exclusive: bool) -> Result<()> {
     let start = std::time::Instant::now();
     let mut said = false;
@@ -29,6 +39,22 @@ pub(super) fn lock(file: &File, path: &Path, exclusive: bool) -> Result<()> {
                 if crate::signals::received() != 0 {
                     bail!(
                         "interrupted while waiting for the lock on {}",
+                        path.display()
+                    );
+                }
+                if let Some(max) = MAX_WAIT.get()
+                    && start.elapsed() >= *max
+                {
+                    bail!(
+                        "gave up waiting {:?} for {} lock on {}: another process holds it \
+                         (`fuser {}` names it); pass a longer --wait, or none to wait until it is free",
+                        max,
+                        if exclusive {
+                            "an exclusive"
+                        } else {
+                            "a shared"
+                        },
+                        path.display(),
                         path.display()
                     );
                 }

@@ -116,3 +116,51 @@ fn max_count_stops_printing() {
         .no_stdout();
     assert!(!dir.path().join("none.seen").exists());
 }
+
+/// While another process holds a filter (a `query` coprocess waiting for
+/// its next item), `dedup -f F --wait 300ms` gives up with exit 2 and a
+/// message naming the filter, instead of waiting forever; without the
+/// holder, the same command runs.
+#[test]
+fn lock_waits_can_give_up() {
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    let dir = tmp();
+    seen_io(dir.path(), ["build", "-o", "f.seen"], b"x\n").ok();
+    let mut holder = crate::common::command(dir.path())
+        .args(["query", "f.seen"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = holder.stdin.take().unwrap();
+    stdin.write_all(b"x\n").unwrap();
+    stdin.flush().unwrap();
+    // Its answer comes once it has the filter open (and its shared lock).
+    let mut answer = [0u8; 2];
+    holder
+        .stdout
+        .take()
+        .unwrap()
+        .read_exact(&mut answer)
+        .unwrap();
+    assert_eq!(&answer, b"x\n");
+    let r = seen_io(
+        dir.path(),
+        ["dedup", "-f", "f.seen", "--wait", "300ms"],
+        b"y\n",
+    );
+    r.code(2).no_stdout();
+    r.stderr_has("gave up waiting 300ms for an exclusive lock on f.seen");
+    r.stderr_has("--wait");
+    drop(stdin);
+    assert!(holder.wait().unwrap().success());
+    seen_io(
+        dir.path(),
+        ["dedup", "-f", "f.seen", "--wait", "0"],
+        b"y\nx\n",
+    )
+    .ok()
+    .stdout(b"y\n");
+    seen(dir.path(), ["dedup", "--wait", "soon"]).fails("not a duration");
+}
