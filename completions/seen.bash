@@ -173,7 +173,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__dedup)
-            opts="-f -n -p -d -m -z -j -k -t -i -q -h --filter --capacity --fpp --growth --no-grow --fixed --summary --commit-every --json --repeated --max-count --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --progress --quiet --help"
+            opts="-f -n -p -d -D -m -z -j -k -t -i -q -h --filter --capacity --fpp --growth --no-grow --fixed --summary --commit-every --json --repeated --all-repeated --max-count --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --progress --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

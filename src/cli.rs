@@ -66,7 +66,10 @@ Examples:
   seen build -k 2 -t , -o ids.seen users.csv     # keyed by the 2nd CSV field
 
 The file is written to a temporary file in the same directory and renamed into
-place, so readers see the old filter or the new one, never a half-written file.")]
+place, so readers see the old filter or the new one, never a half-written file.
+
+Exit status: 0 done, 2 error (nothing is left at -o but what was there), 130/143
+stopped by SIGINT/SIGTERM (the unfinished filter is removed).")]
     Build(BuildArgs),
     /// Ask a filter whether items are (probably) in it, grep-style.
     #[command(after_help = "\
@@ -89,7 +92,8 @@ Examples:
   crawl | seen dedup --url -f crawled.seen  # remembers URLs across runs
   ls batches/* | xargs -P 4 -n 1 seen dedup -f crawled.seen > new.txt
   seen dedup -k 2 -t , users.csv            # first row per value of field 2
-  seen dedup --repeated urls.txt            # only the lines seen before
+  seen dedup -d urls.txt                    # each line that repeats, once
+  seen dedup -f crawled.seen -m 1000 < frontier  # the next 1,000 new lines
 
 A false positive drops a line that was in fact new, with probability about -p
 (default 1e-6) per new line; a line is never printed twice.
@@ -97,7 +101,11 @@ A false positive drops a line that was in fact new, with probability about -p
 With -f, a line is recorded only after it was written out: a killed run loses
 nothing (the next run prints what it did not). Several processes may share one
 filter (e.g. under xargs -P): they take turns per commit window and print each
-line once between them. SIGINT/SIGTERM record what was printed, exit 130/143.")]
+line once between them.
+
+Exit status: 0 done (a closed standard output, as with `| head`, ends the run
+quietly), 2 error, 130/143 stopped by SIGINT/SIGTERM (what was printed is
+recorded).")]
     Dedup(DedupArgs),
     /// Report a filter's parameters, fill ratio, estimated items and false-positive rate.
     #[command(after_help = "\
@@ -227,6 +235,7 @@ impl KeyArgs {
 
 /// Waiting for another process's lock on the filter.
 #[derive(Debug, Args, Clone, Copy, Default)]
+#[command(next_help_heading = "Progress and waiting")]
 pub struct LockArgs {
     /// Give up (exit 2) when another process has held the filter's lock for
     /// DURATION (500ms, 10s, 5m, 1h; 0: do not wait), as `flock -w` does
@@ -468,9 +477,19 @@ pub struct DedupArgs {
     #[arg(long, requires = "summary")]
     pub json: bool,
 
-    /// Print only the lines that were seen before (each repeat), the inverse of the default.
-    #[arg(short = 'd', long = "repeated")]
+    /// Print each line that repeats, once, at its second occurrence (as
+    /// `uniq -d`, but the repeats need not be adjacent); with -f, a line
+    /// recorded in an earlier run repeats at its first occurrence here. About
+    /// `p` of the lines seen once are printed too, and about `p` of the
+    /// repeated ones are not (false positives of the filter, and of a second
+    /// in-memory filter of the lines printed).
+    #[arg(short = 'd', long = "repeated", conflicts_with = "all_repeated")]
     pub repeated: bool,
+
+    /// Print every occurrence of a line after its first (each repeat): the
+    /// inverse of the default (as `uniq -D` prints repeats, minus the first).
+    #[arg(short = 'D', long = "all-repeated")]
+    pub all_repeated: bool,
 
     /// Stop after printing N lines (as `grep -m`). With -f, exactly those N
     /// are recorded, so `seen dedup -f F -m 1000 < frontier` hands out the

@@ -4,6 +4,7 @@
 
 use clap::Parser;
 use seen::{cli, cmd, memory, output, signals, tuning};
+use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -38,7 +39,21 @@ fn main() -> ExitCode {
     }
     tuning::install(tuning::Tuning::from_env());
     memory::fit_address_space_limit();
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help, version, or a usage error: printed by clap, which would
+        // exit 0 after `seen --help > /dev/full` wrote nothing.
+        Err(e) => {
+            let printed = e.print().and_then(|()| std::io::stdout().flush());
+            return match printed {
+                Ok(()) => ExitCode::from(e.exit_code() as u8),
+                Err(w) => {
+                    eprintln!("seen: error: cannot write output: {w}");
+                    ExitCode::from(2)
+                }
+            };
+        }
+    };
     if let Some(wait) = cli.command.lock_wait() {
         seen::file::wait_for_locks_at_most(wait);
     }

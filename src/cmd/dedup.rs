@@ -2,11 +2,13 @@
 
 use super::{counted, measured, options};
 use crate::cli::DedupArgs;
+use crate::file::MemFilter;
 use crate::filter::sizing::policy::{self, Asked, Measured, expected_keys};
 use crate::hash::DEFAULT_SEED;
 use crate::input::{sources, total_bytes};
 use crate::job::{Job, NewFile, Output, Where, execute};
 use crate::output::stdout;
+use crate::pipeline::Store;
 use crate::pipeline::{Chunk, Commit, Mode, Taken};
 use crate::units::Every;
 use anyhow::{Context, Result};
@@ -37,9 +39,13 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
         // Nothing may be printed: nothing is read or recorded.
         return Ok(ExitCode::SUCCESS);
     }
-    let (repeated, max) = (a.repeated, a.max_count);
+    let (repeats, once, max) = (a.repeated || a.all_repeated, a.repeated, a.max_count);
+    let fpp = Asked::from(a.size).fpp();
     let job = plan(a)?;
-    let mut printer = Printer::new(stdout(), repeated);
+    let mut printer = Printer::new(stdout(), repeats);
+    if once {
+        printer = printer.each_once(fpp)?;
+    }
     if let Some(m) = max {
         printer = printer.at_most(m, job.opts.term);
     }
@@ -113,7 +119,7 @@ fn plan(a: DedupArgs) -> Result<Job> {
 /// says how often), except with `--repeated`, whose new lines are never
 /// printed, so nothing waits for the output.
 fn mode(a: &DedupArgs) -> Mode {
-    if a.repeated {
+    if a.repeated || a.all_repeated {
         return Mode::Insert;
     }
     let (lines, every) = match a.commit_every {
@@ -136,6 +142,8 @@ pub struct Printer<W> {
     written: u64,
     /// `-m`: the most records to print, and their terminator.
     max: Option<(u64, u8)>,
+    /// `-d`: the repeated records printed so far, so each is printed once.
+    printed: Option<MemFilter>,
 }
 
 impl<W: Write + Send> Printer<W> {
@@ -146,7 +154,50 @@ impl<W: Write + Send> Printer<W> {
             repeated,
             written: 0,
             max: None,
+            printed: None,
         }
+    }
+
+    /// Prints each repeated record once (`-d`), remembering those printed in
+    /// an in-memory filter at rate `fpp`.
+    ///
+    /// # Errors
+    /// When its memory cannot be had.
+    pub fn each_once(self, fpp: f64) -> Result<Self> {
+        let spec = policy::printed_repeats(fpp);
+        Ok(Printer {
+            printed: Some(MemFilter::with_spec(&spec, DEFAULT_SEED)?),
+            ..self
+        })
+    }
+
+    /// `-d`: of the chunk's records seen before, those not printed yet, each
+    /// once, in order.
+    fn repeats_once(&mut self, c: &Chunk) -> Result<Taken> {
+        let printed = self.printed.as_mut().expect("-d keeps a filter");
+        let (mut repeats, mut hashes) = (Vec::new(), Vec::new());
+        c.for_each_hashed(|record, h, seen| {
+            if seen {
+                repeats.push(record);
+                hashes.push(h);
+            }
+        });
+        let mut was = Vec::new();
+        printed.insert_batch(&hashes, &mut was)?;
+        let mut room = self.max.map_or(u64::MAX, |(m, _)| m - self.written);
+        for (record, was) in repeats.iter().zip(was) {
+            if !was && room > 0 {
+                self.out.write_all(record).context("cannot write output")?;
+                self.written += 1;
+                room -= 1;
+            }
+        }
+        self.out.flush().context("cannot write output")?;
+        Ok(if room == 0 {
+            Taken::Stop { new: 0 }
+        } else {
+            Taken::All
+        })
     }
 
     /// Prints at most `max` records (ended by `term`), then stops the run.
@@ -160,6 +211,9 @@ impl<W: Write + Send> Printer<W> {
 
 impl<W: Write + Send> Output for Printer<W> {
     fn chunk(&mut self, c: &Chunk) -> Result<Taken> {
+        if self.printed.is_some() {
+            return self.repeats_once(c);
+        }
         // The runs of printed records go out as they lie in the chunk, many per
         // vectored write, with no copy through a user-space buffer; when they
         // are short (lines alternating new and seen), one iovec per line costs

@@ -158,6 +158,19 @@ impl Chunk {
         }
     }
 
+    /// Calls `f(record, hash, verdict)` for every record (terminator
+    /// included), in order.
+    pub fn for_each_hashed<'a>(&'a self, mut f: impl FnMut(&'a [u8], Hash128, bool)) {
+        let data = self.bytes();
+        for p in &self.pieces[..self.used] {
+            let starts = std::iter::once(p.start).chain(p.ends.iter().copied());
+            let keys = p.hashes.iter().zip(&p.verdicts);
+            for ((s, e), (h, v)) in starts.zip(p.ends.iter().copied()).zip(keys) {
+                f(&data[s..e], *h, *v);
+            }
+        }
+    }
+
     /// The records, and those whose verdict is `want`.
     pub fn count(&self, want: bool) -> (u64, u64) {
         self.pieces[..self.used].iter().fold((0, 0), |(n, w), p| {

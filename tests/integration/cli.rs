@@ -163,14 +163,14 @@ fn dedup_repeated_prints_every_later_occurrence() {
     write(&d, "in.txt", SMALL);
     let expected = reference(SMALL, b'\n', true);
     assert_eq!(expected, b"apple\nbanana\n\napple\ncherry\n");
-    seen(d.path(), ["dedup", "-d", "in.txt"])
+    seen(d.path(), ["dedup", "-D", "in.txt"])
         .ok()
         .stdout(&expected);
-    seen(d.path(), ["dedup", "--repeated", "in.txt"])
+    seen(d.path(), ["dedup", "--all-repeated", "in.txt"])
         .ok()
         .stdout(&expected);
     // Nothing repeated: no output, still exit 0.
-    seen_io(d.path(), ["dedup", "-d"], b"a\nb\nc\n")
+    seen_io(d.path(), ["dedup", "-D"], b"a\nb\nc\n")
         .ok()
         .no_stdout();
 }
@@ -207,7 +207,7 @@ fn dedup_last_line_without_newline_gets_one() {
     seen_io(d.path(), ["dedup"], b"a\nb\na")
         .ok()
         .stdout(b"a\nb\n");
-    seen_io(d.path(), ["dedup", "-d"], b"a\nb\na")
+    seen_io(d.path(), ["dedup", "-D"], b"a\nb\na")
         .ok()
         .stdout(b"a\n");
 }
@@ -218,7 +218,7 @@ fn dedup_empty_lines_are_items() {
     seen_io(d.path(), ["dedup"], b"\n\n\na\n\n")
         .ok()
         .stdout(b"\na\n");
-    seen_io(d.path(), ["dedup", "-d"], b"\n\n\na\n\n")
+    seen_io(d.path(), ["dedup", "-D"], b"\n\n\na\n\n")
         .ok()
         .stdout(b"\n\n\n");
     // `\r` is part of the line: "a\r" and "a" differ.
@@ -255,7 +255,7 @@ fn dedup_null_records() {
     seen(d.path(), ["dedup", "-z", "z.bin"])
         .ok()
         .stdout(&expected);
-    seen(d.path(), ["dedup", "-z", "-d", "z.bin"])
+    seen(d.path(), ["dedup", "-z", "-D", "z.bin"])
         .ok()
         .stdout(b"a\nb\0c\0\0");
     // Without -z the same bytes are split on newlines only.
@@ -273,7 +273,7 @@ fn dedup_empty_input_gives_empty_output() {
     seen(d.path(), ["dedup", "-z", "empty.txt"])
         .ok()
         .no_stdout();
-    seen(d.path(), ["dedup", "-d", "empty.txt"])
+    seen(d.path(), ["dedup", "-D", "empty.txt"])
         .ok()
         .no_stdout();
     seen(
@@ -369,7 +369,7 @@ fn dedup_persistent_filter_across_runs() {
     .ok()
     .no_stdout();
     // --repeated with a persistent filter: every line was seen before.
-    seen_io(d.path(), ["dedup", "-d", "-f", "p.seen"], b"a\nz\nz\n")
+    seen_io(d.path(), ["dedup", "-D", "-f", "p.seen"], b"a\nz\nz\n")
         .ok()
         .stdout(b"a\nz\n");
     // `query` finds every line printed, and the counter holds the distinct count.
@@ -548,7 +548,7 @@ fn dedup_matches_hashset_reference_on_random_data() {
             let mut args = vec!["dedup", "-p", "1e-9", "in.bin"];
             args.extend_from_slice(z);
             if repeated {
-                args.push("-d");
+                args.push("-D");
             }
             write(&d, "in.bin", &input);
             let r = seen(d.path(), &args);

@@ -168,7 +168,7 @@ fn field_key_prints_whole_records_first_occurrence_in_order() {
             "3,alice,oslo",
         ]));
     // --repeated: every later record with a seen key, whole.
-    dedup(d.path(), &["--repeated", "-k", "2", "-t", ","], &data)
+    dedup(d.path(), &["--all-repeated", "-k", "2", "-t", ","], &data)
         .ok()
         .stdout(&text(&["3,alice,oslo", "5,bob,rome"]));
     // Long flag names, and standard input.
@@ -266,7 +266,7 @@ fn field_keys_match_awk_on_generated_records() {
                 short_records(&data, delim, k),
                 "k={k} delimiter {t:?}: {s}"
             );
-            seen(d.path(), ["dedup", "-d", "-k", &ks, "-t", t, "gen.txt"])
+            seen(d.path(), ["dedup", "-D", "-k", &ks, "-t", t, "gen.txt"])
                 .ok()
                 .stdout(&repeated);
         }
@@ -1156,7 +1156,7 @@ fn dedup_summary_json_members() {
     // --repeated: lines_written counts the repeats printed.
     let r = dedup(
         d.path(),
-        &["--summary", "--json", "-d", "-k", "2", "-t", ","],
+        &["--summary", "--json", "-D", "-k", "2", "-t", ","],
         data,
     );
     r.stdout(b"b,1\nHTTP://X.COM,9\n");

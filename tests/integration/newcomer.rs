@@ -164,3 +164,71 @@ fn lock_waits_can_give_up() {
     .stdout(b"y\n");
     seen(dir.path(), ["dedup", "--wait", "soon"]).fails("not a duration");
 }
+
+/// `-d` is `uniq -d` for repeats anywhere: each repeated line once, at its
+/// second occurrence (awk's `seen[$0]++ == 1`); `-D` is every repeat.
+#[test]
+fn repeated_prints_each_repeat_once() {
+    let dir = tmp();
+    let input = b"a\na\na\nb\nb\nc\n";
+    seen_io(dir.path(), ["dedup", "-d"], input)
+        .ok()
+        .stdout(b"a\nb\n");
+    seen_io(dir.path(), ["dedup", "-D"], input)
+        .ok()
+        .stdout(b"a\na\nb\n");
+    // A larger input, in small chunks and on several threads.
+    let mut data = Vec::new();
+    let mut rng = crate::common::Rng(21);
+    for _ in 0..50_000 {
+        data.extend_from_slice(format!("k{}\n", rng.below(20_000)).as_bytes());
+    }
+    let mut count = std::collections::HashMap::new();
+    let mut want = Vec::new();
+    for r in records(&data, b'\n') {
+        let n = count.entry(r).or_insert(0);
+        *n += 1;
+        if *n == 2 {
+            want.extend_from_slice(r);
+            want.push(b'\n');
+        }
+    }
+    for (threads, chunk) in [("1", "1000000"), ("3", "4096")] {
+        seen_env(
+            dir.path(),
+            &[("RAYON_NUM_THREADS", threads), ("SEEN_CHUNK_BYTES", chunk)],
+            ["dedup", "-d", "-p", "1e-9"],
+            &data,
+        )
+        .ok()
+        .stdout(&want);
+    }
+    // With -f, a line of an earlier run repeats at its first occurrence now.
+    seen_io(dir.path(), ["dedup", "-n", "1k", "-f", "p.seen"], b"x\ny\n").ok();
+    seen_io(
+        dir.path(),
+        ["dedup", "-d", "-f", "p.seen"],
+        b"x\nz\nx\nz\nz\n",
+    )
+    .ok()
+    .stdout(b"x\nz\n");
+    seen(dir.path(), ["dedup", "-d", "-D"]).fails("cannot be used with");
+}
+
+/// `seen --help > /dev/full` wrote nothing and exited 0; now it is an error.
+#[test]
+fn help_to_a_full_device_is_an_error() {
+    let dir = tmp();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = crate::common::command(dir.path())
+        .arg("--help")
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(crate::common::stderr(&out).contains("cannot write output"));
+    seen(dir.path(), ["--help"]).ok();
+}

@@ -327,7 +327,7 @@ fn dedup_repeated_is_identical_for_any_threads_and_chunk_size() {
         reference(&input, b'\n', true).len() > input.len() / 3,
         "too few repeats"
     );
-    assert_dedup_everywhere(&d, &input, &short, &["--repeated"], &diagonal(), |i| {
+    assert_dedup_everywhere(&d, &input, &short, &["--all-repeated"], &diagonal(), |i| {
         reference(i, b'\n', true)
     });
 }
@@ -347,7 +347,7 @@ fn dedup_null_records_are_identical_for_any_threads_and_chunk_size() {
         Cfg::new(Threads::Env(8), Some(131_072)),
         Cfg::new(Threads::Flag(3), None),
     ];
-    assert_dedup_everywhere(&d, &input, &short, &["-z", "-d"], &cfgs, |i| {
+    assert_dedup_everywhere(&d, &input, &short, &["-z", "-D"], &cfgs, |i| {
         reference(i, 0, true)
     });
 }
@@ -624,7 +624,7 @@ fn record_split_across_chunks() {
     let expected = reference(&input, b'\n', false);
     assert_eq!(records(&expected, b'\n').len(), 5);
     check_small(&d, &[&input], &[], &expected);
-    check_small(&d, &[&input], &["-d"], &reference(&input, b'\n', true));
+    check_small(&d, &[&input], &["-D"], &reference(&input, b'\n', true));
 }
 
 #[test]
@@ -646,7 +646,7 @@ fn missing_final_terminator_is_added() {
     check_small(
         &d,
         &[b"first line\nsecond line\nfirst line"],
-        &["-d"],
+        &["-D"],
         b"first line\n",
     );
     check_small(
@@ -676,7 +676,7 @@ fn null_records_at_chunk_boundaries() {
         b"alpha\nbeta\0gamma\0\0multi\nline\nrecord\0tail\nend\0"
     );
     check_small(&d, &[input], &["-z"], &expected);
-    check_small(&d, &[input], &["-z", "-d"], b"alpha\nbeta\0gamma\0\0");
+    check_small(&d, &[input], &["-z", "-D"], b"alpha\nbeta\0gamma\0\0");
     // Without -z the same bytes are lines.
     check_small(&d, &[input], &[], &reference(input, b'\n', false));
 }
@@ -686,7 +686,7 @@ fn empty_lines_at_chunk_boundaries() {
     let d = tmp();
     let input: &[u8] = b"\n\nabc\n\n\n\nabc\ndef\n\n";
     check_small(&d, &[input], &[], b"\nabc\ndef\n");
-    check_small(&d, &[input], &["-d"], b"\n\n\n\nabc\n\n");
+    check_small(&d, &[input], &["-D"], b"\n\n\n\nabc\n\n");
     check_small(&d, &[b"\n"], &[], b"\n");
     check_small(&d, &[b"x\n\n"], &[], b"x\n\n");
     check_small(&d, &[b"\0\0a\0\0"], &["-z"], b"\0a\0");
@@ -704,7 +704,7 @@ fn unterminated_last_line_of_a_file_does_not_join_the_next_file() {
         b"one\nab\nc\ntwo\nabc\n",
     );
     check_small(&d, &[b"x", b"y", b"x", b""], &[], b"x\ny\n");
-    check_small(&d, &[b"x", b"", b"y\nx"], &["-d"], b"x\n");
+    check_small(&d, &[b"x", b"", b"y\nx"], &["-D"], b"x\n");
     check_small(&d, &[b"p\0q", b"r\0q"], &["-z"], b"p\0q\0r\0");
     // Larger files, each ending without terminator, across the whole matrix of
     // small chunks: the reference on the files joined with terminators.
@@ -780,7 +780,7 @@ fn line_longer_than_the_chunk_size() {
     let r = seen(
         d.path(),
         Cfg::new(Threads::Flag(3), Some(4096)),
-        ["dedup", "-d", "-n", "100", "-p", "1e-9", "big.txt"],
+        ["dedup", "-D", "-n", "100", "-p", "1e-9", "big.txt"],
     );
     r.ok().stdout(&repeated);
 }
@@ -1011,7 +1011,7 @@ fn closed_stdout_with_threads_ends_quietly() {
         ),
         (
             &[("SEEN_CHUNK_BYTES", "4096"), ("RAYON_NUM_THREADS", "2")][..],
-            &["dedup", "-d", "big.txt", "big.txt"][..],
+            &["dedup", "-D", "big.txt", "big.txt"][..],
         ),
         (
             &[("SEEN_CHUNK_BYTES", "4096")][..],
@@ -1019,7 +1019,7 @@ fn closed_stdout_with_threads_ends_quietly() {
         ),
     ] {
         let (code, lines, err) = read_lines_then_close(d.path(), env, args, 5);
-        if !args.contains(&"-d") {
+        if !args.contains(&"-D") {
             assert_eq!(lines, first, "{env:?} {args:?}");
         }
         assert_eq!(err, "", "{env:?} {args:?}: stderr not empty");
@@ -1073,7 +1073,7 @@ fn tiny_input_with_many_threads() {
         seen_cfg(d.path(), cfg, ["dedup"], input)
             .ok()
             .stdout(b"b\na\n");
-        seen_cfg(d.path(), cfg, ["dedup", "-d"], input)
+        seen_cfg(d.path(), cfg, ["dedup", "-D"], input)
             .ok()
             .stdout(b"b\n");
     }

@@ -151,6 +151,18 @@ pub fn from_count(capacity: u64, fpp: f64) -> Result<Layers, SizingError> {
     })
 }
 
+/// The in-memory filter of the lines `dedup -d` has printed (each repeated
+/// line once): its first layer for 1M lines, growing by the default rule, at
+/// the run's target rate (a false positive there is a repeated line not
+/// printed).
+pub fn printed_repeats(fpp: f64) -> Spec {
+    Spec {
+        capacity: 1_000_000,
+        target_fpp: fpp,
+        growth: Some(Growth::new(DEFAULT_GROWTH)),
+    }
+}
+
 /// The capacity of a filter file that `dedup -f` creates when it is missing:
 /// the input's lines when they were counted, but at least
 /// [`DEFAULT_CAPACITY`] (a filter file remembers across runs: the first run's
