@@ -6,12 +6,16 @@ pub const MAX_CAPACITY: u64 = 1_000_000_000_000_000;
 
 /// Parses a count: an integer or decimal number with an optional exponent and an
 /// optional suffix `k`, `M`, `G` (or `B`), `T` (powers of 1000) or `Ki`, `Mi`,
-/// `Gi`, `Ti` (powers of 1024). Underscores are ignored.
+/// `Gi`, `Ti` (powers of 1024). Underscores are ignored, and so are commas
+/// between groups of three digits (`1,000,000`, as `seen` prints counts).
 ///
 /// # Errors
 /// A message saying what was expected, for clap to show next to the flag.
 pub fn parse_count(s: &str) -> Result<u64, String> {
     let t: String = s.trim().chars().filter(|&c| c != '_').collect();
+    let t = without_thousands_commas(&t).ok_or_else(|| {
+        format!("`{s}` is not a count: commas may only group digits by three (1,000,000)")
+    })?;
     let lower = t.to_ascii_lowercase();
     let (num, mult) = [
         ("ki", 1024f64),
@@ -43,6 +47,23 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
         return Err(format!("`{s}` must be at least 1"));
     }
     Ok(n)
+}
+
+/// `t` without the commas that group its leading digits by three
+/// (`1,000,000` → `1000000`, `2,500k` → `2500k`); `None` when a comma is
+/// anywhere else (`1,5` is a decimal comma: ambiguous, refused).
+fn without_thousands_commas(t: &str) -> Option<String> {
+    if !t.contains(',') {
+        return Some(t.to_string());
+    }
+    let digits = t
+        .find(|c: char| !c.is_ascii_digit() && c != ',')
+        .unwrap_or(t.len());
+    let (grouped, rest) = t.split_at(digits);
+    let mut groups = grouped.split(',');
+    let first = groups.next()?;
+    let ok = (1..=3).contains(&first.len()) && groups.all(|g| g.len() == 3) && !rest.contains(',');
+    ok.then(|| format!("{}{rest}", grouped.replace(',', "")))
 }
 
 /// [`parse_count`], and 0 (`-m 0`: nothing).
@@ -195,6 +216,19 @@ pub fn parse_seed(s: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 21: `-n 1,000,000`, the form `seen` prints, is a count; a
+    /// comma that does not group digits by three is refused, saying why.
+    #[test]
+    fn commas_group_thousands() {
+        assert_eq!(parse_count("1,000,000"), Ok(1_000_000));
+        assert_eq!(parse_count("12,345"), Ok(12_345));
+        assert_eq!(parse_count("2,500k"), Ok(2_500_000));
+        for bad in ["1,5", "1,00", "1000,000", ",100", "1,000.5,0", "1,,000"] {
+            let e = parse_count(bad).unwrap_err();
+            assert!(e.contains("commas"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn counts() {

@@ -232,3 +232,18 @@ fn help_to_a_full_device_is_an_error() {
     assert!(crate::common::stderr(&out).contains("cannot write output"));
     seen(dir.path(), ["--help"]).ok();
 }
+
+/// `-n 1,000,000`, the way `seen` prints counts, is accepted (it was "not a
+/// count"); a decimal comma is refused with the reason.
+#[test]
+fn counts_take_thousands_commas() {
+    let dir = tmp();
+    let r = seen(dir.path(), ["plan", "-n", "1,000,000", "--fixed"]);
+    r.ok();
+    assert!(
+        r.stdout_str().starts_with("capacity         1,000,000\n"),
+        "{}",
+        r.stdout_str()
+    );
+    seen(dir.path(), ["plan", "-n", "1,5"]).fails("commas may only group digits by three");
+}
