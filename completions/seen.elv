@@ -46,7 +46,7 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand --key 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)'
             cand -t 'Field delimiter for -k: one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: tab]'
             cand --delimiter 'Field delimiter for -k: one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: tab]'
-            cand --wait 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5m, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]'
+            cand --wait 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]'
             cand --fixed 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
             cand --no-grow 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
             cand --force 'Replace FILTER if it exists (atomically); only a seen filter (or an empty file) is replaced, never another kind of file or a symbolic link'
@@ -71,7 +71,7 @@ set edit:completion:arg-completer[seen] = {|@words|
         &'seen;query'= {
             cand -f 'Read items, one per line, from FILE (`-` is standard input); may be repeated'
             cand --file 'Read items, one per line, from FILE (`-` is standard input); may be repeated'
-            cand --wait 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5m, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]'
+            cand --wait 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]'
             cand -j 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value'
             cand --threads 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value'
             cand -k 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)'
@@ -108,7 +108,7 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand -p 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]'
             cand --fpp 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]'
             cand --growth 'When full, add a layer G times larger (2-16) [default: 2]'
-            cand --commit-every 'With -f: record printed lines in FILTER (and let other processes at it) at least this often: a duration (2s, 500ms) or a line count (100k) [default: 1s or 1M lines, whichever comes first]; windows end between input chunks (4 MiB), so a window holds at least one chunk, and also once 524,288 new lines wait to be recorded (bounded memory). A line is recorded only after it was written out, so a killed run loses nothing; it may print again, in the next run, the lines of its last window'
+            cand --commit-every 'With -f: record printed lines in FILTER (and let other processes at it) at least this often: a duration (500ms, 2s, 1min) or a line count (100k, 1M) [default: 1s or 1M lines, whichever comes first]; windows end between input chunks (4 MiB), so a window holds at least one chunk, and also once 524,288 new lines wait to be recorded (bounded memory). A line is recorded only after it was written out, so a killed run loses nothing; it may print again, in the next run, the lines of its last window'
             cand -m 'Stop after printing N lines (as `grep -m`). With -f, exactly those N are recorded, so `seen dedup -f F -m 1000 < frontier` hands out the next 1,000 new lines each run (`| head -1000` cannot: what head left unread in the pipe is not known, so the open window is not recorded). 0 reads and records nothing'
             cand --max-count 'Stop after printing N lines (as `grep -m`). With -f, exactly those N are recorded, so `seen dedup -f F -m 1000 < frontier` hands out the next 1,000 new lines each run (`| head -1000` cannot: what head left unread in the pipe is not known, so the open window is not recorded). 0 reads and records nothing'
             cand -j 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value'
@@ -117,7 +117,7 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand --key 'Compare records by field N only (1-based, split on -t, like `cut -f N`); a record with fewer fields has an empty key (as in awk)'
             cand -t 'Field delimiter for -k: one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: tab]'
             cand --delimiter 'Field delimiter for -k: one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: tab]'
-            cand --wait 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5m, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]'
+            cand --wait 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]'
             cand --fixed 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
             cand --no-grow 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
             cand --summary 'Print a summary to stderr: lines read, written, duplicates, and how many new lines were probably dropped as false positives'
@@ -144,7 +144,7 @@ set edit:completion:arg-completer[seen] = {|@words|
         &'seen;stats'= {
             cand --max-fpp 'Exit 1 when the estimated current false-positive rate is above P'
             cand --max-fill 'Exit 1 when the fill ratio (bits set / bits, over all layers) is above F (e.g. 0.5, 50%)'
-            cand --wait 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5m, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]'
+            cand --wait 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]'
             cand --json 'Print one JSON object (schema in docs/STATS.md) instead of a table'
             cand --progress 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
             cand -q 'No progress and no notes on stderr (warnings and errors still print)'
@@ -153,7 +153,7 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand --help 'Print help'
         }
         &'seen;verify'= {
-            cand --wait 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5m, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]'
+            cand --wait 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]'
             cand --repair 'If a writer was killed (the file is dirty), first recompute its checksums and counters from its bits, as the next writer would (takes the write lock); then check. A clean file is only checked: its damage is reported, never repaired. (A dirty file''s stale checksums cannot be told from damage: --repair trusts its bits.)'
             cand --progress 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
             cand -q 'No progress and no notes on stderr (warnings and errors still print)'

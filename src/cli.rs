@@ -238,7 +238,7 @@ impl KeyArgs {
 #[command(next_help_heading = "Progress and waiting")]
 pub struct LockArgs {
     /// Give up (exit 2) when another process has held the filter's lock for
-    /// DURATION (500ms, 10s, 5m, 1h; 0: do not wait), as `flock -w` does
+    /// DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does
     /// [default: wait as long as it takes, saying so on stderr after 1 s].
     #[arg(long, value_name = "DURATION", value_parser = parse_wait)]
     pub wait: Option<std::time::Duration>,
@@ -464,7 +464,7 @@ pub struct DedupArgs {
     pub summary: bool,
 
     /// With -f: record printed lines in FILTER (and let other processes at it)
-    /// at least this often: a duration (2s, 500ms) or a line count (100k)
+    /// at least this often: a duration (500ms, 2s, 1min) or a line count (100k, 1M)
     /// [default: 1s or 1M lines, whichever comes first]; windows end between
     /// input chunks (4 MiB), so a window holds at least one chunk, and also
     /// once 524,288 new lines wait to be recorded (bounded memory). A line is

@@ -134,15 +134,30 @@ pub enum Every {
     Time(std::time::Duration),
 }
 
-/// Parses `--commit-every`: a duration (`500ms`, `2s`, `1m`) or a line count
-/// (`100000`, `1M`).
+/// The one rule for suffixes: a count takes `k`, `M`, `G`, `T` (any case:
+/// `10m` is ten million); a duration takes `ms`, `s`, `min` and `h`. A
+/// lowercase `m` where a duration may stand (`--commit-every 1m`: a minute,
+/// or a million lines?) is refused, with both readings in the message.
+fn ambiguous_m(s: &str, t: &str) -> Result<(), String> {
+    match t.strip_suffix('m') {
+        Some(n) if n.trim().parse::<f64>().is_ok() => Err(format!(
+            "`{s}` is ambiguous: write {n}min for minutes, or {n}M for millions of lines"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Parses `--commit-every`: a duration (`500ms`, `2s`, `1min`) or a line
+/// count (`100000`, `1M`); `1m` is refused as ambiguous ([`ambiguous_m`]).
 ///
 /// # Errors
 /// A message with the accepted forms.
 pub fn parse_every(s: &str) -> Result<Every, String> {
     let t = s.trim();
-    let bad = || format!("`{s}` is not a duration or a line count: use e.g. 2s, 500ms, 1m or 100k");
-    for (suffix, ms) in [("ms", 1u64), ("s", 1000), ("m", 60_000)] {
+    let bad =
+        || format!("`{s}` is not a duration or a line count: use e.g. 2s, 500ms, 1min or 100k");
+    ambiguous_m(s, t)?;
+    for (suffix, ms) in [("ms", 1u64), ("min", 60_000), ("s", 1000), ("h", 3_600_000)] {
         if let Some(n) = t.strip_suffix(suffix) {
             let v: f64 = n.trim().parse().map_err(|_| bad())?;
             if !v.is_finite() || v.is_sign_negative() {
@@ -155,7 +170,7 @@ pub fn parse_every(s: &str) -> Result<Every, String> {
             }
             if v * ms as f64 > 86_400_000.0 {
                 return Err(format!(
-                    "`{s}` is too long: a commit window lasts at most a day (1440m); \
+                    "`{s}` is too long: a commit window lasts at most a day (24h); \
                      lines are only recorded at its end"
                 ));
             }
@@ -177,18 +192,20 @@ pub fn parse_every(s: &str) -> Result<Every, String> {
     }
 }
 
-/// Parses how long to wait for a lock: a number with `ms`, `s`, `m`
-/// (minutes) or `h`; `0` gives up at once when the lock is taken.
+/// Parses how long to wait for a lock: a number with `ms`, `s`, `min` or
+/// `h`; `0` gives up at once when the lock is taken. `5m` is refused, as
+/// everywhere a duration stands ([`ambiguous_m`]).
 ///
 /// # Errors
 /// A message saying what was expected.
 pub fn parse_wait(s: &str) -> Result<std::time::Duration, String> {
     let t = s.trim();
-    let bad = || format!("`{s}` is not a duration: use e.g. 500ms, 10s, 5m or 1h");
+    let bad = || format!("`{s}` is not a duration: use e.g. 500ms, 10s, 5min or 1h");
     if t == "0" {
         return Ok(std::time::Duration::ZERO);
     }
-    for (suffix, secs) in [("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("h", 3600.0)] {
+    ambiguous_m(s, t)?;
+    for (suffix, secs) in [("ms", 1e-3), ("min", 60.0), ("s", 1.0), ("h", 3600.0)] {
         if let Some(n) = t.strip_suffix(suffix) {
             let v: f64 = n.trim().parse().map_err(|_| bad())?;
             if !v.is_finite() || v.is_sign_negative() || v * secs > 1e9 {
@@ -286,7 +303,20 @@ mod tests {
             parse_every("500ms"),
             Ok(Every::Time(Duration::from_millis(500)))
         );
-        assert_eq!(parse_every("1m"), Ok(Every::Time(Duration::from_secs(60))));
+        assert_eq!(
+            parse_every("1min"),
+            Ok(Every::Time(Duration::from_secs(60)))
+        );
+        assert_eq!(
+            parse_every("1h"),
+            Ok(Every::Time(Duration::from_secs(3600)))
+        );
+        // Issue 21: a minute or a million lines? Refused, naming both.
+        let e = parse_every("1m").unwrap_err();
+        assert!(e.contains("1min") && e.contains("1M"), "{e}");
+        assert_eq!(parse_wait("5min"), Ok(Duration::from_secs(300)));
+        assert!(parse_wait("5m").unwrap_err().contains("5min"));
+        assert_eq!(parse_count("10m"), Ok(10_000_000), "a count: ten million");
         assert_eq!(
             parse_every("0.5s"),
             Ok(Every::Time(Duration::from_millis(500)))

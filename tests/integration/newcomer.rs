@@ -247,3 +247,37 @@ fn counts_take_thousands_commas() {
     );
     seen(dir.path(), ["plan", "-n", "1,5"]).fails("commas may only group digits by three");
 }
+
+/// One rule for suffixes: a count's `m` is a million (`-n 10m`), a duration
+/// says `min`; `--commit-every 1m` (a minute, or a million lines?) is
+/// refused with both readings, and so is `--wait 5m`.
+#[test]
+fn an_ambiguous_m_is_refused_with_the_fix() {
+    let dir = tmp();
+    seen(
+        dir.path(),
+        ["dedup", "-f", "f.seen", "--commit-every", "1m"],
+    )
+    .fails("write 1min for minutes, or 1M for millions of lines");
+    seen(dir.path(), ["dedup", "--wait", "5m"]).fails("5min");
+    seen_io(
+        dir.path(),
+        [
+            "dedup",
+            "-n",
+            "1k",
+            "-f",
+            "f.seen",
+            "--commit-every",
+            "1min",
+            "--wait",
+            "1min",
+        ],
+        b"a\n",
+    )
+    .code(0)
+    .stdout(b"a\n");
+    let r = seen(dir.path(), ["plan", "-n", "10m", "--fixed"]);
+    r.ok();
+    assert!(r.stdout_str().starts_with("capacity         10,000,000\n"));
+}
