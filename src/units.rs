@@ -156,28 +156,20 @@ pub fn parse_every(s: &str) -> Result<Every, String> {
     let t = s.trim();
     let bad =
         || format!("`{s}` is not a duration or a line count: use e.g. 2s, 500ms, 1min or 100k");
-    ambiguous_m(s, t)?;
-    for (suffix, ms) in [("ms", 1u64), ("min", 60_000), ("s", 1000), ("h", 3_600_000)] {
-        if let Some(n) = t.strip_suffix(suffix) {
-            let v: f64 = n.trim().parse().map_err(|_| bad())?;
-            if !v.is_finite() || v.is_sign_negative() {
-                return Err(bad());
-            }
-            if v == 0.0 {
-                return Err(format!(
-                    "`{s}` is no time: a commit window must last more than 0"
-                ));
-            }
-            if v * ms as f64 > 86_400_000.0 {
-                return Err(format!(
-                    "`{s}` is too long: a commit window lasts at most a day (24h); \
-                     lines are only recorded at its end"
-                ));
-            }
-            return Ok(Every::Time(std::time::Duration::from_micros(
-                (v * ms as f64 * 1000.0).round() as u64,
-            )));
+    if let Some(ms) = millis(s, t)? {
+        let ms = ms.ok_or_else(bad)?;
+        if ms == 0.0 {
+            return Err(format!(
+                "`{s}` is no time: a commit window must last more than 0"
+            ));
         }
+        if ms > 86_400_000.0 {
+            return Err(format!(
+                "`{s}` is too long: a commit window lasts at most a day (24h); \
+                 lines are only recorded at its end"
+            ));
+        }
+        return Ok(Every::Time(duration(ms)));
     }
     match parse_count(t) {
         Ok(n) => Ok(Every::Lines(n)),
@@ -204,17 +196,42 @@ pub fn parse_wait(s: &str) -> Result<std::time::Duration, String> {
     if t == "0" {
         return Ok(std::time::Duration::ZERO);
     }
-    ambiguous_m(s, t)?;
-    for (suffix, secs) in [("ms", 1e-3), ("min", 60.0), ("s", 1.0), ("h", 3600.0)] {
-        if let Some(n) = t.strip_suffix(suffix) {
-            let v: f64 = n.trim().parse().map_err(|_| bad())?;
-            if !v.is_finite() || v.is_sign_negative() || v * secs > 1e9 {
-                return Err(bad());
-            }
-            return Ok(std::time::Duration::from_secs_f64(v * secs));
-        }
+    match millis(s, t)? {
+        Some(Some(ms)) if ms <= 1e12 => Ok(duration(ms)),
+        _ => Err(bad()),
     }
-    Err(bad())
+}
+
+/// The milliseconds `t` (the trimmed `s`) says, when it ends with a duration
+/// suffix (`ms`, `min`, `s`, `h`): `Some(None)` when what comes before the
+/// suffix is not a finite, non-negative number; `None` without a suffix.
+///
+/// # Errors
+/// A bare `m` ([`ambiguous_m`]).
+fn millis(s: &str, t: &str) -> Result<Option<Option<f64>>, String> {
+    ambiguous_m(s, t)?;
+    let units = [
+        ("ms", 1.0),
+        ("min", 60_000.0),
+        ("s", 1000.0),
+        ("h", 3_600_000.0),
+    ];
+    let Some((n, unit)) = units
+        .iter()
+        .find_map(|&(suffix, ms)| t.strip_suffix(suffix).map(|n| (n, ms)))
+    else {
+        return Ok(None);
+    };
+    let v = n.trim().parse::<f64>().ok();
+    Ok(Some(
+        v.filter(|v| v.is_finite() && !v.is_sign_negative())
+            .map(|v| v * unit),
+    ))
+}
+
+/// `ms` milliseconds, to the microsecond.
+fn duration(ms: f64) -> std::time::Duration {
+    std::time::Duration::from_micros((ms * 1000.0).round() as u64)
 }
 
 /// Parses a seed: decimal or `0x` hexadecimal, 64 bits.
