@@ -81,11 +81,8 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
-        // Stopped at a safe point by SIGINT/SIGTERM.
-        Err(e) if e.chain().any(|c| c.is::<signals::Interrupted>()) => {
-            ExitCode::from(128 + signals::received() as u8)
-        }
-        // Interrupted before anything needed saving (e.g. waiting for a lock).
+        // SIGINT/SIGTERM: a run stopped at a safe point (`signals::Interrupted`
+        // from the pipeline), or before anything needed saving (a lock wait).
         Err(_) if signals::received() != 0 => ExitCode::from(128 + signals::received() as u8),
         Err(e) => {
             eprintln!("seen: error: {e:#}{}", hint(&e));

@@ -147,58 +147,51 @@ fn create_missing(path: &Path, new: &NewFile, keys: KeySpec) -> Result<()> {
     Ok(())
 }
 
+impl Opened {
+    /// The store behind the port.
+    fn store(&self) -> &dyn Store {
+        match self {
+            Opened::Memory(f) => f,
+            Opened::New(f, _) => f,
+            Opened::Update(f) => f,
+            Opened::Read(f) => f,
+        }
+    }
+
+    /// The store behind the port, to write.
+    fn store_mut(&mut self) -> &mut dyn Store {
+        match self {
+            Opened::Memory(f) => f,
+            Opened::New(f, _) => f,
+            Opened::Update(f) => f,
+            Opened::Read(f) => f,
+        }
+    }
+}
+
+/// Every call goes to the store behind (one dynamic call per batch).
 impl Store for Opened {
     fn seed(&self) -> u64 {
-        match self {
-            Opened::Memory(f) => f.seed(),
-            Opened::New(f, _) => f.seed(),
-            Opened::Update(f) => f.seed(),
-            Opened::Read(f) => f.seed(),
-        }
+        self.store().seed()
     }
 
     fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>) {
-        match self {
-            Opened::Memory(f) => f.contains_batch(hashes, out),
-            Opened::New(f, _) => f.contains_batch(hashes, out),
-            Opened::Update(f) => f.contains_batch(hashes, out),
-            Opened::Read(f) => f.contains_batch(hashes, out),
-        }
+        self.store().contains_batch(hashes, out);
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
-        match self {
-            Opened::Memory(f) => f.insert_batch(hashes, out),
-            Opened::New(f, _) => f.insert_batch(hashes, out),
-            Opened::Update(f) => f.insert_batch(hashes, out),
-            Opened::Read(f) => f.insert_batch(hashes, out),
-        }
+        self.store_mut().insert_batch(hashes, out)
     }
 
     fn record_batch(&mut self, hashes: &[Hash128]) -> Result<u64> {
-        match self {
-            Opened::Memory(f) => f.record_batch(hashes),
-            Opened::New(f, _) => f.record_batch(hashes),
-            Opened::Update(f) => f.record_batch(hashes),
-            Opened::Read(f) => f.record_batch(hashes),
-        }
+        self.store_mut().record_batch(hashes)
     }
 
     fn begin_window(&mut self) -> Result<()> {
-        match self {
-            Opened::Memory(f) => f.begin_window(),
-            Opened::New(f, _) => f.begin_window(),
-            Opened::Update(f) => f.begin_window(),
-            Opened::Read(f) => f.begin_window(),
-        }
+        self.store_mut().begin_window()
     }
 
     fn end_window(&mut self) -> Result<()> {
-        match self {
-            Opened::Memory(f) => f.end_window(),
-            Opened::New(f, _) => f.end_window(),
-            Opened::Update(f) => f.end_window(),
-            Opened::Read(f) => f.end_window(),
-        }
+        self.store_mut().end_window()
     }
 }
