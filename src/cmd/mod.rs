@@ -12,7 +12,7 @@ pub mod verify;
 
 use crate::cli::RecordArgs;
 use crate::filter::sizing::policy::Measured;
-use crate::input::{Records, Source, count_records, estimate_records};
+use crate::input::{Source, count_records, estimate_records};
 use crate::pipeline::Options;
 use anyhow::Result;
 
@@ -38,16 +38,11 @@ pub(crate) fn counted(sources: &[Source], opts: &Options) -> Result<Option<u64>>
 /// # Errors
 /// As [`counted`].
 pub(crate) fn measured(sources: &[Source], opts: &Options, sample: bool) -> Result<Measured> {
-    let records = if sample {
-        estimate_records(sources, opts.term, opts.threads, opts.mmap)?
+    if sample {
+        estimate_records(sources, opts.term, opts.threads, opts.mmap)
     } else {
-        counted(sources, opts)?.map(Records::Counted)
-    };
-    Ok(match records {
-        Some(Records::Counted(n)) => Measured::Counted(n),
-        Some(Records::Estimated(n)) => Measured::Estimated(n),
-        None => Measured::Unknown,
-    })
+        Ok(counted(sources, opts)?.map_or(Measured::Unknown, Measured::Counted))
+    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! windows or positioned reads), or, for large files, estimated from samples.
 
 use super::{Source, map_input, open_file, uncountable};
+use crate::filter::sizing::policy::Measured;
 use anyhow::{Context, Result};
 use std::fs::File;
 use std::io;
@@ -21,25 +22,12 @@ pub fn count_records(
     threads: usize,
     map: bool,
 ) -> Result<Option<u64>> {
-    Ok(estimate_past(sources, term, threads, map, u64::MAX)?.map(Records::lines))
-}
-
-/// The records of the sources, as [`estimate_records`] found them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Records {
-    /// Every file was counted.
-    Counted(u64),
-    /// At least one file was sampled: an estimate (see [`estimate_records`]).
-    Estimated(u64),
-}
-
-impl Records {
-    /// The number, counted or estimated.
-    pub fn lines(self) -> u64 {
-        match self {
-            Records::Counted(n) | Records::Estimated(n) => n,
-        }
-    }
+    Ok(
+        match estimate_past(sources, term, threads, map, u64::MAX)? {
+            Measured::Counted(n) | Measured::Estimated(n) => Some(n),
+            Measured::Unknown => None,
+        },
+    )
 }
 
 /// Files at least this large are sampled by [`estimate_records`] rather than
@@ -65,7 +53,7 @@ pub fn estimate_records(
     term: u8,
     threads: usize,
     map: bool,
-) -> Result<Option<Records>> {
+) -> Result<Measured> {
     let min = crate::tuning::get()
         .sample_min_bytes
         .unwrap_or(SAMPLE_MIN_BYTES);
@@ -73,21 +61,23 @@ pub fn estimate_records(
 }
 
 /// [`estimate_records`] sampling files of `min` bytes or more (none with
-/// `u64::MAX`: [`count_records`]).
+/// `u64::MAX`: [`count_records`]): `Counted` when every file was counted,
+/// `Estimated` when one was sampled, `Unknown` when a source cannot be read
+/// twice (standard input, a pipe).
 fn estimate_past(
     sources: &[Source],
     term: u8,
     threads: usize,
     map: bool,
     min: u64,
-) -> Result<Option<Records>> {
+) -> Result<Measured> {
     if uncountable(sources).is_some() {
-        return Ok(None);
+        return Ok(Measured::Unknown);
     }
     let (mut total, mut estimated) = (0u64, false);
     for s in sources {
         let Source::File(path) = s else {
-            return Ok(None);
+            return Ok(Measured::Unknown);
         };
         let file = open_file(path)?;
         let len = file.metadata().map(|m| m.len()).unwrap_or(0);
@@ -99,11 +89,11 @@ fn estimate_past(
         };
         total += n.with_context(|| format!("cannot read {}", path.display()))?;
     }
-    Ok(Some(if estimated {
-        Records::Estimated(total)
+    Ok(if estimated {
+        Measured::Estimated(total)
     } else {
-        Records::Counted(total)
-    }))
+        Measured::Counted(total)
+    })
 }
 
 /// The records of a file of `len` bytes estimated from [`SAMPLES`] windows
@@ -366,9 +356,8 @@ mod tests {
             assert_eq!(exact, lines);
             // Under the threshold: counted.
             let counted = estimate_past(&srcs, b'\n', 2, true, u64::MAX).unwrap();
-            assert_eq!(counted, Some(Records::Counted(lines)));
-            let Some(Records::Estimated(est)) = estimate_past(&srcs, b'\n', 2, true, 1).unwrap()
-            else {
+            assert_eq!(counted, Measured::Counted(lines));
+            let Measured::Estimated(est) = estimate_past(&srcs, b'\n', 2, true, 1).unwrap() else {
                 panic!("not sampled")
             };
             let off = (est as f64 - lines as f64).abs() / lines as f64;
@@ -384,11 +373,11 @@ mod tests {
         .len();
         assert!(matches!(
             estimate_past(&both, b'\n', 2, true, len + 1).unwrap(),
-            Some(Records::Estimated(n)) if n.abs_diff(300_000 + 3_012_000) < 3_312_000 / 50
+            Measured::Estimated(n) if n.abs_diff(300_000 + 3_012_000) < 3_312_000 / 50
         ));
         assert_eq!(
             estimate_past(&[Source::Stdin], b'\n', 2, true, 1).unwrap(),
-            None
+            Measured::Unknown
         );
     }
 
@@ -401,7 +390,7 @@ mod tests {
         let srcs = [Source::File(path)];
         assert_eq!(
             estimate_past(&srcs, b'\n', 1, true, 1).unwrap(),
-            Some(Records::Estimated((1 << 20) / 4096 + 1))
+            Measured::Estimated((1 << 20) / 4096 + 1)
         );
         assert_eq!(count_records(&srcs, b'\n', 1, true).unwrap(), Some(1));
     }

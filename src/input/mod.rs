@@ -20,7 +20,7 @@
 mod count;
 mod reader;
 
-pub(crate) use count::{Records, count_records, estimate_records};
+pub(crate) use count::{count_records, estimate_records};
 pub(crate) use reader::{Filled, Reader, Window};
 
 use anyhow::{Context, Result, bail};
