@@ -1,7 +1,7 @@
 //! Command-line definitions (clap derive). Only definitions live here: the doc
 //! comments are the `--help` text, and every flag is documented where it is declared.
 
-use crate::keys::{DEFAULT_DELIMITER, KeySpec, parse_delimiter};
+use crate::keys::{KeySpec, parse_delimiter};
 use crate::units::{
     Every, parse_count, parse_count_or_zero, parse_every, parse_fpp, parse_fraction, parse_seed,
     parse_wait,
@@ -182,12 +182,14 @@ pub struct CompletionsArgs {
 #[derive(Debug, Args, Clone, Copy, Default)]
 #[command(next_help_heading = "Keys (what is compared)")]
 pub struct KeyArgs {
-    /// Compare records by field N only (1-based, split on -t, like `cut -f N`);
-    /// a record with fewer fields has an empty key (as in awk).
+    /// Compare records by field N only (1-based): fields are runs of blanks
+    /// (spaces, tabs), as in awk and `sort -k`; with -t, split on every -t byte,
+    /// as `cut -f N` does. A record with fewer fields has an empty key (as in awk).
     #[arg(short = 'k', long = "key", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub field: Option<u16>,
 
-    /// Field delimiter for -k: one byte (e.g. ',' or ';'), '\t' or 0x1f [default: tab].
+    /// Split fields for -k on every CHAR (empty fields kept, like `cut`): one
+    /// byte (e.g. ',' or ';'), '\t' or 0x1f [default: runs of blanks].
     #[arg(short = 't', long = "delimiter", value_name = "CHAR", value_parser = parse_delimiter, requires = "field")]
     pub delimiter: Option<u8>,
 
@@ -223,7 +225,7 @@ impl KeyArgs {
         }
         let spec = KeySpec {
             field: self.field,
-            delimiter: self.delimiter.unwrap_or(DEFAULT_DELIMITER),
+            delimiter: self.field.and(self.delimiter),
             trim: self.trim,
             url: self.url,
             url_sort_query: self.url_sort_query,

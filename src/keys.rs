@@ -1,7 +1,8 @@
 //! What part of a record is hashed: the *key*.
 //!
 //! By default the key is the whole record, byte for byte. Key options make it a
-//! field of the record (`-k N -t C`), strip surrounding whitespace (`--trim`),
+//! field of the record (`-k N`: fields are runs of blanks, as in awk; with
+//! `-t C`: split on every byte C, as in `cut`), strip surrounding whitespace (`--trim`),
 //! put a URL in canonical form (`--url`, `--url-sort-query`) or fold case
 //! (`--ignore-case`), applied in that order. The record itself is always what is
 //! printed. A filter file records its key options (header bytes 44–47, see
@@ -14,8 +15,10 @@ use std::fmt;
 pub struct KeySpec {
     /// The 1-based field to use (`None`: the whole record).
     pub field: Option<u16>,
-    /// Byte that separates fields (only meaningful with `field`).
-    pub delimiter: u8,
+    /// Byte that separates fields (`-t`); `None`: fields are runs of blanks
+    /// (space, tab, newline), leading and trailing blanks ignored, as in awk.
+    /// Only meaningful with `field` (`None` without one).
+    pub delimiter: Option<u8>,
     /// Strip ASCII whitespace (space, tab, CR, LF, VT, FF) around the key.
     pub trim: bool,
     /// Put keys that parse as absolute URLs in canonical form.
@@ -25,9 +28,6 @@ pub struct KeySpec {
     /// Fold case (Unicode lower case for UTF-8 keys, ASCII otherwise).
     pub ignore_case: bool,
 }
-
-/// The default field delimiter for `-k` (tab, like `cut`).
-pub const DEFAULT_DELIMITER: u8 = b'\t';
 
 impl Default for KeySpec {
     fn default() -> Self {
@@ -42,13 +42,15 @@ const IGNORE_CASE: u32 = 1 << 24;
 const TRIM: u32 = 1 << 25;
 const URL: u32 = 1 << 26;
 const URL_SORT_QUERY: u32 = 1 << 27;
-const KNOWN: u32 = 0x0FFF_FFFF;
+/// Fields are runs of blanks (no `-t`); format 1.5.
+pub(crate) const BLANKS: u32 = 1 << 28;
+const KNOWN: u32 = 0x1FFF_FFFF;
 
 impl KeySpec {
     /// The whole record, unchanged.
     pub const RAW: KeySpec = KeySpec {
         field: None,
-        delimiter: DEFAULT_DELIMITER,
+        delimiter: None,
         trim: false,
         url: false,
         url_sort_query: false,
@@ -61,12 +63,17 @@ impl KeySpec {
     }
 
     /// The header encoding: bits 0–15 the field (0 = whole record), bits 16–23
-    /// the delimiter (0 without a field), bit 24 ignore case, bit 25 trim, bit 26
-    /// URL, bit 27 sorted URL query; bits 28–31 zero.
+    /// the delimiter (0 without a field or with blanks), bit 24 ignore case,
+    /// bit 25 trim, bit 26 URL, bit 27 sorted URL query, bit 28 fields are runs
+    /// of blanks; bits 29–31 zero.
     pub fn to_bits(&self) -> u32 {
         let mut b = 0;
         if let Some(f) = self.field {
-            b |= u32::from(f) | u32::from(self.delimiter) << DELIMITER_SHIFT;
+            b |= u32::from(f);
+            match self.delimiter {
+                Some(d) => b |= u32::from(d) << DELIMITER_SHIFT,
+                None => b |= BLANKS,
+            }
         }
         for (on, bit) in [
             (self.ignore_case, IGNORE_CASE),
@@ -84,26 +91,27 @@ impl KeySpec {
     /// Decodes the header field.
     ///
     /// # Errors
-    /// Unknown bits, a delimiter without a field, or a sorted query without URL.
+    /// Unknown bits, a delimiter without a field, blanks with a delimiter, or
+    /// a sorted query without URL.
     pub fn from_bits(b: u32) -> Result<KeySpec, String> {
         if b & !KNOWN != 0 {
             return Err(format!("= {b:#x} has unknown bits set"));
         }
         let field = (b & FIELD_MASK) as u16;
         let delimiter = (b >> DELIMITER_SHIFT) as u8;
-        if field == 0 && delimiter != 0 {
+        let blanks = b & BLANKS != 0;
+        if field == 0 && (delimiter != 0 || blanks) {
             return Err(format!("= {b:#x} sets a delimiter but no field"));
+        }
+        if blanks && delimiter != 0 {
+            return Err(format!("= {b:#x} splits on blanks and on a delimiter"));
         }
         if b & URL_SORT_QUERY != 0 && b & URL == 0 {
             return Err(format!("= {b:#x} sorts URL queries without URL keys"));
         }
         Ok(KeySpec {
             field: (field != 0).then_some(field),
-            delimiter: if field == 0 {
-                DEFAULT_DELIMITER
-            } else {
-                delimiter
-            },
+            delimiter: (field != 0 && !blanks).then_some(delimiter),
             trim: b & TRIM != 0,
             url: b & URL != 0,
             url_sort_query: b & URL_SORT_QUERY != 0,
@@ -120,8 +128,8 @@ impl KeySpec {
         let mut parts = Vec::new();
         if let Some(f) = self.field {
             parts.push(format!("-k {f}"));
-            if self.delimiter != DEFAULT_DELIMITER {
-                parts.push(format!("-t {}", show_byte(self.delimiter)));
+            if let Some(d) = self.delimiter {
+                parts.push(format!("-t {}", show_byte(d)));
             }
         }
         if self.trim {
@@ -148,10 +156,10 @@ impl fmt::Display for KeySpec {
         }
         let mut parts = Vec::new();
         match self.field {
-            Some(n) => parts.push(format!(
-                "field {n} ({}-separated)",
-                show_byte(self.delimiter)
-            )),
+            Some(n) => parts.push(match self.delimiter {
+                Some(d) => format!("field {n} ({}-separated)", show_byte(d)),
+                None => format!("field {n} (blank-separated)"),
+            }),
             None => parts.push("whole record".into()),
         }
         if self.trim {
@@ -235,7 +243,11 @@ impl Keyer {
         let s = self.spec;
         let mut k = record;
         if let Some(n) = s.field {
-            k = match field(k, n, s.delimiter) {
+            let f = match s.delimiter {
+                Some(d) => field(k, n, d),
+                None => blank_field(k, n),
+            };
+            k = match f {
                 Some(f) => f,
                 None => {
                     self.missing_field += 1;
@@ -287,6 +299,26 @@ fn field(record: &[u8], n: u16, delimiter: u8) -> Option<&[u8]> {
         start = d + 1;
     }
     (seen == n).then(|| &record[start..])
+}
+
+/// Field `n` (1-based) of `record` where fields are runs of anything but
+/// blanks (space, tab, newline), as awk splits by default: leading and
+/// trailing blanks are ignored; `None` when there are fewer than `n` fields
+/// (a blank or empty record has none).
+fn blank_field(record: &[u8], n: u16) -> Option<&[u8]> {
+    let blank = |b: &u8| matches!(b, b' ' | b'\t' | b'\n');
+    let mut rest = record;
+    let mut seen = 0u16;
+    loop {
+        let start = rest.iter().position(|b| !blank(b))?;
+        rest = &rest[start..];
+        let end = rest.iter().position(blank).unwrap_or(rest.len());
+        seen += 1;
+        if seen == n {
+            return Some(&rest[..end]);
+        }
+        rest = &rest[end..];
+    }
 }
 
 /// `key` without whitespace (space, tab, LF, VT, FF, CR) at either end.
@@ -493,12 +525,12 @@ mod tests {
             spec(),
             KeySpec {
                 field: Some(3),
-                delimiter: b',',
+                delimiter: Some(b','),
                 ..spec()
             },
             KeySpec {
                 field: Some(u16::MAX),
-                delimiter: 0,
+                delimiter: Some(0),
                 trim: true,
                 ignore_case: true,
                 ..spec()
@@ -508,12 +540,35 @@ mod tests {
                 url_sort_query: true,
                 ..spec()
             },
+            KeySpec {
+                field: Some(2),
+                ..spec()
+            },
         ];
         for s in specs {
             assert_eq!(KeySpec::from_bits(s.to_bits()), Ok(s), "{s}");
         }
         assert_eq!(spec().to_bits(), 0);
-        assert!(KeySpec::from_bits(1 << 28).is_err());
+        // Blanks are bit 28, with no delimiter byte; a tab is byte 9.
+        let blanks = KeySpec {
+            field: Some(2),
+            ..spec()
+        };
+        assert_eq!(blanks.to_bits(), 2 | 1 << 28);
+        let tab = KeySpec {
+            delimiter: Some(b'\t'),
+            ..blanks
+        };
+        assert_eq!(tab.to_bits(), 2 | 9 << 16);
+        assert_eq!(blanks.flags(), "-k 2");
+        assert_eq!(tab.flags(), "-k 2 -t '\\t'");
+        assert_eq!(blanks.to_string(), "field 2 (blank-separated)");
+        assert!(KeySpec::from_bits(1 << 29).is_err());
+        assert!(
+            KeySpec::from_bits(1 << 28).is_err(),
+            "blanks without a field"
+        );
+        assert!(KeySpec::from_bits(2 | 1 << 28 | 9 << 16).is_err());
         assert!(KeySpec::from_bits((b',' as u32) << 16).is_err());
         assert!(KeySpec::from_bits(URL_SORT_QUERY).is_err());
     }
@@ -528,11 +583,25 @@ mod tests {
         assert_eq!(field(b"", 1, b','), Some(&b""[..]));
     }
 
+    /// Without `-t`, fields are what awk's default splitting gives.
+    #[test]
+    fn blank_fields_follow_awk() {
+        assert_eq!(blank_field(b"x 1", 2), Some(&b"1"[..]));
+        assert_eq!(blank_field(b"  x \t  1  ", 1), Some(&b"x"[..]));
+        assert_eq!(blank_field(b"  x \t  1  ", 2), Some(&b"1"[..]));
+        assert_eq!(blank_field(b"  x \t  1  ", 3), None);
+        assert_eq!(blank_field(b"a\tb c\nd", 4), Some(&b"d"[..]));
+        assert_eq!(blank_field(b"abc", 1), Some(&b"abc"[..]));
+        assert_eq!(blank_field(b"", 1), None);
+        assert_eq!(blank_field(b" \t ", 1), None);
+        assert_eq!(blank_field(b"a,b", 1), Some(&b"a,b"[..]));
+    }
+
     #[test]
     fn keys_in_order_field_trim_url_case() {
         let mut k = Keyer::new(KeySpec {
             field: Some(2),
-            delimiter: b'\t',
+            delimiter: Some(b'\t'),
             trim: true,
             url: true,
             ignore_case: true,

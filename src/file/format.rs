@@ -14,8 +14,11 @@ use xxhash_rust::xxh3::xxh3_64;
 pub const MAGIC: [u8; 8] = *b"\x89SEEN\r\n\x1a";
 /// Format major version written and understood by this build.
 pub(crate) const VERSION_MAJOR: u16 = 1;
-/// Format minor version written by this build.
+/// Format minor version written by this build (a file using a later feature
+/// says the minor that brought it).
 pub(super) const VERSION_MINOR: u16 = 4;
+/// First minor version whose key options may split fields on blanks (bit 28).
+const BLANK_FIELDS_SINCE_MINOR: u16 = 5;
 /// First minor version with sectored bit positions (layer entry bytes 56..60).
 const SECTORED_SINCE_MINOR: u16 = 4;
 /// Bytes of header (fixed part + layer table); bit arrays start after it.
@@ -310,6 +313,12 @@ impl Header {
         } else {
             self.version_minor
         };
+        // Blank-separated fields make it 1.5: a 1.4 reader rejects bit 28.
+        let minor = if self.keys.to_bits() & crate::keys::BLANKS != 0 {
+            minor.max(BLANK_FIELDS_SINCE_MINOR)
+        } else {
+            minor
+        };
         put(&mut b, 10, &minor.to_le_bytes());
         put(&mut b, 12, &(HEADER_LEN as u32).to_le_bytes());
         put(&mut b, 16, &self.flags.to_le_bytes());
@@ -472,13 +481,22 @@ fn decode_fixed(b: &[u8], minor: u16) -> Result<Fixed, FormatError> {
     })
 }
 
-/// The key options (bytes 44..48), which only format 1.3 and later may set.
+/// The key options (bytes 44..48), which only format 1.3 and later may set
+/// (blank-separated fields: 1.5 and later).
 fn decode_keys(b: &[u8], minor: u16) -> Result<KeySpec, FormatError> {
     let key_bits = u32_at(b, 44);
     if key_bits != 0 && minor < 3 {
         return Err(bad(
             "key options",
             format!("= {key_bits:#x} in a format 1.{minor} file (key options came in 1.3)"),
+        ));
+    }
+    if key_bits & crate::keys::BLANKS != 0 && minor < BLANK_FIELDS_SINCE_MINOR {
+        return Err(bad(
+            "key options",
+            format!(
+                "= {key_bits:#x} in a format 1.{minor} file (blank-separated fields came in 1.5)"
+            ),
         ));
     }
     KeySpec::from_bits(key_bits).map_err(|e| bad("key options", e))
@@ -633,7 +651,7 @@ mod tests {
             seed: 42,
             keys: KeySpec {
                 field: Some(2),
-                delimiter: b',',
+                delimiter: Some(b','),
                 trim: true,
                 ..KeySpec::RAW
             },
@@ -765,6 +783,36 @@ mod tests {
                 ..
             })
         ));
+        // Blank-separated fields (bit 28) are 1.5: a file using them says
+        // so, and one that says 1.4 is rejected, so no 1.4 reader (which
+        // rejects bit 28) nor this one misreads it.
+        let mut blanks = sample();
+        blanks.keys.delimiter = None;
+        let b = blanks.encode();
+        assert_eq!(u16::from_le_bytes([b[10], b[11]]), 5);
+        assert_eq!(
+            u32::from_le_bytes(b[44..48].try_into().unwrap()),
+            2 | 1 << 25 | 1 << 28
+        ); // field 2, trim, blanks;
+        let back = Header::decode(&b, blanks.file_len()).unwrap();
+        assert_eq!((back.keys, back.version_minor), (blanks.keys, 5));
+        let mut b = b;
+        b[10..12].copy_from_slice(&4u16.to_le_bytes());
+        reseal(&mut b);
+        assert!(matches!(
+            Header::decode(&b, blanks.file_len()),
+            Err(FormatError::BadField {
+                field: "key options",
+                ..
+            })
+        ));
+        // An explicit tab (`-t '\t'`, and every `-k` file before 1.5) stays 1.4.
+        let mut tab = sample();
+        tab.keys.delimiter = Some(b'\t');
+        assert_eq!(
+            u16::from_le_bytes(tab.encode()[10..12].try_into().unwrap()),
+            4
+        );
     }
 
     #[test]

@@ -187,16 +187,18 @@ fn field_key_prints_whole_records_first_occurrence_in_order() {
     ]));
 }
 
+/// Without `-t`, fields are runs of blanks, as in awk and `sort -k`; `-t`
+/// with a tab (in any of its forms) splits on every tab, as `cut` does.
 #[test]
-fn default_delimiter_is_tab() {
+fn default_fields_are_runs_of_blanks() {
     let d = tmp();
-    let data = b"1\tx,a\n2\tx,b\n3\tx,a\n4 x,a\n5 x,a\n";
-    // Tab-separated: field 2 is `x,a`/`x,b`; the space-separated records have
-    // one field only (an empty key: the first of them is new, the second not).
+    let data = b"1\tx,a\n2\tx,b\n3\tx,a\n4 x,a\n5  x,a\n";
+    // Blank-separated: field 2 is `x,a` for the tab and the space records.
     dedup(d.path(), &["-k", "2"], data)
         .ok()
-        .stdout(b"1\tx,a\n2\tx,b\n4 x,a\n");
-    // The same as `-t '\t'` given in any of its forms.
+        .stdout(b"1\tx,a\n2\tx,b\n");
+    // Tab-separated: the space-separated records have one field only (an
+    // empty key: the first of them is new, the second not).
     for t in ["\\t", "\t", "tab", "0x09"] {
         dedup(d.path(), &["-k", "2", "-t", t], data)
             .ok()
@@ -762,6 +764,8 @@ fn url_of_a_field_with_trim() {
             "dedup",
             "-k",
             "2",
+            "-t",
+            "\\t",
             "--trim",
             "--url",
             "--summary",
@@ -849,7 +853,12 @@ fn stats_shows_recorded_keys() {
     for (flags, keys, key_flags) in [
         (&[][..], "whole record", "--raw-keys"),
         (&["--raw-keys"][..], "whole record", "--raw-keys"),
-        (&["-k", "3"][..], "field 3 ('\\t'-separated)", "-k 3"),
+        (&["-k", "3"][..], "field 3 (blank-separated)", "-k 3"),
+        (
+            &["-k", "3", "-t", "\\t"][..],
+            "field 3 ('\\t'-separated)",
+            "-k 3 -t '\\t'",
+        ),
         (
             &["-k", "2", "-t", "0x1f"][..],
             "field 2 (0x1f-separated)",

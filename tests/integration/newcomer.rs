@@ -281,3 +281,56 @@ fn an_ambiguous_m_is_refused_with_the_fix() {
     r.ok();
     assert!(r.stdout_str().starts_with("capacity         10,000,000\n"));
 }
+
+/// Item 2: without `-t`, `-k N` splits on runs of blanks as awk does (it
+/// split on tabs, so `printf 'x 1\ny 2\nz 1\n' | seen dedup -k 2` printed
+/// only `x 1`). The rule is recorded in the filter: a `-k` file made with
+/// the old default (a tab, byte 9 in the key options, format 1.4) keeps
+/// splitting on tabs, and a new one says 1.5 so older readers refuse it.
+#[test]
+fn fields_without_t_are_runs_of_blanks() {
+    let dir = tmp();
+    let d = dir.path();
+    seen_io(d, ["dedup", "-k", "2"], b"x 1\ny 2\nz 1\n")
+        .ok()
+        .stdout(b"x 1\ny 2\n");
+    // Leading and repeated blanks, tabs and spaces mixed, as awk '{print $2}'.
+    let data = b"  a  1\nb\t1\n\tc \t 2  \nd\n\n";
+    seen_io(d, ["dedup", "-k", "2"], data)
+        .ok()
+        .stdout(b"  a  1\n\tc \t 2  \nd\n");
+    // `-t ' '` keeps the exact split of cut: field 2 of "  a  1" is empty,
+    // like the missing field 2 of an empty line.
+    seen_io(d, ["dedup", "-k", "2", "-t", " "], b"  a  1\nb 1\n\n")
+        .ok()
+        .stdout(b"  a  1\nb 1\n");
+
+    // A filter made with blank-separated keys records it, and later runs
+    // split the same way with no key flags.
+    seen_io(d, ["build", "-k", "2", "-o", "b.seen"], b"x 1\ny 2\n").ok();
+    let s = stats_json(d, "b.seen");
+    assert_eq!(s["keys"], "field 2 (blank-separated)", "{s}");
+    assert_eq!(s["key_flags"], "-k 2", "{s}");
+    assert_eq!(s["format_version"], "1.5", "{s}");
+    seen_io(d, ["dedup", "-f", "b.seen"], b"p   1\nq\t3\n")
+        .ok()
+        .stdout(b"q\t3\n");
+
+    // The old default's file: key options = field 2, delimiter tab (what
+    // `-k 2` wrote before; `-t '\t'` writes it now), format 1.4.
+    seen_io(
+        d,
+        ["build", "-k", "2", "-t", "\\t", "-o", "t.seen"],
+        b"x\t1 a\n",
+    )
+    .ok();
+    let head = std::fs::read(d.join("t.seen")).unwrap();
+    assert_eq!(u16::from_le_bytes([head[10], head[11]]), 4, "format 1.4");
+    assert_eq!(head[44..48], [2, 0, 9, 0], "key options: field 2, tab");
+    let s = stats_json(d, "t.seen");
+    assert_eq!(s["key_flags"], "-k 2 -t '\\t'", "{s}");
+    // It keeps its meaning: `1 a` is field 2 of `y\t1 a`; blanks would say `1`.
+    seen_io(d, ["dedup", "-f", "t.seen"], b"y\t1 a\nz 1\tq\n")
+        .ok()
+        .stdout(b"z 1\tq\n");
+}
