@@ -74,8 +74,8 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             break
         }
         'seen;query' {
-            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Read items, one per line, from FILE (`-` is standard input); may be repeated')
-            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'Read items, one per line, from FILE (`-` is standard input); may be repeated')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Read records, one per line, from FILE (`-` is standard input); may be repeated. The filter''s key options pick each record''s key (see --as-keys)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'Read records, one per line, from FILE (`-` is standard input); may be repeated. The filter''s key options pick each record''s key (see --as-keys)')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]')
             [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value')
             [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value')
@@ -83,6 +83,7 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'Compare records by field N only (1-based): fields are runs of blanks (spaces, tabs), as in awk and `sort -k`; with -t, split on every -t byte, as `cut -f N` does. A record with fewer fields has an empty key (as in awk)')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]')
             [CompletionResult]::new('--delimiter', '--delimiter', [CompletionResultType]::ParameterName, 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]')
+            [CompletionResult]::new('--as-keys', '--as-keys', [CompletionResultType]::ParameterName, 'Lines read from --file or standard input are keys, not records: the filter''s field selection (-k/-t) is not applied to them (its trim, URL and case rules are), as for items on the command line')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Select the items that are NOT in the filter')
             [CompletionResult]::new('--invert-match', '--invert-match', [CompletionResultType]::ParameterName, 'Select the items that are NOT in the filter')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Print only the number of selected items')

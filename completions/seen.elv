@@ -69,8 +69,8 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand --help 'Print help'
         }
         &'seen;query'= {
-            cand -f 'Read items, one per line, from FILE (`-` is standard input); may be repeated'
-            cand --file 'Read items, one per line, from FILE (`-` is standard input); may be repeated'
+            cand -f 'Read records, one per line, from FILE (`-` is standard input); may be repeated. The filter''s key options pick each record''s key (see --as-keys)'
+            cand --file 'Read records, one per line, from FILE (`-` is standard input); may be repeated. The filter''s key options pick each record''s key (see --as-keys)'
             cand --wait 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]'
             cand -j 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value'
             cand --threads 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value'
@@ -78,6 +78,7 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand --key 'Compare records by field N only (1-based): fields are runs of blanks (spaces, tabs), as in awk and `sort -k`; with -t, split on every -t byte, as `cut -f N` does. A record with fewer fields has an empty key (as in awk)'
             cand -t 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]'
             cand --delimiter 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]'
+            cand --as-keys 'Lines read from --file or standard input are keys, not records: the filter''s field selection (-k/-t) is not applied to them (its trim, URL and case rules are), as for items on the command line'
             cand -v 'Select the items that are NOT in the filter'
             cand --invert-match 'Select the items that are NOT in the filter'
             cand -c 'Print only the number of selected items'

@@ -58,11 +58,12 @@ complete -c seen -n "__fish_seen_using_subcommand build" -l raw-keys -d 'Compare
 complete -c seen -n "__fish_seen_using_subcommand build" -l progress -d 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
 complete -c seen -n "__fish_seen_using_subcommand build" -s q -l quiet -d 'No progress and no notes on stderr (warnings and errors still print)'
 complete -c seen -n "__fish_seen_using_subcommand build" -s h -l help -d 'Print help'
-complete -c seen -n "__fish_seen_using_subcommand query" -s f -l file -d 'Read items, one per line, from FILE (`-` is standard input); may be repeated' -r -F
+complete -c seen -n "__fish_seen_using_subcommand query" -s f -l file -d 'Read records, one per line, from FILE (`-` is standard input); may be repeated. The filter\'s key options pick each record\'s key (see --as-keys)' -r -F
 complete -c seen -n "__fish_seen_using_subcommand query" -l wait -d 'Give up (exit 2) when another process has held the filter\'s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]' -r
 complete -c seen -n "__fish_seen_using_subcommand query" -s j -l threads -d 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value' -r
 complete -c seen -n "__fish_seen_using_subcommand query" -s k -l key -d 'Compare records by field N only (1-based): fields are runs of blanks (spaces, tabs), as in awk and `sort -k`; with -t, split on every -t byte, as `cut -f N` does. A record with fewer fields has an empty key (as in awk)' -r
 complete -c seen -n "__fish_seen_using_subcommand query" -s t -l delimiter -d 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. \',\' or \';\'), \'\\t\' or 0x1f [default: runs of blanks]' -r
+complete -c seen -n "__fish_seen_using_subcommand query" -l as-keys -d 'Lines read from --file or standard input are keys, not records: the filter\'s field selection (-k/-t) is not applied to them (its trim, URL and case rules are), as for items on the command line'
 complete -c seen -n "__fish_seen_using_subcommand query" -s v -l invert-match -d 'Select the items that are NOT in the filter'
 complete -c seen -n "__fish_seen_using_subcommand query" -s c -l count -d 'Print only the number of selected items'
 complete -c seen -n "__fish_seen_using_subcommand query" -s q -l quiet -l silent -d 'Print nothing; only the exit status tells'

@@ -395,13 +395,16 @@ pub struct QueryArgs {
     #[arg(value_name = "FILTER")]
     pub filter: PathBuf,
 
-    /// Items to look up. Without items, lines are read from --file or standard
-    /// input. An item that names an existing file is still looked up as a
-    /// string (with a note on stderr: the lines of a file are read with --file).
+    /// Keys to look up. Without items, lines are read from --file or standard
+    /// input. An item is a key: the filter's field selection (-k/-t) is not
+    /// applied to it, its trim, URL and case rules are. An item that names an
+    /// existing file is still looked up as a string (with a note on stderr:
+    /// the lines of a file are read with --file).
     #[arg(value_name = "ITEM")]
     pub items: Vec<OsString>,
 
-    /// Read items, one per line, from FILE (`-` is standard input); may be repeated.
+    /// Read records, one per line, from FILE (`-` is standard input); may be
+    /// repeated. The filter's key options pick each record's key (see --as-keys).
     #[arg(
         short = 'f',
         long = "file",
@@ -409,6 +412,12 @@ pub struct QueryArgs {
         conflicts_with = "items"
     )]
     pub files: Vec<PathBuf>,
+
+    /// Lines read from --file or standard input are keys, not records: the
+    /// filter's field selection (-k/-t) is not applied to them (its trim, URL
+    /// and case rules are), as for items on the command line.
+    #[arg(long, conflicts_with = "field")]
+    pub as_keys: bool,
 
     /// Select the items that are NOT in the filter.
     #[arg(short = 'v', long = "invert-match")]

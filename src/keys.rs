@@ -57,6 +57,16 @@ impl KeySpec {
         ignore_case: false,
     };
 
+    /// The same options for input that is a key already: no field is
+    /// selected; trimming, URL and case rules still apply (`query`'s items).
+    pub fn without_field(self) -> KeySpec {
+        KeySpec {
+            field: None,
+            delimiter: None,
+            ..self
+        }
+    }
+
     /// Whether keys are the records themselves (the fast path).
     pub fn is_raw(&self) -> bool {
         self.field.is_none() && !self.trim && !self.url && !self.ignore_case

@@ -68,6 +68,7 @@ fn plan(a: BuildArgs) -> Result<Job> {
         sources,
         opts,
         keys: a.keys.spec(),
+        lines_are_keys: false,
         store,
         mode: Mode::Insert,
         progress: a.progress.into(),

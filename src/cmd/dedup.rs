@@ -107,6 +107,7 @@ fn plan(a: DedupArgs) -> Result<Job> {
         sources,
         opts,
         keys: a.keys.spec(),
+        lines_are_keys: false,
         store,
         mode,
         progress: a.progress.into(),

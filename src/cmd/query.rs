@@ -45,6 +45,7 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
             },
             opts,
             keys: a.keys.spec(),
+            lines_are_keys: a.as_keys,
             store: Where::Read(a.filter.clone()),
             mode: Mode::Lookup,
             progress: Show {
@@ -56,9 +57,18 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
         };
         execute(job, &mut v)?;
     } else {
+        if let Some(n) = a.keys.field {
+            anyhow::bail!(
+                "-k {n} selects a field of records read with --file or from standard input; \
+                 items on the command line are keys already (the filter's trim, URL and \
+                 case rules still apply): drop -k, or pass the records with --file"
+            );
+        }
         note_items_that_are_files(&a.items);
         let filter = Opened::open(&Where::Read(a.filter.clone()), None)?;
-        let keys = settle_keys(a.keys.spec(), filter.recorded_keys());
+        // An item is a key: what the user asks about, never a record whose
+        // field would be selected.
+        let keys = settle_keys(a.keys.spec(), filter.recorded_keys(), true);
         v.begin(keys);
         let seed = filter.seed();
         let mut k = Keyer::new(keys);

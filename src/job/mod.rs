@@ -30,6 +30,9 @@ pub(crate) struct Job {
     pub opts: Options,
     /// The key options the flags ask for (`None`: the filter's own, else raw).
     pub keys: Option<KeySpec>,
+    /// The records are keys already (`query --as-keys`): the key options
+    /// apply without field selection, recorded or asked.
+    pub lines_are_keys: bool,
     /// The store to open or create.
     pub store: Where,
     /// Insert, look up, or judge, write and record.
@@ -132,7 +135,7 @@ impl Output for Nothing {
 pub(crate) fn execute<O: Output>(job: Job, out: &mut O) -> Result<Counts> {
     let mut store = Opened::open(&job.store, job.keys)?;
     let mut opts = job.opts;
-    opts.keys = settle_keys(job.keys, store.recorded_keys());
+    opts.keys = settle_keys(job.keys, store.recorded_keys(), job.lines_are_keys);
     out.begin(opts.keys);
     let before = layer_counts(store.header());
     let progress = Progress::start(
@@ -148,6 +151,10 @@ pub(crate) fn execute<O: Output>(job: Job, out: &mut O) -> Result<Counts> {
     let result = result.and_then(|counts| out.finish().map(|()| counts));
     let after = store.finish(result.is_ok())?;
     let counts = result?;
+    if job.summary != Some(true) {
+        // `--summary --json` counts them in its one JSON object.
+        warn_missing_fields(&counts, opts.keys);
+    }
     if let (Some(json), Some(after)) = (job.summary, &after) {
         Summary::new(&counts, out.written(), opts.keys, &before, after).print(json);
     }
@@ -155,14 +162,21 @@ pub(crate) fn execute<O: Output>(job: Job, out: &mut O) -> Result<Counts> {
 }
 
 /// The keys of a run: the ones the flags ask for, else the ones `recorded`
-/// in the filter file (none for a new or in-memory filter). Asking for other
-/// keys than a file records is allowed (e.g. to query it differently) but
-/// warned about: keys made another way do not match what is in it.
-pub(crate) fn settle_keys(asked: Option<KeySpec>, recorded: Option<(KeySpec, &Path)>) -> KeySpec {
-    match (asked, recorded) {
-        (None, Some((r, _))) => r,
+/// in the filter file (none for a new or in-memory filter); without field
+/// selection when the input is `keys_only` (query items, `--as-keys`).
+/// Asking for other keys than a file records is allowed (e.g. to query it
+/// differently) but warned about: keys made another way do not match what
+/// is in it.
+pub(crate) fn settle_keys(
+    asked: Option<KeySpec>,
+    recorded: Option<(KeySpec, &Path)>,
+    keys_only: bool,
+) -> KeySpec {
+    let strip = |k: KeySpec| if keys_only { k.without_field() } else { k };
+    match (asked.map(strip), recorded) {
+        (None, Some((r, _))) => strip(r),
         (None, None) => KeySpec::RAW,
-        (Some(a), Some((r, path))) if a != r => {
+        (Some(a), Some((r, path))) if a != strip(r) => {
             eprintln!(
                 "seen: warning: {} was built with keys `{}` ({r}); using `{}` ({a}) as asked: \
                  lines keyed differently will not match what it holds (drop the key flags to use its own)",
@@ -174,6 +188,25 @@ pub(crate) fn settle_keys(asked: Option<KeySpec>, recorded: Option<(KeySpec, &Pa
         }
         (Some(a), _) => a,
     }
+}
+
+/// Says how many records had no key field: their keys are all the empty
+/// key (as awk's `$N` is empty), so they count as one, which is rarely what
+/// was meant (a header, a blank line, another separator).
+fn warn_missing_fields(counts: &Counts, keys: KeySpec) {
+    let (Some(field), missing) = (keys.field, counts.missing_field) else {
+        return;
+    };
+    if missing == 0 {
+        return;
+    }
+    crate::say!(
+        "seen: warning: {} of {} records had no field {field} (keys `{}`): each was \
+         taken as the empty key, so they all count as one",
+        indicatif::HumanCount(missing),
+        indicatif::HumanCount(counts.read),
+        keys.flags(),
+    );
 }
 
 /// Keys per layer, to compare a filter before and after a run.

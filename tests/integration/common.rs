@@ -210,15 +210,6 @@ impl Run {
         self
     }
 
-    pub fn no_warning(&self) -> &Self {
-        assert!(
-            !self.stderr.contains("warning"),
-            "unexpected warning\n{}",
-            self.ctx()
-        );
-        self
-    }
-
     pub fn stdout_str(&self) -> String {
         String::from_utf8(self.stdout.clone()).expect("stdout is UTF-8")
     }

@@ -201,7 +201,8 @@ fn default_fields_are_runs_of_blanks() {
     // empty key: the first of them is new, the second not).
     for t in ["\\t", "\t", "tab", "0x09"] {
         dedup(d.path(), &["-k", "2", "-t", t], data)
-            .ok()
+            .code(0)
+            .stderr_has("2 of 5 records had no field 2")
             .stdout(b"1\tx,a\n2\tx,b\n4 x,a\n");
     }
 }
@@ -213,7 +214,8 @@ fn short_records_have_an_empty_key_as_in_awk() {
     // three share the empty key.
     let data = b"a\nb,\n\nc,x\nd\ne,x\n";
     dedup(d.path(), &["-k", "2", "-t", ","], data)
-        .ok()
+        .code(0)
+        .stderr_has("warning: 3 of 6 records had no field 2")
         .stdout(b"a\nc,x\n");
     assert_eq!(
         awk(d.path(), ",", "!seen[$2]++", "in.txt"),
@@ -269,7 +271,7 @@ fn field_keys_match_awk_on_generated_records() {
                 "k={k} delimiter {t:?}: {s}"
             );
             seen(d.path(), ["dedup", "-D", "-k", &ks, "-t", t, "gen.txt"])
-                .ok()
+                .code(0)
                 .stdout(&repeated);
         }
     }
@@ -800,40 +802,59 @@ fn people_filter() -> tempfile::TempDir {
         d.path(),
         ["build", "-k", "2", "-t", ",", "-o", "f.seen", "people.csv"],
     )
-    .ok();
+    .code(0)
+    .stderr_has("1 of 5 records had no field 2");
     d
 }
 
 #[test]
 fn build_records_keys_and_query_uses_them() {
     let d = people_filter();
-    // No key flags: field 2 of each item; `9` has no field 2 (the empty key,
-    // which `4` put in the filter).
-    // `alice` has no field 2 either.
+    // Items on the command line are keys (issue 21): `alice` and `bob` are
+    // in it, `dave` is not, and `9,alice` is a key no record had.
     seen(
         d.path(),
-        ["query", "f.seen", "9,alice", "9,dave", "9", "alice"],
+        ["query", "f.seen", "alice", "dave", "9,alice", "bob"],
     )
     .ok()
-    .stdout(b"9,alice\n9\nalice\n");
-    seen_io(d.path(), ["query", "f.seen"], b"0,bob\n0,erin\n0,carol,x\n")
+    .stdout(b"alice\nbob\n");
+    seen(d.path(), ["query", "-c", "f.seen", "alice", "bob", "zed"])
         .ok()
-        .stdout(b"0,bob\n0,carol,x\n");
-    seen(
-        d.path(),
-        ["query", "-c", "f.seen", "x,alice", "y,bob", "z,zed"],
-    )
-    .ok()
-    .stdout(b"2\n");
-    seen(d.path(), ["query", "f.seen", "alice,x", "bob,zed"])
+        .stdout(b"2\n");
+    seen(d.path(), ["query", "f.seen", "alice,x", "zed"])
         .code(1)
         .stdout(b"");
+    // Lines read are records: field 2 of each; `0` has no field 2 (the
+    // empty key, which `4` put in the filter), and the warning says so.
+    seen_io(
+        d.path(),
+        ["query", "f.seen"],
+        b"0,bob\n0,erin\n0,carol,x\n0\n",
+    )
+    .code(0)
+    .stderr_has("1 of 4 records had no field 2")
+    .stdout(b"0,bob\n0,carol,x\n0\n");
     let r = seen(d.path(), ["query", "-f", "people.csv", "--all", "f.seen"]);
-    r.ok().stdout(PEOPLE);
-    // The same flags as recorded: no warning.
+    r.code(0).stdout(PEOPLE);
+    // --as-keys: lines read are keys, as items are.
+    seen_io(
+        d.path(),
+        ["query", "--as-keys", "f.seen"],
+        b"alice\nzed\n9,bob\n",
+    )
+    .ok()
+    .stdout(b"alice\n");
+    // The same flags as recorded, on records: no warning.
+    seen_io(
+        d.path(),
+        ["query", "-k", "2", "-t", ",", "f.seen"],
+        b"9,bob\n",
+    )
+    .ok()
+    .stdout(b"9,bob\n");
+    // -k with items asks for something items cannot have: refused, with the fix.
     seen(d.path(), ["query", "-k", "2", "-t", ",", "f.seen", "9,bob"])
-        .ok()
-        .stdout(b"9,bob\n");
+        .error("items on the command line are keys already");
 }
 
 #[test]
@@ -885,7 +906,7 @@ fn stats_shows_recorded_keys() {
         let mut args = vec!["build", "--force", "-o", "g.seen"];
         args.extend_from_slice(flags);
         args.push("e.txt");
-        seen(d.path(), &args).ok();
+        seen(d.path(), &args).code(0);
         let s = stats_json_quiet(d.path(), "g.seen");
         assert_eq!(s["keys"], keys, "{flags:?}: {s}");
         assert_eq!(s["key_flags"], key_flags, "{flags:?}: {s}");
@@ -896,7 +917,7 @@ fn stats_shows_recorded_keys() {
         let shown = key_flags.replace('\'', "");
         args.extend(shown.split(' ').map(String::from));
         args.push("e.txt".into());
-        seen(d.path(), &args).ok();
+        seen(d.path(), &args).code(0);
         assert_eq!(stats_json_quiet(d.path(), "h.seen")["key_flags"], key_flags);
     }
 }
@@ -909,17 +930,19 @@ fn dedup_with_filter_uses_recorded_keys() {
         ["dedup", "-f", "f.seen"],
         b"7,bob\n8,dave\n9,dave\n10,erin\n11\n",
     );
-    r.ok().stdout(b"8,dave\n10,erin\n");
+    r.code(0)
+        .stderr_has("1 of 5 records had no field 2")
+        .stdout(b"8,dave\n10,erin\n");
     // What it printed was recorded by key.
-    seen(d.path(), ["query", "f.seen", "x,dave", "y,erin", "z,frank"])
+    seen(d.path(), ["query", "f.seen", "dave", "erin", "frank"])
         .ok()
-        .stdout(b"x,dave\ny,erin\n");
+        .stdout(b"dave\nerin\n");
     // build --add uses them too.
     write(&d, "more.csv", b"12,frank\n");
     seen(d.path(), ["build", "--add", "-o", "f.seen", "more.csv"]).ok();
-    seen(d.path(), ["query", "f.seen", "0,frank"])
+    seen(d.path(), ["query", "f.seen", "frank"])
         .ok()
-        .stdout(b"0,frank\n");
+        .stdout(b"frank\n");
     assert_eq!(
         stats_json_quiet(d.path(), "f.seen")["key_flags"],
         "-k 2 -t ','"
@@ -951,12 +974,12 @@ fn dedup_records_keys_in_a_new_filter() {
 #[test]
 fn other_key_flags_warn_and_are_used() {
     let d = people_filter();
-    // query: -k 1 keys by id; `alice,x` has key `alice`, which is in the filter.
-    let r = seen(
+    // query: -k 1 keys records by id; `alice,x` has key `alice`, which is in
+    // the filter.
+    let r = seen_io(
         d.path(),
-        [
-            "query", "-k", "1", "-t", ",", "f.seen", "1,alice", "alice,x",
-        ],
+        ["query", "-k", "1", "-t", ",", "f.seen"],
+        b"1,alice\nalice,x\n",
     );
     r.code(0)
         .stdout(b"alice,x\n")
@@ -1000,24 +1023,17 @@ fn other_key_flags_warn_and_are_used() {
     .code(0)
     .stderr_has("-k 1 -t ','")
     .stderr_has("-k 2 -t ','");
-    seen(d.path(), ["query", "f.seen", "x,gus"])
+    seen(d.path(), ["query", "f.seen", "gus"])
         .ok()
-        .stdout(b"x,gus\n");
+        .stdout(b"gus\n");
     // The same keys as recorded, spelled differently: no warning.
-    seen(
+    seen_io(
         d.path(),
-        [
-            "query",
-            "--key",
-            "2",
-            "--delimiter",
-            "0x2c",
-            "f.seen",
-            "x,bob",
-        ],
+        ["query", "--key", "2", "--delimiter", "0x2c", "f.seen"],
+        b"x,bob\n",
     )
     .ok()
-    .no_warning();
+    .stdout(b"x,bob\n");
 }
 
 #[test]
@@ -1039,10 +1055,18 @@ fn key_flags_on_a_raw_filter_warn() {
 fn raw_keys_hash_whole_records() {
     let d = people_filter();
     // The filter holds the keys `alice`, `bob`, ``, `carol`: as whole records,
-    // only those match.
-    let r = seen(
+    // only those match. Items on the command line are keys anyway: the same
+    // answer, and no warning.
+    seen(
         d.path(),
         ["query", "--raw-keys", "f.seen", "alice", "1,alice", "carol"],
+    )
+    .ok()
+    .stdout(b"alice\ncarol\n");
+    let r = seen_io(
+        d.path(),
+        ["query", "--raw-keys", "f.seen"],
+        b"alice\n1,alice\ncarol\n",
     );
     r.code(0)
         .stdout(b"alice\ncarol\n")
@@ -1256,14 +1280,37 @@ fn build_summary_json_members() {
 #[test]
 fn query_json_objects() {
     let d = people_filter();
-    // Items on the command line, in order, one object each.
+    // Items on the command line, in order, one object each. They are keys
+    // (issue 21): with field selection only, nothing changes them, so there
+    // is no key member.
     let r = seen(
         d.path(),
-        ["query", "--json", "f.seen", "9,alice", "9,zed", "9"],
+        ["query", "--json", "f.seen", "alice", "zed", "9,alice"],
     );
     r.ok();
     let v = r.stdout_json_lines();
     assert_eq!(v.len(), 3, "{}", r.ctx());
+    for o in &v {
+        assert_eq!(members(o), set(&["item", "present"]), "{o}");
+    }
+    let answers: Vec<_> = v.iter().map(|o| (&o["item"], &o["present"])).collect();
+    assert_eq!(
+        answers,
+        [
+            (&"alice".into(), &true.into()),
+            (&"zed".into(), &false.into()),
+            (&"9,alice".into(), &false.into())
+        ]
+    );
+    // Records read are keyed by field 2; `9` has none (the empty key, in
+    // the filter through the record `4`).
+    let r = seen_io(
+        d.path(),
+        ["query", "--json", "f.seen"],
+        b"9,alice\n9,zed\n9\n",
+    );
+    r.code(0).stderr_has("1 of 3 records had no field 2");
+    let v = r.stdout_json_lines();
     for o in &v {
         assert_eq!(members(o), set(&["item", "key", "present"]), "{o}");
     }
@@ -1364,8 +1411,9 @@ fn query_json_exit_status_follows_presence() {
         (&["1,bob", "2,zed"], 0),
     ];
     for (items, code) in cases {
+        // On the command line, the keys (field 2) of the records.
         let mut args = vec!["query", "--json", "f.seen"];
-        args.extend_from_slice(items);
+        args.extend(items.iter().map(|i| i.split_once(',').unwrap().1));
         let r = seen(d.path(), &args);
         r.code(code);
         // Every item is reported, present or not.
@@ -1377,12 +1425,12 @@ fn query_json_exit_status_follows_presence() {
     }
     seen(
         d.path(),
-        ["query", "--json", "--all", "f.seen", "1,bob", "2,zed"],
+        ["query", "--json", "--all", "f.seen", "bob", "zed"],
     )
     .code(1);
     seen(
         d.path(),
-        ["query", "--json", "--all", "f.seen", "1,bob", "2,carol"],
+        ["query", "--json", "--all", "f.seen", "bob", "carol"],
     )
     .code(0);
     // No items at all: nothing present.

@@ -297,12 +297,13 @@ fn fields_without_t_are_runs_of_blanks() {
     // Leading and repeated blanks, tabs and spaces mixed, as awk '{print $2}'.
     let data = b"  a  1\nb\t1\n\tc \t 2  \nd\n\n";
     seen_io(d, ["dedup", "-k", "2"], data)
-        .ok()
+        .code(0)
+        .stderr_has("2 of 5 records had no field 2")
         .stdout(b"  a  1\n\tc \t 2  \nd\n");
     // `-t ' '` keeps the exact split of cut: field 2 of "  a  1" is empty,
     // like the missing field 2 of an empty line.
     seen_io(d, ["dedup", "-k", "2", "-t", " "], b"  a  1\nb 1\n\n")
-        .ok()
+        .code(0)
         .stdout(b"  a  1\nb 1\n");
 
     // A filter made with blank-separated keys records it, and later runs
@@ -333,4 +334,57 @@ fn fields_without_t_are_runs_of_blanks() {
     seen_io(d, ["dedup", "-f", "t.seen"], b"y\t1 a\nz 1\tq\n")
         .ok()
         .stdout(b"z 1\tq\n");
+}
+
+/// Item 1: a command-line item is a key. The CSV with a blank line
+/// put the empty key in a `-k 2 -t ,` filter, and `seen query ids.seen
+/// anything` applied `-k 2` to the item (field 2 of `anything` is empty):
+/// it printed `anything`, exit 0. Now items are keys (trim, URL and case
+/// rules apply; field selection does not), lines read stay records unless
+/// `--as-keys`, and `build` warns that records lacked the field.
+#[test]
+fn command_line_items_are_keys() {
+    let dir = tmp();
+    let d = dir.path();
+    std::fs::write(d.join("u.csv"), b"id,email\n1,a@x\n\n").unwrap();
+    seen(
+        d,
+        ["build", "-k", "2", "-t", ",", "-o", "ids.seen", "u.csv"],
+    )
+    .code(0)
+    .stderr_has("warning: 1 of 3 records had no field 2 (keys `-k 2 -t ','`)");
+    seen(d, ["query", "ids.seen", "anything"])
+        .code(1)
+        .no_stdout();
+    seen(d, ["query", "ids.seen", "a@x", "b@x"])
+        .ok()
+        .stdout(b"a@x\n");
+    // Lines read are records, field 2 selected...
+    seen_io(d, ["query", "ids.seen"], b"7,a@x\n8,b@x\n")
+        .ok()
+        .stdout(b"7,a@x\n");
+    // ...unless they are said to be keys.
+    seen_io(
+        d,
+        ["query", "--as-keys", "ids.seen"],
+        b"a@x\n7,a@x\nanything\n",
+    )
+    .ok()
+    .stdout(b"a@x\n");
+    // Recorded normalisation still applies to items: trim and case.
+    std::fs::write(d.join("n.csv"), b"1, Alice \n2,Bob\n").unwrap();
+    seen(
+        d,
+        [
+            "build", "-k", "2", "-t", ",", "--trim", "-i", "-o", "n.seen", "n.csv",
+        ],
+    )
+    .ok();
+    seen(d, ["query", "n.seen", "  ALICE", "bob", "carol", "1,Alice"])
+        .ok()
+        .stdout(b"  ALICE\nbob\n");
+    // -k with items cannot apply: refused, saying what to do.
+    seen(d, ["query", "-k", "2", "-t", ",", "ids.seen", "1,a@x"])
+        .error("items on the command line are keys already");
+    seen(d, ["query", "--as-keys", "-k", "2", "ids.seen"]).code(2);
 }
