@@ -281,3 +281,49 @@ fn an_ambiguous_m_is_refused_with_the_fix() {
     r.ok();
     assert!(r.stdout_str().starts_with("capacity         10,000,000\n"));
 }
+
+/// The ETA of `--progress` lines comes from the rate since the work started
+/// and is shown whenever the total is known: the plain lines written off a
+/// terminal had bytes, percent, lines and rate but no ETA (and the bar's
+/// came from indicatif's estimator, which said 0s for most of a run).
+#[test]
+fn progress_lines_carry_an_eta_when_the_total_is_known() {
+    let dir = tmp();
+    let lines = numbered("https://example.com/", 0..20_000);
+    std::fs::write(dir.path().join("in.txt"), &lines).unwrap();
+    let now = [("SEEN_PROGRESS_DELAY_MS", "0")];
+    let progress_lines = |args: &[&str], input: &[u8]| {
+        let r = seen_env(dir.path(), &now, args, input);
+        r.code(0);
+        let lines: Vec<String> = r.stderr.lines().map(str::to_string).collect();
+        assert!(!lines.is_empty(), "{args:?}: no progress: {}", r.ctx());
+        lines
+    };
+    // A regular file: its size is the total, so every line ends with an ETA,
+    // unknown (`?`) before any byte is done, else a duration (`6s`, `1m 05s`).
+    for args in [
+        &["build", "--progress", "-o", "f.seen", "in.txt"][..],
+        &["dedup", "--progress", "in.txt"],
+        &["query", "--progress", "-c", "f.seen", "-f", "in.txt"],
+        &["stats", "--progress", "f.seen"],
+    ] {
+        for line in progress_lines(args, b"") {
+            assert!(line.starts_with("seen: ") && line.contains('%'), "{line}");
+            let (_, eta) = line
+                .rsplit_once(", ETA ")
+                .unwrap_or_else(|| panic!("{args:?}: no ETA field: {line}"));
+            // Words of digits and one unit: `6s`, `1m 05s`, `2h 03m`.
+            let duration = eta.split(' ').all(|w| {
+                let (digits, unit) = w.split_at(w.len().saturating_sub(1));
+                !digits.is_empty()
+                    && digits.bytes().all(|b| b.is_ascii_digit())
+                    && ["d", "h", "m", "s"].contains(&unit)
+            });
+            assert!(eta == "?" || duration, "{args:?}: ETA `{eta}` in {line}");
+        }
+    }
+    // Standard input has no known total: no percent, no ETA.
+    for line in progress_lines(&["build", "--progress", "-o", "g.seen"], &lines) {
+        assert!(line.contains("lines") && !line.contains("ETA"), "{line}");
+    }
+}
