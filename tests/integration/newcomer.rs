@@ -327,3 +327,40 @@ fn progress_lines_carry_an_eta_when_the_total_is_known() {
         assert!(line.contains("lines") && !line.contains("ETA"), "{line}");
     }
 }
+
+/// `query -c` (and other runs that print nothing per line) on a terminal
+/// showed no progress for all of a long run: the bar was held back as if
+/// lines were printed to the terminal. Now `-c` shows the bar as `build`
+/// does; printing lines still shows none, and `-q` (nothing at all, as
+/// `grep -q`) none either.
+#[test]
+fn query_count_shows_a_bar_on_a_terminal() {
+    use crate::common::BIN;
+    use crate::progress::under_script;
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: `script` (util-linux) is not installed");
+        return;
+    }
+    let dir = tmp();
+    let lines = numbered("https://example.com/", 0..20_000);
+    std::fs::write(dir.path().join("in.txt"), &lines).unwrap();
+    seen(dir.path(), ["build", "-o", "f.seen", "in.txt"]).ok();
+    // stdout is the terminal too: the count waits for the end, the bar shows.
+    let t = under_script(dir.path(), &format!("'{BIN}' query -c f.seen -f in.txt"));
+    assert!(t.contains("20000"), "{t:?}");
+    assert!(t.contains("lines") && t.contains("ETA"), "no bar: {t:?}");
+    // Printed lines are the progress: no bar between them.
+    let t = under_script(dir.path(), &format!("'{BIN}' query f.seen -f in.txt"));
+    assert!(t.contains("https://example.com/19999"), "{t:?}");
+    assert!(!t.contains("lines") && !t.contains("ETA"), "{t:?}");
+    // -q: nothing at all on the terminal.
+    let t = under_script(
+        dir.path(),
+        &format!("'{BIN}' query -q --all f.seen -f in.txt"),
+    );
+    assert!(!t.contains("lines") && !t.contains("ETA"), "{t:?}");
+}
