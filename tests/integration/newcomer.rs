@@ -364,3 +364,46 @@ fn query_count_shows_a_bar_on_a_terminal() {
     );
     assert!(!t.contains("lines") && !t.contains("ETA"), "{t:?}");
 }
+
+/// `build --help` and `plan --help` described -n with `dedup`'s rules (and
+/// `plan`, which reads no input, with "input files"): each command now says
+/// its own default.
+#[test]
+fn capacity_help_is_each_commands_own() {
+    let dir = tmp();
+    // The -n entry of `seen CMD FLAG`: its first line and the ones indented
+    // under it (deeper than the flags' column), up to a blank line.
+    let n_help = |cmd: &str, flag: &str| {
+        let out = seen(dir.path(), [cmd, flag]).stdout_str();
+        let mut entry = Vec::new();
+        for line in out
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("-n, --capacity"))
+        {
+            let indent = line.len() - line.trim_start().len();
+            if !entry.is_empty() && (line.trim().is_empty() || indent < 8) {
+                break;
+            }
+            entry.push(line.trim());
+        }
+        assert!(!entry.is_empty(), "{cmd} {flag}: no -n entry in {out}");
+        entry.join(" ")
+    };
+    for flag in ["-h", "--help"] {
+        let build = n_help("build", flag);
+        assert!(!build.contains("dedup"), "build {flag}: {build}");
+        assert!(build.contains("input files"), "build {flag}: {build}");
+        let plan = n_help("plan", flag);
+        assert!(
+            !plan.contains("dedup") && !plan.contains("input files"),
+            "plan {flag}: {plan}"
+        );
+        assert!(plan.contains("10M"), "plan {flag}: {plan}");
+        let dedup = n_help("dedup", flag);
+        assert!(dedup.contains("input files"), "dedup {flag}: {dedup}");
+    }
+    // dedup still explains its own rule in full: sampling, and -f files.
+    let dedup = n_help("dedup", "--help");
+    assert!(dedup.contains("sampled") && dedup.contains("-f"), "{dedup}");
+    assert!(dedup.contains("at least 10M"), "{dedup}");
+}
