@@ -38,8 +38,6 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
         'seen;build' {
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Filter file to write')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Filter file to write')
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes its first layer for their line count, and grows should a file hold more lines by the time it is read; files of 64 MiB or more are sampled rather than counted, unless --fixed or -p under 1e-7.)')
-            [CompletionResult]::new('--capacity', '--capacity', [CompletionResultType]::ParameterName, 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes its first layer for their line count, and grows should a file hold more lines by the time it is read; files of 64 MiB or more are sampled rather than counted, unless --fixed or -p under 1e-7.)')
             [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]')
             [CompletionResult]::new('--fpp', '--fpp', [CompletionResultType]::ParameterName, 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]')
             [CompletionResult]::new('--growth', '--growth', [CompletionResultType]::ParameterName, 'When full, add a layer G times larger (2-16) [default: 2]')
@@ -51,6 +49,8 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]')
             [CompletionResult]::new('--delimiter', '--delimiter', [CompletionResultType]::ParameterName, 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Distinct lines to size the new filter for (e.g. 1e6, 50k, 10M) [default: the lines in the input files, else 10M]')
+            [CompletionResult]::new('--capacity', '--capacity', [CompletionResultType]::ParameterName, 'Distinct lines to size the new filter for (e.g. 1e6, 50k, 10M) [default: the lines in the input files, else 10M]')
             [CompletionResult]::new('--fixed', '--fixed', [CompletionResultType]::ParameterName, 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)')
             [CompletionResult]::new('--no-grow', '--no-grow', [CompletionResultType]::ParameterName, 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)')
             [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Replace FILTER if it exists (atomically); only a seen filter (or an empty file) is replaced, never another kind of file or a symbolic link')
@@ -69,8 +69,8 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             [CompletionResult]::new('--progress', '--progress', [CompletionResultType]::ParameterName, 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no notes on stderr (warnings and errors still print)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no notes on stderr (warnings and errors still print)')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'seen;query' {
@@ -110,8 +110,6 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
         'seen;dedup' {
             [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Persistent filter: lines recorded in earlier runs are suppressed and new ones recorded. Created if missing (sized by the flags below; at least 10M lines)')
             [CompletionResult]::new('--filter', '--filter', [CompletionResultType]::ParameterName, 'Persistent filter: lines recorded in earlier runs are suppressed and new ones recorded. Created if missing (sized by the flags below; at least 10M lines)')
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes its first layer for their line count, and grows should a file hold more lines by the time it is read; files of 64 MiB or more are sampled rather than counted, unless --fixed or -p under 1e-7.)')
-            [CompletionResult]::new('--capacity', '--capacity', [CompletionResultType]::ParameterName, 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes its first layer for their line count, and grows should a file hold more lines by the time it is read; files of 64 MiB or more are sampled rather than counted, unless --fixed or -p under 1e-7.)')
             [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]')
             [CompletionResult]::new('--fpp', '--fpp', [CompletionResultType]::ParameterName, 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]')
             [CompletionResult]::new('--growth', '--growth', [CompletionResultType]::ParameterName, 'When full, add a layer G times larger (2-16) [default: 2]')
@@ -125,6 +123,8 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]')
             [CompletionResult]::new('--delimiter', '--delimiter', [CompletionResultType]::ParameterName, 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M) [default: the lines in the input files, else 10M]')
+            [CompletionResult]::new('--capacity', '--capacity', [CompletionResultType]::ParameterName, 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M) [default: the lines in the input files, else 10M]')
             [CompletionResult]::new('--fixed', '--fixed', [CompletionResultType]::ParameterName, 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)')
             [CompletionResult]::new('--no-grow', '--no-grow', [CompletionResultType]::ParameterName, 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)')
             [CompletionResult]::new('--summary', '--summary', [CompletionResultType]::ParameterName, 'Print a summary to stderr: lines read, written, duplicates, and how many new lines were probably dropped as false positives')
@@ -145,8 +145,8 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             [CompletionResult]::new('--progress', '--progress', [CompletionResultType]::ParameterName, 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no notes on stderr (warnings and errors still print)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no notes on stderr (warnings and errors still print)')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'seen;stats' {
@@ -172,17 +172,17 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             break
         }
         'seen;plan' {
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes its first layer for their line count, and grows should a file hold more lines by the time it is read; files of 64 MiB or more are sampled rather than counted, unless --fixed or -p under 1e-7.)')
-            [CompletionResult]::new('--capacity', '--capacity', [CompletionResultType]::ParameterName, 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes its first layer for their line count, and grows should a file hold more lines by the time it is read; files of 64 MiB or more are sampled rather than counted, unless --fixed or -p under 1e-7.)')
             [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]')
             [CompletionResult]::new('--fpp', '--fpp', [CompletionResultType]::ParameterName, 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]')
             [CompletionResult]::new('--growth', '--growth', [CompletionResultType]::ParameterName, 'When full, add a layer G times larger (2-16) [default: 2]')
             [CompletionResult]::new('--layers', '--layers', [CompletionResultType]::ParameterName, 'How many layers of a growing filter to show')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Distinct lines to plan for (e.g. 1e6, 50k, 10M) [default: 10M]')
+            [CompletionResult]::new('--capacity', '--capacity', [CompletionResultType]::ParameterName, 'Distinct lines to plan for (e.g. 1e6, 50k, 10M) [default: 10M]')
             [CompletionResult]::new('--fixed', '--fixed', [CompletionResultType]::ParameterName, 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)')
             [CompletionResult]::new('--no-grow', '--no-grow', [CompletionResultType]::ParameterName, 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)')
             [CompletionResult]::new('--classic', '--classic', [CompletionResultType]::ParameterName, 'Also show the textbook classic (unblocked) Bloom filter for -n and -p')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'seen;completions' {

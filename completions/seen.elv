@@ -34,8 +34,6 @@ set edit:completion:arg-completer[seen] = {|@words|
         &'seen;build'= {
             cand -o 'Filter file to write'
             cand --output 'Filter file to write'
-            cand -n 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes its first layer for their line count, and grows should a file hold more lines by the time it is read; files of 64 MiB or more are sampled rather than counted, unless --fixed or -p under 1e-7.)'
-            cand --capacity 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes its first layer for their line count, and grows should a file hold more lines by the time it is read; files of 64 MiB or more are sampled rather than counted, unless --fixed or -p under 1e-7.)'
             cand -p 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]'
             cand --fpp 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]'
             cand --growth 'When full, add a layer G times larger (2-16) [default: 2]'
@@ -47,6 +45,8 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand -t 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]'
             cand --delimiter 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]'
             cand --wait 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]'
+            cand -n 'Distinct lines to size the new filter for (e.g. 1e6, 50k, 10M) [default: the lines in the input files, else 10M]'
+            cand --capacity 'Distinct lines to size the new filter for (e.g. 1e6, 50k, 10M) [default: the lines in the input files, else 10M]'
             cand --fixed 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
             cand --no-grow 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
             cand --force 'Replace FILTER if it exists (atomically); only a seen filter (or an empty file) is replaced, never another kind of file or a symbolic link'
@@ -65,8 +65,8 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand --progress 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
             cand -q 'No progress and no notes on stderr (warnings and errors still print)'
             cand --quiet 'No progress and no notes on stderr (warnings and errors still print)'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'seen;query'= {
             cand -f 'Read records, one per line, from FILE (`-` is standard input); may be repeated. The filter''s key options pick each record''s key (see --as-keys)'
@@ -104,8 +104,6 @@ set edit:completion:arg-completer[seen] = {|@words|
         &'seen;dedup'= {
             cand -f 'Persistent filter: lines recorded in earlier runs are suppressed and new ones recorded. Created if missing (sized by the flags below; at least 10M lines)'
             cand --filter 'Persistent filter: lines recorded in earlier runs are suppressed and new ones recorded. Created if missing (sized by the flags below; at least 10M lines)'
-            cand -n 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes its first layer for their line count, and grows should a file hold more lines by the time it is read; files of 64 MiB or more are sampled rather than counted, unless --fixed or -p under 1e-7.)'
-            cand --capacity 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes its first layer for their line count, and grows should a file hold more lines by the time it is read; files of 64 MiB or more are sampled rather than counted, unless --fixed or -p under 1e-7.)'
             cand -p 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]'
             cand --fpp 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]'
             cand --growth 'When full, add a layer G times larger (2-16) [default: 2]'
@@ -119,6 +117,8 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand -t 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]'
             cand --delimiter 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]'
             cand --wait 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]'
+            cand -n 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M) [default: the lines in the input files, else 10M]'
+            cand --capacity 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M) [default: the lines in the input files, else 10M]'
             cand --fixed 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
             cand --no-grow 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
             cand --summary 'Print a summary to stderr: lines read, written, duplicates, and how many new lines were probably dropped as false positives'
@@ -139,8 +139,8 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand --progress 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
             cand -q 'No progress and no notes on stderr (warnings and errors still print)'
             cand --quiet 'No progress and no notes on stderr (warnings and errors still print)'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'seen;stats'= {
             cand --max-fpp 'Exit 1 when the estimated current false-positive rate is above P'
@@ -163,17 +163,17 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand --help 'Print help'
         }
         &'seen;plan'= {
-            cand -n 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes its first layer for their line count, and grows should a file hold more lines by the time it is read; files of 64 MiB or more are sampled rather than counted, unless --fixed or -p under 1e-7.)'
-            cand --capacity 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer''s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes its first layer for their line count, and grows should a file hold more lines by the time it is read; files of 64 MiB or more are sampled rather than counted, unless --fixed or -p under 1e-7.)'
             cand -p 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]'
             cand --fpp 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]'
             cand --growth 'When full, add a layer G times larger (2-16) [default: 2]'
             cand --layers 'How many layers of a growing filter to show'
+            cand -n 'Distinct lines to plan for (e.g. 1e6, 50k, 10M) [default: 10M]'
+            cand --capacity 'Distinct lines to plan for (e.g. 1e6, 50k, 10M) [default: 10M]'
             cand --fixed 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
             cand --no-grow 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
             cand --classic 'Also show the textbook classic (unblocked) Bloom filter for -n and -p'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'seen;completions'= {
             cand -h 'Print help'

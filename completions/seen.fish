@@ -35,7 +35,6 @@ complete -c seen -n "__fish_seen_needs_command" -f -a "plan" -d 'Show the layout
 complete -c seen -n "__fish_seen_needs_command" -f -a "completions" -d 'Print a completion script for a shell (bash, zsh, fish, elvish, powershell)'
 complete -c seen -n "__fish_seen_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c seen -n "__fish_seen_using_subcommand build" -s o -l output -d 'Filter file to write' -r -F
-complete -c seen -n "__fish_seen_using_subcommand build" -s n -l capacity -d 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer\'s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes its first layer for their line count, and grows should a file hold more lines by the time it is read; files of 64 MiB or more are sampled rather than counted, unless --fixed or -p under 1e-7.)' -r
 complete -c seen -n "__fish_seen_using_subcommand build" -s p -l fpp -d 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]' -r
 complete -c seen -n "__fish_seen_using_subcommand build" -l growth -d 'When full, add a layer G times larger (2-16) [default: 2]' -r
 complete -c seen -n "__fish_seen_using_subcommand build" -l seed -d 'Hash seed for a new filter (decimal or 0x-hex); the default is fixed, so rebuilding from the same lines gives the same file bits' -r
@@ -43,6 +42,7 @@ complete -c seen -n "__fish_seen_using_subcommand build" -s j -l threads -d 'Thr
 complete -c seen -n "__fish_seen_using_subcommand build" -s k -l key -d 'Compare records by field N only (1-based): fields are runs of blanks (spaces, tabs), as in awk and `sort -k`; with -t, split on every -t byte, as `cut -f N` does. A record with fewer fields has an empty key (as in awk)' -r
 complete -c seen -n "__fish_seen_using_subcommand build" -s t -l delimiter -d 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. \',\' or \';\'), \'\\t\' or 0x1f [default: runs of blanks]' -r
 complete -c seen -n "__fish_seen_using_subcommand build" -l wait -d 'Give up (exit 2) when another process has held the filter\'s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]' -r
+complete -c seen -n "__fish_seen_using_subcommand build" -s n -l capacity -d 'Distinct lines to size the new filter for (e.g. 1e6, 50k, 10M) [default: the lines in the input files, else 10M]' -r
 complete -c seen -n "__fish_seen_using_subcommand build" -l fixed -l no-grow -d 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
 complete -c seen -n "__fish_seen_using_subcommand build" -l force -d 'Replace FILTER if it exists (atomically); only a seen filter (or an empty file) is replaced, never another kind of file or a symbolic link'
 complete -c seen -n "__fish_seen_using_subcommand build" -l add -d 'Insert into the existing FILTER instead of making a new one (sizing flags are then ignored)'
@@ -57,7 +57,7 @@ complete -c seen -n "__fish_seen_using_subcommand build" -s i -l ignore-case -d 
 complete -c seen -n "__fish_seen_using_subcommand build" -l raw-keys -d 'Compare whole records as they are, ignoring key options recorded in the filter'
 complete -c seen -n "__fish_seen_using_subcommand build" -l progress -d 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
 complete -c seen -n "__fish_seen_using_subcommand build" -s q -l quiet -d 'No progress and no notes on stderr (warnings and errors still print)'
-complete -c seen -n "__fish_seen_using_subcommand build" -s h -l help -d 'Print help'
+complete -c seen -n "__fish_seen_using_subcommand build" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seen -n "__fish_seen_using_subcommand query" -s f -l file -d 'Read records, one per line, from FILE (`-` is standard input); may be repeated. The filter\'s key options pick each record\'s key (see --as-keys)' -r -F
 complete -c seen -n "__fish_seen_using_subcommand query" -l wait -d 'Give up (exit 2) when another process has held the filter\'s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]' -r
 complete -c seen -n "__fish_seen_using_subcommand query" -s j -l threads -d 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value' -r
@@ -79,7 +79,6 @@ complete -c seen -n "__fish_seen_using_subcommand query" -s i -l ignore-case -d 
 complete -c seen -n "__fish_seen_using_subcommand query" -l raw-keys -d 'Compare whole records as they are, ignoring key options recorded in the filter'
 complete -c seen -n "__fish_seen_using_subcommand query" -s h -l help -d 'Print help'
 complete -c seen -n "__fish_seen_using_subcommand dedup" -s f -l filter -d 'Persistent filter: lines recorded in earlier runs are suppressed and new ones recorded. Created if missing (sized by the flags below; at least 10M lines)' -r -F
-complete -c seen -n "__fish_seen_using_subcommand dedup" -s n -l capacity -d 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer\'s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes its first layer for their line count, and grows should a file hold more lines by the time it is read; files of 64 MiB or more are sampled rather than counted, unless --fixed or -p under 1e-7.)' -r
 complete -c seen -n "__fish_seen_using_subcommand dedup" -s p -l fpp -d 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]' -r
 complete -c seen -n "__fish_seen_using_subcommand dedup" -l growth -d 'When full, add a layer G times larger (2-16) [default: 2]' -r
 complete -c seen -n "__fish_seen_using_subcommand dedup" -l commit-every -d 'With -f: record printed lines in FILTER (and let other processes at it) at least this often: a duration (500ms, 2s, 1min) or a line count (100k, 1M) [default: 1s or 1M lines, whichever comes first]; windows end between input chunks (4 MiB), so a window holds at least one chunk, and also once 524,288 new lines wait to be recorded (bounded memory). A line is recorded only after it was written out, so a killed run loses nothing; it may print again, in the next run, the lines of its last window' -r
@@ -88,6 +87,7 @@ complete -c seen -n "__fish_seen_using_subcommand dedup" -s j -l threads -d 'Thr
 complete -c seen -n "__fish_seen_using_subcommand dedup" -s k -l key -d 'Compare records by field N only (1-based): fields are runs of blanks (spaces, tabs), as in awk and `sort -k`; with -t, split on every -t byte, as `cut -f N` does. A record with fewer fields has an empty key (as in awk)' -r
 complete -c seen -n "__fish_seen_using_subcommand dedup" -s t -l delimiter -d 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. \',\' or \';\'), \'\\t\' or 0x1f [default: runs of blanks]' -r
 complete -c seen -n "__fish_seen_using_subcommand dedup" -l wait -d 'Give up (exit 2) when another process has held the filter\'s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]' -r
+complete -c seen -n "__fish_seen_using_subcommand dedup" -s n -l capacity -d 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M) [default: the lines in the input files, else 10M]' -r
 complete -c seen -n "__fish_seen_using_subcommand dedup" -l fixed -l no-grow -d 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
 complete -c seen -n "__fish_seen_using_subcommand dedup" -l summary -d 'Print a summary to stderr: lines read, written, duplicates, and how many new lines were probably dropped as false positives'
 complete -c seen -n "__fish_seen_using_subcommand dedup" -l json -d 'With --summary: print it as one JSON object (schema in docs/JSON.md)'
@@ -102,7 +102,7 @@ complete -c seen -n "__fish_seen_using_subcommand dedup" -s i -l ignore-case -d 
 complete -c seen -n "__fish_seen_using_subcommand dedup" -l raw-keys -d 'Compare whole records as they are, ignoring key options recorded in the filter'
 complete -c seen -n "__fish_seen_using_subcommand dedup" -l progress -d 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
 complete -c seen -n "__fish_seen_using_subcommand dedup" -s q -l quiet -d 'No progress and no notes on stderr (warnings and errors still print)'
-complete -c seen -n "__fish_seen_using_subcommand dedup" -s h -l help -d 'Print help'
+complete -c seen -n "__fish_seen_using_subcommand dedup" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seen -n "__fish_seen_using_subcommand stats" -l max-fpp -d 'Exit 1 when the estimated current false-positive rate is above P' -r
 complete -c seen -n "__fish_seen_using_subcommand stats" -l max-fill -d 'Exit 1 when the fill ratio (bits set / bits, over all layers) is above F (e.g. 0.5, 50%)' -r
 complete -c seen -n "__fish_seen_using_subcommand stats" -l wait -d 'Give up (exit 2) when another process has held the filter\'s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]' -r
@@ -115,13 +115,13 @@ complete -c seen -n "__fish_seen_using_subcommand verify" -l repair -d 'If a wri
 complete -c seen -n "__fish_seen_using_subcommand verify" -l progress -d 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
 complete -c seen -n "__fish_seen_using_subcommand verify" -s q -l quiet -d 'No progress and no notes on stderr (warnings and errors still print)'
 complete -c seen -n "__fish_seen_using_subcommand verify" -s h -l help -d 'Print help'
-complete -c seen -n "__fish_seen_using_subcommand plan" -s n -l capacity -d 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole capacity with --fixed, else the first layer\'s (the filter grows past it). Default: the number of lines in the input files, else 10M. (`dedup` of files without -f sizes its first layer for their line count, and grows should a file hold more lines by the time it is read; files of 64 MiB or more are sampled rather than counted, unless --fixed or -p under 1e-7.)' -r
 complete -c seen -n "__fish_seen_using_subcommand plan" -s p -l fpp -d 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]' -r
 complete -c seen -n "__fish_seen_using_subcommand plan" -l growth -d 'When full, add a layer G times larger (2-16) [default: 2]' -r
 complete -c seen -n "__fish_seen_using_subcommand plan" -l layers -d 'How many layers of a growing filter to show' -r
+complete -c seen -n "__fish_seen_using_subcommand plan" -s n -l capacity -d 'Distinct lines to plan for (e.g. 1e6, 50k, 10M) [default: 10M]' -r
 complete -c seen -n "__fish_seen_using_subcommand plan" -l fixed -l no-grow -d 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
 complete -c seen -n "__fish_seen_using_subcommand plan" -l classic -d 'Also show the textbook classic (unblocked) Bloom filter for -n and -p'
-complete -c seen -n "__fish_seen_using_subcommand plan" -s h -l help -d 'Print help'
+complete -c seen -n "__fish_seen_using_subcommand plan" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seen -n "__fish_seen_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c seen -n "__fish_seen_using_subcommand help; and not __fish_seen_subcommand_from build query dedup stats verify plan completions help" -f -a "build" -d 'Make a filter file from lines (files or standard input)'
 complete -c seen -n "__fish_seen_using_subcommand help; and not __fish_seen_subcommand_from build query dedup stats verify plan completions help" -f -a "query" -d 'Ask a filter whether items are (probably) in it, grep-style'

@@ -291,12 +291,8 @@ pub struct RecordArgs {
 /// How a new filter is sized. Only used when a filter is created.
 #[derive(Debug, Args, Clone, Copy)]
 pub struct SizeArgs {
-    /// Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): the whole
-    /// capacity with --fixed, else the first layer's (the filter grows past it).
-    /// Default: the number of lines in the input files, else 10M. (`dedup` of
-    /// files without -f sizes its first layer for their line count, and grows
-    /// should a file hold more lines by the time it is read; files of 64 MiB or
-    /// more are sampled rather than counted, unless --fixed or -p under 1e-7.)
+    /// Distinct lines to size the filter for (e.g. 1e6, 50k, 10M). Each command
+    /// says its own default (`-n` help of build, dedup and plan, below).
     #[arg(short = 'n', long = "capacity", value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub capacity: Option<u64>,
 
@@ -334,8 +330,33 @@ impl SizeArgs {
     }
 }
 
+/// `-n` of `build`: its default is the line count of its input files.
+const BUILD_CAPACITY: &str = "Distinct lines to size the new filter for (e.g. 1e6, 50k, 10M) \
+[default: the lines in the input files, else 10M]";
+const BUILD_CAPACITY_LONG: &str = "Distinct lines to size the new filter for (e.g. 1e6, 50k, \
+10M): the whole capacity with --fixed, else the first layer's (the filter grows past it). \
+Default: the number of lines in the input files, counted before the build; 10M when reading \
+standard input, which cannot be counted in advance (--fixed then needs -n). Ignored with --add.";
+
+/// `-n` of `plan`: no input, so a fixed default.
+const PLAN_CAPACITY: &str = "Distinct lines to plan for (e.g. 1e6, 50k, 10M) [default: 10M]";
+const PLAN_CAPACITY_LONG: &str = "Distinct lines to plan for (e.g. 1e6, 50k, 10M): the whole \
+capacity with --fixed, else the first layer's (the filter grows past it). Default: 10M (plan \
+reads no input; 10M is also what a filter gets when its input cannot be counted in advance).";
+
+/// `-n` of `dedup`: the input's lines, sampled when large; at least 10M for a new -f file.
+const DEDUP_CAPACITY: &str = "Distinct lines to size the filter for (e.g. 1e6, 50k, 10M) \
+[default: the lines in the input files, else 10M]";
+const DEDUP_CAPACITY_LONG: &str = "Distinct lines to size the filter for (e.g. 1e6, 50k, 10M): \
+the whole capacity with --fixed, else the first layer's (the filter grows past it). Default: \
+without -f, the number of lines in the input files (files of 64 MiB or more are sampled rather \
+than counted, unless --fixed or -p under 1e-7; the filter grows should a file hold more lines \
+by the time it is read), 10M when reading standard input; for a new -f file, the lines in the \
+input files but at least 10M. Ignored when the -f file exists.";
+
 /// Options of `seen build`.
 #[derive(Debug, Args)]
+#[command(mut_arg("capacity", |a| a.help(BUILD_CAPACITY).long_help(BUILD_CAPACITY_LONG)))]
 pub struct BuildArgs {
     /// Filter file to write.
     #[arg(short = 'o', long = "output", value_name = "FILTER")]
@@ -459,6 +480,7 @@ pub struct QueryArgs {
 
 /// Options of `seen dedup`.
 #[derive(Debug, Args)]
+#[command(mut_arg("capacity", |a| a.help(DEDUP_CAPACITY).long_help(DEDUP_CAPACITY_LONG)))]
 pub struct DedupArgs {
     /// Persistent filter: lines recorded in earlier runs are suppressed and new ones
     /// recorded. Created if missing (sized by the flags below; at least 10M lines).
@@ -585,8 +607,9 @@ pub struct VerifyArgs {
 
 /// Options of `seen plan`.
 #[derive(Debug, Args)]
+#[command(mut_arg("capacity", |a| a.help(PLAN_CAPACITY).long_help(PLAN_CAPACITY_LONG)))]
 pub struct PlanArgs {
-    /// Sizing to show (the same flags as `build` and `dedup`; -n defaults to 10M).
+    /// Sizing to show (the same flags as `build` and `dedup`).
     #[command(flatten)]
     pub size: SizeArgs,
 

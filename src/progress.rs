@@ -3,11 +3,13 @@
 //! The work only bumps two relaxed atomic counters, once per chunk of input (or
 //! per MiB of filter scanned), so the hot path pays nothing measurable. A
 //! ticker thread reads them ten times a second and draws: an indicatif bar with
-//! bytes, percent and ETA when the total is known (regular files, filters), a
+//! bytes, percent and ETA when the total is known (regular files, filters; the
+//! ETA is from the rate since the work started, see [`eta`]), a
 //! spinner with lines and lines/s otherwise (standard input). On a terminal the
 //! bar appears after [`DELAY`] and is cleared at the end; with `--progress` on
 //! something that is not a terminal (a log file), one plain line is written per
-//! second instead, since cursor movements would only garble it.
+//! second instead (the same fields, ETA included), since cursor movements
+//! would only garble it.
 
 use indicatif::{HumanBytes, HumanCount, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{IsTerminal, Write};
@@ -82,6 +84,19 @@ enum Style {
     Plain,
 }
 
+/// How progress is shown, if at all: a bar when stderr is a terminal (but
+/// not when the command's lines go to that terminal too: they show progress
+/// themselves), plain lines when `--progress` forces it elsewhere, nothing
+/// with `-q`.
+fn style(show: Show, stderr_tty: bool, stdout_tty: bool, prints_lines: bool) -> Option<Style> {
+    let tty = stderr_tty && !(prints_lines && stdout_tty);
+    match (show.quiet, show.forced, tty) {
+        (true, _, _) | (false, false, false) => None,
+        (false, _, true) => Some(Style::Bar),
+        (false, true, false) => Some(Style::Plain),
+    }
+}
+
 /// A running progress display; stops (and clears its bar) when dropped.
 #[derive(Debug, Default)]
 pub struct Progress {
@@ -101,13 +116,13 @@ impl Progress {
         unit: &'static str,
         prints_lines: bool,
     ) -> Progress {
-        let tty =
-            std::io::stderr().is_terminal() && !(prints_lines && std::io::stdout().is_terminal());
-        let style = match (show.quiet, show.forced, tty) {
-            (true, _, _) => return Progress::default(),
-            (false, _, true) => Style::Bar,
-            (false, true, false) => Style::Plain,
-            (false, false, false) => return Progress::default(),
+        let Some(style) = style(
+            show,
+            std::io::stderr().is_terminal(),
+            std::io::stdout().is_terminal(),
+            prints_lines,
+        ) else {
+            return Progress::default();
         };
         BYTES.store(0, Relaxed);
         ITEMS.store(0, Relaxed);
@@ -179,19 +194,31 @@ impl View {
         )
     }
 
+    /// `ETA 1m 05s` from the rate since the work started (`ETA ?` before
+    /// any byte is done), or `None` when the total is unknown.
+    fn eta(&self, bytes: u64) -> Option<String> {
+        let total = self.total?;
+        Some(match eta(self.start.elapsed(), bytes, total) {
+            Some(left) => format!("ETA {}", human_duration(left)),
+            None => "ETA ?".to_string(),
+        })
+    }
+
     fn draw(&mut self) {
         let bytes = BYTES.load(Relaxed);
+        let eta = self.eta(bytes);
         match self.style {
             Style::Bar => {
-                let msg = if self.unit.is_empty() {
-                    String::new()
-                } else {
-                    self.items()
-                };
-                let (total, unit) = (self.total, self.unit);
+                let items = (!self.unit.is_empty()).then(|| self.items());
+                let msg = [items, eta]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let total = self.total;
                 let first = msg.clone();
                 let bar = self.bar.get_or_insert_with(|| {
-                    let bar = new_bar(total, unit, first);
+                    let bar = new_bar(total, first);
                     if let Ok(mut a) = ACTIVE.lock() {
                         *a = Some(bar.clone());
                     }
@@ -213,6 +240,9 @@ impl View {
                 if !self.unit.is_empty() {
                     line += &format!(", {}", self.items());
                 }
+                if let Some(eta) = eta {
+                    line += &format!(", {eta}");
+                }
                 let _ = writeln!(std::io::stderr().lock(), "{line}");
             }
         }
@@ -227,13 +257,14 @@ impl View {
 
 /// A bar for `total` bytes (a spinner when unknown), showing `msg` first: it
 /// is built hidden and shown only once styled, so no frame lacks its message.
-fn new_bar(total: Option<u64>, unit: &str, msg: String) -> ProgressBar {
-    let template = match (total, unit.is_empty()) {
-        (Some(_), true) => "{spinner} [{bar:30}] {bytes}/{total_bytes} ({percent}%), ETA {eta}",
-        (Some(_), false) => {
-            "{spinner} [{bar:30}] {bytes}/{total_bytes} ({percent}%), {msg}, ETA {eta}"
-        }
-        (None, _) => "{spinner} {bytes} read, {msg}",
+fn new_bar(total: Option<u64>, msg: String) -> ProgressBar {
+    // Not indicatif's own {eta}: the bar appears after DELAY with its position
+    // already far along, and indicatif's estimator, seeing that jump, said
+    // 0s for most of the run. The message carries an ETA from the rate since
+    // the work started instead.
+    let template = match total {
+        Some(_) => "{spinner} [{bar:30}] {bytes}/{total_bytes} ({percent}%), {msg}",
+        None => "{spinner} {bytes} read, {msg}",
     };
     let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::hidden());
     bar.set_style(
@@ -244,6 +275,38 @@ fn new_bar(total: Option<u64>, unit: &str, msg: String) -> ProgressBar {
     bar.set_message(msg);
     bar.set_draw_target(ProgressDrawTarget::stderr_with_hz(10));
     bar
+}
+
+/// Time left for work of `total` bytes with `done` of them done in
+/// `elapsed`, at the same rate: `elapsed × (total − done) / done`. `None`
+/// before anything is done (or when it would not fit a `Duration`).
+fn eta(elapsed: Duration, done: u64, total: u64) -> Option<Duration> {
+    if done >= total {
+        return Some(Duration::ZERO);
+    }
+    if done == 0 {
+        return None;
+    }
+    let left = total.saturating_sub(done);
+    Duration::try_from_secs_f64(elapsed.as_secs_f64() * left as f64 / done as f64).ok()
+}
+
+/// `0s`, `59s`, `1m 05s`, `2h 03m`, `3d 04h`: the two largest units, in
+/// whole seconds rounded to the nearest.
+fn human_duration(d: Duration) -> String {
+    let s = d
+        .as_secs()
+        .saturating_add(u64::from(d.subsec_millis() >= 500));
+    let (m, h, days) = (s / 60, s / 3600, s / 86_400);
+    if days > 0 {
+        format!("{days}d {:02}h", h % 24)
+    } else if h > 0 {
+        format!("{h}h {:02}m", m % 60)
+    } else if m > 0 {
+        format!("{m}m {:02}s", s % 60)
+    } else {
+        format!("{s}s")
+    }
 }
 
 /// `7.5M`, `830k`, `12`.
@@ -266,5 +329,67 @@ mod tests {
         assert_eq!(human_rate(7_512_345.0), "7.5M");
         assert_eq!(human_rate(830_400.0), "830k");
         assert_eq!(human_rate(12.0), "12");
+    }
+
+    #[test]
+    fn progress_eta_is_from_the_rate_since_the_start() {
+        let s = Duration::from_secs;
+        // Half done after 3 s: 3 s left.
+        assert_eq!(eta(s(3), 50, 100), Some(s(3)));
+        // A quarter done after 2 s: 6 s left.
+        assert_eq!(eta(s(2), 25, 100), Some(s(6)));
+        // Nothing done yet: unknown, not 0.
+        assert_eq!(eta(s(5), 0, 100), None);
+        // Nothing to do (an empty file): done.
+        assert_eq!(eta(Duration::ZERO, 0, 0), Some(Duration::ZERO));
+        // All done (or more than the total, a file that grew): nothing left.
+        assert_eq!(eta(s(4), 100, 100), Some(Duration::ZERO));
+        assert_eq!(eta(s(4), 150, 100), Some(Duration::ZERO));
+        // Absurd rates do not panic.
+        assert_eq!(eta(s(u64::MAX / 2), 1, u64::MAX), None);
+    }
+
+    #[test]
+    fn progress_durations_read_like_a_clock() {
+        let s = Duration::from_secs;
+        assert_eq!(human_duration(Duration::ZERO), "0s");
+        assert_eq!(human_duration(Duration::from_millis(400)), "0s");
+        assert_eq!(human_duration(Duration::from_millis(2_500)), "3s");
+        assert_eq!(human_duration(s(59)), "59s");
+        assert_eq!(human_duration(Duration::from_millis(59_600)), "1m 00s");
+        assert_eq!(human_duration(s(65)), "1m 05s");
+        assert_eq!(human_duration(s(3600 + 3 * 60 + 59)), "1h 03m");
+        assert_eq!(human_duration(s(3 * 86_400 + 4 * 3600 + 5)), "3d 04h");
+    }
+
+    #[test]
+    fn progress_style_follows_the_terminals_and_flags() {
+        let auto = Show::default();
+        let forced = Show {
+            forced: true,
+            quiet: false,
+        };
+        let quiet = Show {
+            forced: false,
+            quiet: true,
+        };
+        // (stderr tty, stdout tty, prints lines)
+        for (err, out, lines) in [
+            (true, true, true),
+            (true, false, false),
+            (false, false, true),
+        ] {
+            assert_eq!(style(quiet, err, out, lines), None, "-q: never");
+        }
+        assert_eq!(style(auto, true, true, false), Some(Style::Bar));
+        assert_eq!(style(auto, true, false, true), Some(Style::Bar));
+        // Lines printed on the terminal show progress themselves.
+        assert_eq!(style(auto, true, true, true), None);
+        // ...unless asked for: plain lines between them.
+        assert_eq!(style(forced, true, true, true), Some(Style::Plain));
+        // Off a terminal: only when forced, as plain lines.
+        assert_eq!(style(auto, false, true, false), None);
+        assert_eq!(style(forced, false, true, true), Some(Style::Plain));
+        assert_eq!(style(forced, false, false, false), Some(Style::Plain));
     }
 }

@@ -52,7 +52,10 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
                 forced: a.progress,
                 quiet: a.quiet,
             },
-            prints_lines: true,
+            // Only the items themselves (or --json verdicts) go out line by
+            // line; -c prints one number at the end, so a terminal shows a bar
+            // meanwhile, as for build. (-q shows none: it is quiet.)
+            prints_lines: v.print || v.json,
             summary: None,
         };
         execute(job, &mut v)?;

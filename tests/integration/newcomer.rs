@@ -388,3 +388,129 @@ fn command_line_items_are_keys() {
         .error("items on the command line are keys already");
     seen(d, ["query", "--as-keys", "-k", "2", "ids.seen"]).code(2);
 }
+
+/// The ETA of `--progress` lines comes from the rate since the work started
+/// and is shown whenever the total is known: the plain lines written off a
+/// terminal had bytes, percent, lines and rate but no ETA (and the bar's
+/// came from indicatif's estimator, which said 0s for most of a run).
+#[test]
+fn progress_lines_carry_an_eta_when_the_total_is_known() {
+    let dir = tmp();
+    let lines = numbered("https://example.com/", 0..20_000);
+    std::fs::write(dir.path().join("in.txt"), &lines).unwrap();
+    let now = [("SEEN_PROGRESS_DELAY_MS", "0")];
+    let progress_lines = |args: &[&str], input: &[u8]| {
+        let r = seen_env(dir.path(), &now, args, input);
+        r.code(0);
+        let lines: Vec<String> = r.stderr.lines().map(str::to_string).collect();
+        assert!(!lines.is_empty(), "{args:?}: no progress: {}", r.ctx());
+        lines
+    };
+    // A regular file: its size is the total, so every line ends with an ETA,
+    // unknown (`?`) before any byte is done, else a duration (`6s`, `1m 05s`).
+    for args in [
+        &["build", "--progress", "-o", "f.seen", "in.txt"][..],
+        &["dedup", "--progress", "in.txt"],
+        &["query", "--progress", "-c", "f.seen", "-f", "in.txt"],
+        &["stats", "--progress", "f.seen"],
+    ] {
+        for line in progress_lines(args, b"") {
+            assert!(line.starts_with("seen: ") && line.contains('%'), "{line}");
+            let (_, eta) = line
+                .rsplit_once(", ETA ")
+                .unwrap_or_else(|| panic!("{args:?}: no ETA field: {line}"));
+            // Words of digits and one unit: `6s`, `1m 05s`, `2h 03m`.
+            let duration = eta.split(' ').all(|w| {
+                let (digits, unit) = w.split_at(w.len().saturating_sub(1));
+                !digits.is_empty()
+                    && digits.bytes().all(|b| b.is_ascii_digit())
+                    && ["d", "h", "m", "s"].contains(&unit)
+            });
+            assert!(eta == "?" || duration, "{args:?}: ETA `{eta}` in {line}");
+        }
+    }
+    // Standard input has no known total: no percent, no ETA.
+    for line in progress_lines(&["build", "--progress", "-o", "g.seen"], &lines) {
+        assert!(line.contains("lines") && !line.contains("ETA"), "{line}");
+    }
+}
+
+/// `query -c` (and other runs that print nothing per line) on a terminal
+/// showed no progress for all of a long run: the bar was held back as if
+/// lines were printed to the terminal. Now `-c` shows the bar as `build`
+/// does; printing lines still shows none, and `-q` (nothing at all, as
+/// `grep -q`) none either.
+#[test]
+fn query_count_shows_a_bar_on_a_terminal() {
+    use crate::common::BIN;
+    use crate::progress::under_script;
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: `script` (util-linux) is not installed");
+        return;
+    }
+    let dir = tmp();
+    let lines = numbered("https://example.com/", 0..20_000);
+    std::fs::write(dir.path().join("in.txt"), &lines).unwrap();
+    seen(dir.path(), ["build", "-o", "f.seen", "in.txt"]).ok();
+    // stdout is the terminal too: the count waits for the end, the bar shows.
+    let t = under_script(dir.path(), &format!("'{BIN}' query -c f.seen -f in.txt"));
+    assert!(t.contains("20000"), "{t:?}");
+    assert!(t.contains("lines") && t.contains("ETA"), "no bar: {t:?}");
+    // Printed lines are the progress: no bar between them.
+    let t = under_script(dir.path(), &format!("'{BIN}' query f.seen -f in.txt"));
+    assert!(t.contains("https://example.com/19999"), "{t:?}");
+    assert!(!t.contains("lines") && !t.contains("ETA"), "{t:?}");
+    // -q: nothing at all on the terminal.
+    let t = under_script(
+        dir.path(),
+        &format!("'{BIN}' query -q --all f.seen -f in.txt"),
+    );
+    assert!(!t.contains("lines") && !t.contains("ETA"), "{t:?}");
+}
+
+/// `build --help` and `plan --help` described -n with `dedup`'s rules (and
+/// `plan`, which reads no input, with "input files"): each command now says
+/// its own default.
+#[test]
+fn capacity_help_is_each_commands_own() {
+    let dir = tmp();
+    // The -n entry of `seen CMD FLAG`: its first line and the ones indented
+    // under it (deeper than the flags' column), up to a blank line.
+    let n_help = |cmd: &str, flag: &str| {
+        let out = seen(dir.path(), [cmd, flag]).stdout_str();
+        let mut entry = Vec::new();
+        for line in out
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("-n, --capacity"))
+        {
+            let indent = line.len() - line.trim_start().len();
+            if !entry.is_empty() && (line.trim().is_empty() || indent < 8) {
+                break;
+            }
+            entry.push(line.trim());
+        }
+        assert!(!entry.is_empty(), "{cmd} {flag}: no -n entry in {out}");
+        entry.join(" ")
+    };
+    for flag in ["-h", "--help"] {
+        let build = n_help("build", flag);
+        assert!(!build.contains("dedup"), "build {flag}: {build}");
+        assert!(build.contains("input files"), "build {flag}: {build}");
+        let plan = n_help("plan", flag);
+        assert!(
+            !plan.contains("dedup") && !plan.contains("input files"),
+            "plan {flag}: {plan}"
+        );
+        assert!(plan.contains("10M"), "plan {flag}: {plan}");
+        let dedup = n_help("dedup", flag);
+        assert!(dedup.contains("input files"), "dedup {flag}: {dedup}");
+    }
+    // dedup still explains its own rule in full: sampling, and -f files.
+    let dedup = n_help("dedup", "--help");
+    assert!(dedup.contains("sampled") && dedup.contains("-f"), "{dedup}");
+    assert!(dedup.contains("at least 10M"), "{dedup}");
+}

@@ -61,7 +61,7 @@ fn progress_flag_forces_plain_lines_and_quiet_suppresses_it() {
 
 /// Runs `cmd` under `script` (stdin, stdout and stderr a pseudo-terminal) in
 /// `dir` and returns the transcript.
-fn under_script(dir: &std::path::Path, cmd: &str) -> String {
+pub fn under_script(dir: &std::path::Path, cmd: &str) -> String {
     let transcript = dir.join("transcript");
     let r = Command::new("script")
         .args(["-q", "-e", "-c", cmd])
