@@ -43,7 +43,7 @@ complete -c seen -n "__fish_seen_using_subcommand build" -s k -l key -d 'Compare
 complete -c seen -n "__fish_seen_using_subcommand build" -s t -l delimiter -d 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. \',\' or \';\'), \'\\t\' or 0x1f [default: runs of blanks]' -r
 complete -c seen -n "__fish_seen_using_subcommand build" -l wait -d 'Give up (exit 2) when another process has held the filter\'s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]' -r
 complete -c seen -n "__fish_seen_using_subcommand build" -s n -l capacity -d 'Distinct lines to size the new filter for (e.g. 1e6, 50k, 10M) [default: the lines in the input files, else 10M]' -r
-complete -c seen -n "__fish_seen_using_subcommand build" -l fixed -l no-grow -d 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
+complete -c seen -n "__fish_seen_using_subcommand build" -l fixed -l no-grow -d 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr when it passes -p, and again past 10 times -p)'
 complete -c seen -n "__fish_seen_using_subcommand build" -l force -d 'Replace FILTER if it exists (atomically); only a seen filter (or an empty file) is replaced, never another kind of file or a symbolic link'
 complete -c seen -n "__fish_seen_using_subcommand build" -l add -d 'Insert into the existing FILTER instead of making a new one (sizing flags are then ignored)'
 complete -c seen -n "__fish_seen_using_subcommand build" -l summary -d 'Print a summary to stderr: lines read, new, duplicates, expected false positives'
@@ -88,7 +88,7 @@ complete -c seen -n "__fish_seen_using_subcommand dedup" -s k -l key -d 'Compare
 complete -c seen -n "__fish_seen_using_subcommand dedup" -s t -l delimiter -d 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. \',\' or \';\'), \'\\t\' or 0x1f [default: runs of blanks]' -r
 complete -c seen -n "__fish_seen_using_subcommand dedup" -l wait -d 'Give up (exit 2) when another process has held the filter\'s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]' -r
 complete -c seen -n "__fish_seen_using_subcommand dedup" -s n -l capacity -d 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M) [default: the lines in the input files, else 10M]' -r
-complete -c seen -n "__fish_seen_using_subcommand dedup" -l fixed -l no-grow -d 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
+complete -c seen -n "__fish_seen_using_subcommand dedup" -l fixed -l no-grow -d 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr when it passes -p, and again past 10 times -p)'
 complete -c seen -n "__fish_seen_using_subcommand dedup" -l summary -d 'Print a summary to stderr: lines read, written, duplicates, and how many new lines were probably dropped as false positives'
 complete -c seen -n "__fish_seen_using_subcommand dedup" -l json -d 'With --summary: print it as one JSON object (schema in docs/JSON.md)'
 complete -c seen -n "__fish_seen_using_subcommand dedup" -s d -l repeated -d 'Print each line that repeats, once, at its second occurrence (as `uniq -d`, but the repeats need not be adjacent); with -f, a line recorded in an earlier run repeats at its first occurrence here. About `p` of the lines seen once are printed too, and about `p` of the repeated ones are not (false positives of the filter, and of a second in-memory filter of the lines printed)'
@@ -119,7 +119,7 @@ complete -c seen -n "__fish_seen_using_subcommand plan" -s p -l fpp -d 'Target f
 complete -c seen -n "__fish_seen_using_subcommand plan" -l growth -d 'When full, add a layer G times larger (2-16) [default: 2]' -r
 complete -c seen -n "__fish_seen_using_subcommand plan" -l layers -d 'How many layers of a growing filter to show' -r
 complete -c seen -n "__fish_seen_using_subcommand plan" -s n -l capacity -d 'Distinct lines to plan for (e.g. 1e6, 50k, 10M) [default: 10M]' -r
-complete -c seen -n "__fish_seen_using_subcommand plan" -l fixed -l no-grow -d 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr at 100% and 150%)'
+complete -c seen -n "__fish_seen_using_subcommand plan" -l fixed -l no-grow -d 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr when it passes -p, and again past 10 times -p)'
 complete -c seen -n "__fish_seen_using_subcommand plan" -l classic -d 'Also show the textbook classic (unblocked) Bloom filter for -n and -p'
 complete -c seen -n "__fish_seen_using_subcommand plan" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seen -n "__fish_seen_using_subcommand completions" -s h -l help -d 'Print help'

@@ -307,7 +307,7 @@ pub struct SizeArgs {
     pub growth: Option<u32>,
 
     /// Never grow: one layer of -n lines; past it the false-positive rate rises
-    /// (warned on stderr at 100% and 150%).
+    /// (warned on stderr when it passes -p, and again past 10 times -p).
     #[arg(long, visible_alias = "no-grow")]
     pub fixed: bool,
 }

@@ -3,8 +3,8 @@
 use crate::cli::StatsArgs;
 use crate::file::ReadFilter;
 use crate::file::format::{Header, MAX_LAYERS, VERSION_MAJOR};
-use crate::filter::sizing::{self, classic_bits, classic_k, layer_fpp};
-use crate::filter::{self, BLOCK_BITS, Layout};
+use crate::filter::sizing::{self, classic_bits, classic_k, keys_at_rate, layer_fpp};
+use crate::filter::{self, BLOCK_BITS};
 use crate::progress::Progress;
 use anyhow::{Context, Result};
 use indicatif::{HumanBytes, HumanCount};
@@ -107,6 +107,11 @@ pub struct Stats {
     pub fill_ratio: f64,
     /// Sum over layers.
     pub estimated_items: f64,
+    /// Distinct keys the bits say were added beyond `inserts`: new keys taken
+    /// for present ones (false positives) as they arrived, which the counters
+    /// leave out. 0 unless the estimated rate is above the target and they are
+    /// at least 1 % of `inserts` (below that the estimate is noise).
+    pub estimated_uncounted: u64,
     /// Probability that an absent key is reported present by any layer.
     pub estimated_fpp: f64,
     /// Compound false-positive rate with every layer at its capacity.
@@ -126,27 +131,27 @@ pub struct Stats {
     pub warnings: Vec<String>,
 }
 
-/// Keys a layer holds when its false-positive rate reaches `target` (bisection;
-/// the rate only rises with the count).
-fn keys_at_rate(layout: &Layout, target: f64) -> f64 {
-    let mut lo = 0u64;
-    let mut hi = 64u64;
-    while layer_fpp(layout, hi) <= target {
-        lo = hi;
-        match hi.checked_mul(2) {
-            Some(h) => hi = h,
-            None => return u64::MAX as f64,
-        }
+/// Distinct keys the bits say were added beyond the counters (see
+/// [`Stats::estimated_uncounted`]): a counter counts only keys judged new, so
+/// once the rate is high, many new keys are false positives and go uncounted
+/// (their bits were all set already: the bits record them, the counter does
+/// not). Only when `over` (the rate is above the target; under it, at most
+/// that share of new keys can have been missed) and the difference is at least
+/// 1 % of the inserts; else 0.
+fn uncounted(layers: &[LayerStats], over: bool) -> u64 {
+    let inserts: u64 = layers
+        .iter()
+        .map(|l| l.inserts)
+        .fold(0, u64::saturating_add);
+    let more: f64 = layers
+        .iter()
+        .map(|l| (l.estimated_items - l.inserts as f64).max(0.0))
+        .sum();
+    if over && more >= 1.0 && more >= 0.01 * inserts as f64 {
+        more.round() as u64
+    } else {
+        0
     }
-    while hi - lo > 1 + lo / 10_000 {
-        let mid = lo + (hi - lo) / 2;
-        if layer_fpp(layout, mid) <= target {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    lo as f64
 }
 
 /// Computes the statistics of an open filter (reads every bit once).
@@ -174,7 +179,7 @@ pub fn compute(f: &ReadFilter) -> Stats {
             estimated_items: occ.estimated_items,
             estimated_fpp: occ.current_fpp,
             fpp_at_capacity: layer_fpp(&l.layout, l.capacity),
-            headroom: (keys_at_rate(&l.layout, l.target_fpp) - occ.estimated_items).max(0.0),
+            headroom: (keys_at_rate(&l.layout, l.target_fpp) as f64 - occ.estimated_items).max(0.0),
             bits_per_key: l.layout.bits() as f64 / cap as f64,
             classic_bits_per_key: classic_bits(cap, l.target_fpp) as f64 / cap as f64,
             classic_k: classic_k(classic_bits(cap, l.target_fpp), cap),
@@ -200,31 +205,34 @@ pub fn compute(f: &ReadFilter) -> Stats {
     // A filter that cannot grow takes keys into its newest layer until the
     // compound rate reaches the target (older layers, if any, are complete).
     let headroom = (!can_grow).then(|| {
-        let older_keep: f64 = layers[..layers.len() - 1]
-            .iter()
-            .map(|l| 1.0 - l.estimated_fpp)
-            .product();
+        let older = layers[..layers.len() - 1].iter().map(|l| l.estimated_fpp);
+        let budget = sizing::newest_budget(older, h.target_fpp);
         let last = h.layers.last().expect("a filter has a layer");
-        let budget = 1.0 - (1.0 - h.target_fpp) / older_keep;
-        if budget <= 0.0 {
-            0.0
-        } else {
-            (keys_at_rate(&last.layout, budget) - newest.estimated_items).max(0.0)
-        }
+        (keys_at_rate(&last.layout, budget) as f64 - newest.estimated_items).max(0.0)
     });
     let mut warnings = Vec::new();
     let used = inserts as f64 / capacity.max(1) as f64;
-    if !can_grow && used > 1.5 {
-        warnings.push(format!(
-            "{:.0}% of capacity: past 150% the false-positive rate is unacceptable; rebuild it larger",
-            used * 100.0
-        ));
-    } else if !can_grow && used > 1.0 {
-        warnings.push(format!(
-            "{:.0}% of capacity: the false-positive rate is above its target; rebuild it larger",
-            used * 100.0
-        ));
+    // The same rule as `build` and `dedup -f` while they insert (there from
+    // the insert counts, here from the bits).
+    let rebuild = if h.growth.is_some() {
+        "rebuild it larger"
+    } else {
+        "rebuild it larger (or growing)"
+    };
+    let target = h.target_fpp;
+    match sizing::alarm(estimated_fpp, target) {
+        0 => {}
+        1 => warnings.push(format!(
+            "estimated false-positive rate {estimated_fpp:.2e} is above its target {target:e}: \
+             {rebuild}"
+        )),
+        _ => warnings.push(format!(
+            "estimated false-positive rate {estimated_fpp:.2e} is more than {} times its \
+             target {target:e}: results are no longer reliable; {rebuild}",
+            sizing::UNRELIABLE
+        )),
     }
+    let estimated_uncounted = uncounted(&layers, estimated_fpp > target);
     if h.is_dirty() {
         warnings.push("not closed cleanly: the insert counter may be low".to_string());
     }
@@ -246,6 +254,7 @@ pub fn compute(f: &ReadFilter) -> Stats {
         bits_set,
         fill_ratio: bits_set as f64 / bits as f64,
         estimated_items: layers.iter().map(|l| l.estimated_items).sum(),
+        estimated_uncounted,
         estimated_fpp,
         fpp_at_capacity: any(|l| l.fpp_at_capacity),
         headroom,
@@ -363,6 +372,19 @@ fn numbers(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
         ),
     )?;
     row(out, "est. items", count(s.estimated_items))?;
+    if s.estimated_uncounted > 0 {
+        let full = s.layers.iter().any(|l| l.fill_ratio >= 0.99);
+        row(
+            out,
+            "note",
+            format!(
+                "inserts counts only lines judged new: {} {} more were taken for seen ones \
+                 (false positives)",
+                if full { "at least" } else { "about" },
+                HumanCount(s.estimated_uncounted)
+            ),
+        )?;
+    }
     row(
         out,
         "est. fpp now",

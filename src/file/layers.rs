@@ -87,6 +87,17 @@ pub(super) fn contains_in<M: AsRef<[u8]>>(
     filter::contains_batch(&views(header, maps), hashes, out);
 }
 
+/// When a filter that cannot grow is due its warnings: the largest counts of
+/// its newest layer at which the compound false-positive rate is still at most
+/// the target (`at[0]`) and [`sizing::UNRELIABLE`] times it (`at[1]`), for the
+/// layers described by `layers` and `older_inserts`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Alarms {
+    layers: usize,
+    older_inserts: u64,
+    at: [u64; 2],
+}
+
 /// The bit arrays of a writable filter (one mapping per layer) and the header
 /// that describes them. Inserts go to the newest layer; when a growing filter's
 /// newest layer reaches its capacity, a new layer is added (its storage comes
@@ -96,8 +107,12 @@ pub(super) struct Layers {
     pub(super) maps: Vec<MmapMut>,
     /// How the owner is named in warnings.
     pub(super) name: String,
-    /// Capacity warnings given so far: 1 past 100 %, 2 past 150 %.
+    /// Warnings given so far about a filter that cannot grow: 1 once its
+    /// rate passed its target, 2 once it passed [`sizing::UNRELIABLE`] times it.
     pub(super) warned: u8,
+    /// The insert counts of the newest layer at which those warnings are due
+    /// ([`Layers::alarms`]), and the layers they were worked out for.
+    pub(super) alarms: Option<Alarms>,
     /// Segments whose checksums must be written: changed since they last
     /// were, or in a layer just made (all zero); `None` for an in-memory
     /// filter, which has no checksums to keep.
@@ -155,8 +170,8 @@ impl Layers {
         let mut new = 0;
         while done < hashes.len() {
             let last = *self.header.layers.last().expect("a filter has a layer");
-            // Runs end where the layer is full (growing) or where a capacity
-            // warning is due (fixed), so both happen at an exact count.
+            // Runs end where the layer is full (growing) or where a warning
+            // about the rate is due (fixed), so both happen at an exact count.
             let limit = if self.can_grow() {
                 if last.inserts >= last.capacity {
                     self.add_layer(grow)?;
@@ -164,11 +179,7 @@ impl Layers {
                 }
                 last.capacity
             } else {
-                let over = last.capacity.saturating_add(1);
-                let far = last
-                    .capacity
-                    .saturating_add(last.capacity / 2)
-                    .saturating_add(1);
+                let [over, far] = self.alarms().map(|a| a.saturating_add(1));
                 if last.inserts < over {
                     over
                 } else if last.inserts < far {
@@ -254,37 +265,100 @@ impl Layers {
         }
     }
 
-    /// Warns (once per level) when a filter that cannot grow passes 100 % and
-    /// 150 % of its capacity.
+    /// The largest insert counts of the newest layer at which the filter's
+    /// compound false-positive rate (older layers at their counts, by the
+    /// formula) is still at most its target, and at most
+    /// [`sizing::UNRELIABLE`] times it. Worked out once (two bisections over
+    /// the formula) and kept while the layers stay the same, so that checking
+    /// a batch costs two comparisons.
+    fn alarms(&mut self) -> [u64; 2] {
+        let (newest, older) = self
+            .header
+            .layers
+            .split_last()
+            .expect("a filter has a layer");
+        let layers = older.len() + 1;
+        let older_inserts = older.iter().map(|l| l.inserts).fold(0, u64::saturating_add);
+        if let Some(a) = self.alarms
+            && (a.layers, a.older_inserts) == (layers, older_inserts)
+        {
+            return a.at;
+        }
+        let rates: Vec<f64> = older
+            .iter()
+            .map(|l| sizing::layer_fpp(&l.layout, l.inserts))
+            .collect();
+        let target = self.header.target_fpp;
+        let at = [target, sizing::UNRELIABLE * target].map(|t| {
+            let budget = sizing::newest_budget(rates.iter().copied(), t);
+            sizing::keys_at_rate(&newest.layout, budget)
+        });
+        self.alarms = Some(Alarms {
+            layers,
+            older_inserts,
+            at,
+        });
+        at
+    }
+
+    /// Warns (once per level) when the false-positive rate of a filter that
+    /// cannot grow passes its target, and when it passes
+    /// [`sizing::UNRELIABLE`] times it; the rate is the formula's at the
+    /// insert counts, compound over the layers.
     fn warn_full(&mut self) {
-        let l = self.header.layers.last().expect("a filter has a layer");
-        let level = if l.inserts as f64 > 1.5 * l.capacity as f64 {
+        let [over, far] = self.alarms();
+        let (l, older) = self
+            .header
+            .layers
+            .split_last()
+            .expect("a filter has a layer");
+        let level = if l.inserts > far {
             2
         } else {
-            u8::from(l.inserts > l.capacity)
+            u8::from(l.inserts > over)
         };
         if level <= self.warned {
             return;
         }
         self.warned = level;
-        let fpp = sizing::layer_fpp(&l.layout, l.inserts);
-        let why = if self.header.growth.is_some() {
-            "it has all the layers a filter can have"
+        let fpp = sizing::any_of(
+            older
+                .iter()
+                .chain([l])
+                .map(|l| sizing::layer_fpp(&l.layout, l.inserts)),
+        );
+        let target = self.header.target_fpp;
+        let (why, sized) = if older.is_empty() {
+            ("is a fixed filter", "it was")
         } else {
-            "it is a fixed filter"
+            (
+                "has all the layers a filter can have",
+                "its newest layer was",
+            )
         };
-        let advice = if level == 2 {
-            "results are no longer reliable: rebuild it larger"
+        let rebuild = if self.header.growth.is_some() {
+            "rebuild it larger"
         } else {
-            "rebuild it larger (or growing) before it degrades further"
+            "rebuild it larger (or growing)"
+        };
+        let (past, advice) = if level == 2 {
+            (
+                format!("{} times its target", sizing::UNRELIABLE),
+                format!("results are no longer reliable; {rebuild}"),
+            )
+        } else {
+            (
+                "its target".to_string(),
+                format!("{rebuild} before it degrades further"),
+            )
         };
         crate::say!(
-            "seen: warning: {} now holds more than {}% of the {} distinct lines it was sized \
-             for and {why}: its false-positive rate is about {fpp:.1e} (target {:.0e}); {advice}",
+            "seen: warning: {} {why}, and its false-positive rate has passed {past} {target:e} \
+             (about {fpp:.1e} at {} distinct lines, {:.0}% of the {} {sized} sized for): {advice}",
             self.name,
-            if level == 2 { 150 } else { 100 },
+            l.inserts,
+            100.0 * l.inserts as f64 / l.capacity.max(1) as f64,
             l.capacity,
-            l.target_fpp,
         );
     }
 }

@@ -67,6 +67,7 @@ impl MemFilter {
                 maps: vec![map],
                 name: "the in-memory filter".into(),
                 warned: 0,
+                alarms: None,
                 stale: None,
                 // Its memory asks for 2 MiB pages itself (`anon`).
                 expected: None,

@@ -131,6 +131,7 @@ impl NewFilter {
                 maps: vec![map],
                 name: target.display().to_string(),
                 warned: 0,
+                alarms: None,
                 expected: None,
             },
         })

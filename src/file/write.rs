@@ -55,6 +55,7 @@ impl WriteFilter {
                 maps: vec![],
                 name: path.display().to_string(),
                 warned: 0,
+                alarms: None,
                 stale: Some(Stale::default()),
                 expected,
             },

@@ -1012,10 +1012,13 @@ fn build_file_modes() {
     }
 }
 
+/// A fixed filter warns when its false-positive rate passes its target and
+/// again past 10 times it (`-n 10` is rounded up to a 4 KiB page, which
+/// keeps the default 1e-6 up to about 550 lines).
 #[test]
 fn build_over_capacity_warns() {
     let d = tmp();
-    write(&d, "hundred.txt", &numbered("item", 0..100));
+    write(&d, "hundred.txt", &numbered("item", 0..1000));
     let r = seen(
         d.path(),
         [
@@ -1030,8 +1033,10 @@ fn build_over_capacity_warns() {
     );
     r.code(0)
         .no_stdout()
-        .stderr_has("seen: warning: small.seen")
-        .stderr_has("more than 150% of the 10 distinct lines");
+        .stderr_has("seen: warning: small.seen is a fixed filter")
+        .stderr_has("has passed its target 1e-6")
+        .stderr_has("has passed 10 times its target 1e-6")
+        .stderr_has("of the 10 it was sized for): results are no longer reliable");
     // A growing filter (the default) adds layers instead, silently.
     seen(
         d.path(),
@@ -1381,10 +1386,12 @@ fn stats_inserts_counts_distinct_lines_over_dedup_runs() {
     assert_eq!(stats_json(d.path(), "p.seen")["inserts"], 450);
 }
 
+/// `stats` warns when the estimated rate passes the target (here far past
+/// 10 times it), not when the insert count passes the capacity.
 #[test]
 fn stats_warns_when_over_capacity() {
     let d = tmp();
-    write(&d, "hundred.txt", &numbered("item", 0..100));
+    write(&d, "hundred.txt", &numbered("item", 0..1000));
     seen(
         d.path(),
         [
@@ -1400,18 +1407,18 @@ fn stats_warns_when_over_capacity() {
     .code(0);
     let r = seen(d.path(), ["stats", "small.seen"]);
     r.code(0)
-        .stderr_has("seen: warning: small.seen")
-        .stderr_has("capacity");
+        .stderr_has("seen: warning: small.seen: estimated false-positive rate")
+        .stderr_has("is more than 10 times its target 1e-6: results are no longer reliable");
     let r = seen(d.path(), ["stats", "--json", "small.seen"]);
     r.code(0).stderr_has("seen: warning:");
     let s: Value = serde_json::from_slice(&r.stdout).unwrap();
-    assert_eq!(s["inserts"], 100, "{s}");
+    assert_eq!(s["inserts"], 1000, "{s}");
     assert_eq!(s["capacity"], 10, "{s}");
     assert!(!s["warnings"].as_array().unwrap().is_empty(), "{s}");
     // Within capacity: no warning.
     seen(
         d.path(),
-        ["build", "-n", "100", "-o", "fits.seen", "hundred.txt"],
+        ["build", "-n", "1000", "-o", "fits.seen", "hundred.txt"],
     )
     .ok();
     seen(d.path(), ["stats", "fits.seen"]).ok();

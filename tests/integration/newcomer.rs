@@ -514,3 +514,104 @@ fn capacity_help_is_each_commands_own() {
     assert!(dedup.contains("sampled") && dedup.contains("-f"), "{dedup}");
     assert!(dedup.contains("at least 10M"), "{dedup}");
 }
+
+/// Issue 21, item 7: warnings follow the estimated false-positive rate, not
+/// the insert count. `-n 200 -p 1%` is rounded up to one 4 KiB page, so 400
+/// lines leave its rate near 2e-11: `build` warned twice anyway ("more than
+/// 150% … results are no longer reliable") and `stats` a third time ("200% of
+/// capacity"); now neither says a word. Past the target, one warning each;
+/// past 10 times it, the stronger one, with the rate and the target.
+#[test]
+fn overfill_warnings_follow_the_estimated_rate() {
+    let dir = tmp();
+    let sized = ["build", "-n", "200", "-p", "1%", "--fixed", "-o"];
+    let build = |file: &str, lines: u32| {
+        let mut args = sized.to_vec();
+        args.push(file);
+        seen_io(dir.path(), args, &numbered("", 1..lines + 1))
+    };
+    build("s.seen", 400).ok();
+    let r = seen(dir.path(), ["stats", "--json", "s.seen"]);
+    r.ok();
+    let s = r.stdout_json();
+    assert_eq!(s["inserts"], 400, "{s}");
+    assert!(s["estimated_fpp"].as_f64().unwrap() < 1e-6, "{s}");
+    assert_eq!(s["warnings"].as_array().unwrap().len(), 0, "{s}");
+    seen(dir.path(), ["stats", "s.seen"]).ok();
+    // Past the target (about 2,200 lines), not yet 10 times it: one warning.
+    let r = build("m.seen", 2500);
+    r.code(0)
+        .stderr_has("seen: warning: m.seen is a fixed filter, and its false-positive rate has passed its target 1e-2 (about 1.0e-2 at ")
+        .stderr_has("of the 200 it was sized for): rebuild it larger (or growing) before it degrades further");
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    let r = seen(dir.path(), ["stats", "m.seen"]);
+    r.code(0)
+        .stderr_has("seen: warning: m.seen: estimated false-positive rate ")
+        .stderr_has("is above its target 1e-2: rebuild it larger (or growing)");
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    // Far past it: both warnings from build, the stronger one from stats.
+    let r = build("f.seen", 5000);
+    r.code(0)
+        .stderr_has("has passed its target 1e-2")
+        .stderr_has("has passed 10 times its target 1e-2 (about 1.0e-1 at ")
+        .stderr_has("): results are no longer reliable; rebuild it larger (or growing)");
+    assert_eq!(r.stderr.lines().count(), 2, "{}", r.stderr);
+    let r = seen(dir.path(), ["stats", "--json", "f.seen"]);
+    r.code(0);
+    let s = r.stdout_json();
+    let rate = format!("{:.2e}", s["estimated_fpp"].as_f64().unwrap());
+    let warning = format!(
+        "estimated false-positive rate {rate} is more than 10 times its target 1e-2: \
+         results are no longer reliable; rebuild it larger (or growing)"
+    );
+    assert_eq!(s["warnings"], serde_json::json!([warning]), "{s}");
+    r.stderr_has(&format!("seen: warning: f.seen: {warning}"));
+}
+
+/// Issue 21, item 8: an over-full fixed filter counts fewer inserts than the
+/// distinct lines it was given (new lines taken for seen ones are not
+/// counted), and `stats` showed `inserts 6,948` after 100,000 lines without a
+/// word why. Now a `note` row says so and `--json` gives the number
+/// (`estimated_uncounted`); a healthy filter has neither.
+#[test]
+fn stats_explains_inserts_below_the_lines_added() {
+    let dir = tmp();
+    let build = |file: &str, lines: u32| {
+        seen_io(
+            dir.path(),
+            ["build", "-n", "1000", "-p", "1%", "--fixed", "-o", file],
+            &numbered("", 1..lines + 1),
+        )
+    };
+    build("b.seen", 100_000).code(0);
+    let r = seen(dir.path(), ["stats", "b.seen"]);
+    r.code(0);
+    let text = r.stdout_str();
+    let note = text
+        .lines()
+        .find(|l| l.starts_with("note "))
+        .unwrap_or_else(|| panic!("no note: {text}"));
+    assert!(
+        note.contains("inserts counts only lines judged new: at least ")
+            && note.ends_with(" more were taken for seen ones (false positives)"),
+        "{note}"
+    );
+    let s = stats_json(dir.path(), "b.seen");
+    let inserts = s["inserts"].as_u64().unwrap();
+    let uncounted = s["estimated_uncounted"].as_u64().unwrap();
+    assert!(inserts < 10_000 && uncounted > 5_000, "{s}");
+    assert!(note.contains(&format!(
+        "at least {} more",
+        indicatif::HumanCount(uncounted)
+    )));
+    // A healthy filter, and the small one over its capacity but not its
+    // target: no note, nothing uncounted.
+    build("h.seen", 1000).ok();
+    build("s.seen", 2000).ok();
+    for f in ["h.seen", "s.seen"] {
+        let r = seen(dir.path(), ["stats", f]);
+        r.ok();
+        assert!(!r.stdout_str().contains("note"), "{}", r.stdout_str());
+        assert_eq!(stats_json(dir.path(), f)["estimated_uncounted"], 0);
+    }
+}

@@ -697,6 +697,66 @@ pub fn layer_fpp(layout: &Layout, n: u64) -> f64 {
     )
 }
 
+/// How many times its target a filter's false-positive rate may pass before
+/// `build`, `dedup` and `stats` call its results no longer reliable. They warn
+/// once when the rate passes the target, and once more when it passes this
+/// multiple of it: a tenfold rate is where a false positive stops being an
+/// exception the target budgeted for and becomes part of every result.
+pub const UNRELIABLE: f64 = 10.0;
+
+/// How far a filter whose false-positive rate is `rate` is past its `target`:
+/// 0 at or under it, 1 above it, 2 above [`UNRELIABLE`] times it.
+pub fn alarm(rate: f64, target: f64) -> u8 {
+    if rate > UNRELIABLE * target {
+        2
+    } else {
+        u8::from(rate > target)
+    }
+}
+
+/// Keys a layer holds when its false-positive rate reaches `rate`: the largest
+/// count whose rate is at most `rate` (bisection; the rate only rises with the
+/// count). 0 when even one key passes it (or `rate` is negative), `u64::MAX`
+/// when no count does.
+pub fn keys_at_rate(layout: &Layout, rate: f64) -> u64 {
+    if rate.is_nan() || rate < 0.0 {
+        return 0;
+    }
+    if rate >= 1.0 {
+        return u64::MAX;
+    }
+    let mut lo = 0u64;
+    let mut hi = 64u64;
+    while layer_fpp(layout, hi) <= rate {
+        lo = hi;
+        match hi.checked_mul(2) {
+            Some(h) => hi = h,
+            None => return u64::MAX,
+        }
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if layer_fpp(layout, mid) <= rate {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// The rate the newest layer may reach before the compound rate of it and of
+/// older layers whose rates are `older` passes `target`: `target` itself when
+/// there is no older layer, 0 or less when the older ones already pass it.
+pub fn newest_budget(older: impl IntoIterator<Item = f64>, target: f64) -> f64 {
+    // (1 − budget) · Π (1 − p) = 1 − target, in logs (see `any_of`).
+    let log_keep: f64 = older.into_iter().map(|p| (-p).ln_1p()).sum();
+    if log_keep == 0.0 {
+        return target;
+    }
+    -((-target).ln_1p() - log_keep).exp_m1()
+}
+
 /// Compound false-positive rate of layers holding `counts[i]` keys each: the
 /// chance that some layer reports an absent key present.
 pub fn compound_fpp(layers: &[(Layout, u64)]) -> f64 {
@@ -744,6 +804,30 @@ pub fn expected_false_positives(layers: &[(Layout, u64, u64)]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The warnings' thresholds: `keys_at_rate` is the exact count where a
+    /// layer's rate passes a rate, `newest_budget` the rate that keeps the
+    /// compound one at the target, `alarm` the levels.
+    #[test]
+    fn warning_thresholds() {
+        let layout = plan(1000, 1e-2).unwrap().layout;
+        for rate in [1e-6, 1e-2, 0.1] {
+            let n = keys_at_rate(&layout, rate);
+            assert!(layer_fpp(&layout, n) <= rate, "{rate}: {n}");
+            assert!(layer_fpp(&layout, n + 1) > rate, "{rate}: {n}");
+        }
+        assert!(keys_at_rate(&layout, 1e-2) >= 1000);
+        assert_eq!(keys_at_rate(&layout, -1.0), 0);
+        assert_eq!(keys_at_rate(&layout, 1.0), u64::MAX);
+        assert_eq!(newest_budget([], 1e-2), 1e-2);
+        let b = newest_budget([4e-3, 1e-3], 1e-2);
+        assert!((any_of([4e-3, 1e-3, b]) - 1e-2).abs() < 1e-15, "{b}");
+        assert!(newest_budget([2e-2], 1e-2) < 0.0);
+        assert_eq!(alarm(1e-2, 1e-2), 0);
+        assert_eq!(alarm(1.1e-2, 1e-2), 1);
+        assert_eq!(alarm(0.1, 1e-2), 1);
+        assert_eq!(alarm(0.11, 1e-2), 2);
+    }
 
     /// Issue 21, numbers: rates far below 1e-16 survive being combined
     /// (`1 − (1 − 1.14e-34)` was 0), and ordinary ones come out as before.
