@@ -356,9 +356,9 @@ impl Layers {
             "seen: warning: {} {why}, and its false-positive rate has passed {past} {target:e} \
              (about {fpp:.1e} at {} distinct lines, {:.0}% of the {} {sized} sized for): {advice}",
             self.name,
-            l.inserts,
+            indicatif::HumanCount(l.inserts),
             100.0 * l.inserts as f64 / l.capacity.max(1) as f64,
-            l.capacity,
+            indicatif::HumanCount(l.capacity),
         );
     }
 }
