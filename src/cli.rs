@@ -183,8 +183,9 @@ pub struct CompletionsArgs {
 #[command(next_help_heading = "Keys (what is compared)")]
 pub struct KeyArgs {
     /// Compare records by field N only (1-based): fields are runs of blanks
-    /// (spaces, tabs), as in awk and `sort -k`; with -t, split on every -t byte,
-    /// as `cut -f N` does. A record with fewer fields has an empty key (as in awk).
+    /// (spaces, tabs; newlines too in -z records), leading blanks ignored, as
+    /// awk splits (and `sort -b -k`); with -t, split on every -t byte, as
+    /// `cut -f N` does. A record with fewer fields has an empty key (as in awk).
     #[arg(short = 'k', long = "key", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub field: Option<u16>,
 
@@ -362,6 +363,10 @@ pub struct BuildArgs {
     #[arg(short = 'o', long = "output", value_name = "FILTER")]
     pub output: PathBuf,
 
+    /// Input files; `-` or none means standard input.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+
     /// Sizing of a new filter.
     #[command(flatten)]
     pub size: SizeArgs,
@@ -403,10 +408,6 @@ pub struct BuildArgs {
     /// Progress.
     #[command(flatten)]
     pub progress: ProgressArgs,
-
-    /// Input files; `-` or none means standard input.
-    #[arg(value_name = "FILE")]
-    pub files: Vec<PathBuf>,
 }
 
 /// Options of `seen query`.
@@ -461,14 +462,6 @@ pub struct QueryArgs {
     #[arg(long, conflicts_with_all = ["count", "quiet", "invert"])]
     pub json: bool,
 
-    /// Lock waits.
-    #[command(flatten)]
-    pub lock: LockArgs,
-
-    /// Show progress on stderr even when it is not a terminal.
-    #[arg(long, conflicts_with = "quiet")]
-    pub progress: bool,
-
     /// Record format.
     #[command(flatten)]
     pub records: RecordArgs,
@@ -476,6 +469,14 @@ pub struct QueryArgs {
     /// Keys (default: the options recorded in FILTER).
     #[command(flatten)]
     pub keys: KeyArgs,
+
+    /// Lock waits (this group's heading also takes --progress).
+    #[command(flatten)]
+    pub lock: LockArgs,
+
+    /// Show progress on stderr even when it is not a terminal.
+    #[arg(long, conflicts_with = "quiet")]
+    pub progress: bool,
 }
 
 /// Options of `seen dedup`.
@@ -486,6 +487,10 @@ pub struct DedupArgs {
     /// recorded. Created if missing (sized by the flags below; at least 10M lines).
     #[arg(short = 'f', long = "filter", value_name = "FILTER")]
     pub filter: Option<PathBuf>,
+
+    /// Input files; `-` or none means standard input.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
 
     /// Sizing of the filter (in memory, or a new -f file).
     #[command(flatten)]
@@ -547,10 +552,6 @@ pub struct DedupArgs {
     /// Progress.
     #[command(flatten)]
     pub progress: ProgressArgs,
-
-    /// Input files; `-` or none means standard input.
-    #[arg(value_name = "FILE")]
-    pub files: Vec<PathBuf>,
 }
 
 /// Options of `seen stats`.

@@ -138,11 +138,13 @@ pub enum Every {
 /// `10m` is ten million); a duration takes `ms`, `s`, `min` and `h`. A
 /// lowercase `m` where a duration may stand (`--commit-every 1m`: a minute,
 /// or a million lines?) is refused, with both readings in the message.
-fn ambiguous_m(s: &str, t: &str) -> Result<(), String> {
+fn ambiguous_m(s: &str, t: &str, or_count: bool) -> Result<(), String> {
     match t.strip_suffix('m') {
-        Some(n) if n.trim().parse::<f64>().is_ok() => Err(format!(
-            "`{s}` is ambiguous: write {n}min for minutes, or {n}M for millions of lines"
-        )),
+        Some(n) if n.trim().parse::<f64>().is_ok() => Err(if or_count {
+            format!("`{s}` is ambiguous: write {n}min for minutes, or {n}M for millions of lines")
+        } else {
+            format!("`{s}` is ambiguous: write {n}min for minutes (or {n}ms for milliseconds)")
+        }),
         _ => Ok(()),
     }
 }
@@ -156,7 +158,7 @@ pub fn parse_every(s: &str) -> Result<Every, String> {
     let t = s.trim();
     let bad =
         || format!("`{s}` is not a duration or a line count: use e.g. 2s, 500ms, 1min or 100k");
-    if let Some(ms) = millis(s, t)? {
+    if let Some(ms) = millis(s, t, true)? {
         let ms = ms.ok_or_else(bad)?;
         if ms == 0.0 {
             return Err(format!(
@@ -196,7 +198,7 @@ pub fn parse_wait(s: &str) -> Result<std::time::Duration, String> {
     if t == "0" {
         return Ok(std::time::Duration::ZERO);
     }
-    match millis(s, t)? {
+    match millis(s, t, false)? {
         Some(Some(ms)) if ms <= 1e12 => Ok(duration(ms)),
         _ => Err(bad()),
     }
@@ -205,11 +207,12 @@ pub fn parse_wait(s: &str) -> Result<std::time::Duration, String> {
 /// The milliseconds `t` (the trimmed `s`) says, when it ends with a duration
 /// suffix (`ms`, `min`, `s`, `h`): `Some(None)` when what comes before the
 /// suffix is not a finite, non-negative number; `None` without a suffix.
+/// `or_count`: the value could also be a count (for the message).
 ///
 /// # Errors
 /// A bare `m` ([`ambiguous_m`]).
-fn millis(s: &str, t: &str) -> Result<Option<Option<f64>>, String> {
-    ambiguous_m(s, t)?;
+fn millis(s: &str, t: &str, or_count: bool) -> Result<Option<Option<f64>>, String> {
+    ambiguous_m(s, t, or_count)?;
     let units = [
         ("ms", 1.0),
         ("min", 60_000.0),

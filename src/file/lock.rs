@@ -46,9 +46,13 @@ pub(super) fn lock(file: &File, path: &Path, exclusive: bool) -> Result<()> {
                     && start.elapsed() >= *max
                 {
                     bail!(
-                        "gave up waiting {:?} for {} lock on {}: another process holds it \
+                        "{} for {} lock on {}: another process holds it \
                          (`fuser {}` names it); pass a longer --wait, or none to wait until it is free",
-                        max,
+                        if max.is_zero() {
+                            "did not wait (--wait 0)".to_string()
+                        } else {
+                            format!("gave up waiting {max:?}")
+                        },
                         if exclusive {
                             "an exclusive"
                         } else {

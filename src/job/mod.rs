@@ -153,7 +153,7 @@ pub(crate) fn execute<O: Output>(job: Job, out: &mut O) -> Result<Counts> {
     let counts = result?;
     if job.summary != Some(true) {
         // `--summary --json` counts them in its one JSON object.
-        warn_missing_fields(&counts, opts.keys);
+        warn_missing_fields(&counts, opts.keys, job.mode == Mode::Lookup);
     }
     if let (Some(json), Some(after)) = (job.summary, &after) {
         Summary::new(&counts, out.written(), opts.keys, &before, after).print(json);
@@ -193,7 +193,7 @@ pub(crate) fn settle_keys(
 /// Says how many records had no key field: their keys are all the empty
 /// key (as awk's `$N` is empty), so they count as one, which is rarely what
 /// was meant (a header, a blank line, another separator).
-fn warn_missing_fields(counts: &Counts, keys: KeySpec) {
+fn warn_missing_fields(counts: &Counts, keys: KeySpec, lookup: bool) {
     let (Some(field), missing) = (keys.field, counts.missing_field) else {
         return;
     };
@@ -201,11 +201,15 @@ fn warn_missing_fields(counts: &Counts, keys: KeySpec) {
         return;
     }
     crate::say!(
-        "seen: warning: {} of {} records had no field {field} (keys `{}`): each was \
-         taken as the empty key, so they all count as one",
+        "seen: warning: {} of {} records had no field {field} (keys `{}`): {}",
         indicatif::HumanCount(missing),
         indicatif::HumanCount(counts.read),
         keys.flags(),
+        if lookup {
+            "each was looked up as the empty key"
+        } else {
+            "each was taken as the empty key, so they all count as one"
+        },
     );
 }
 

@@ -153,6 +153,10 @@ fn lock_waits_can_give_up() {
     r.code(2).no_stdout();
     r.stderr_has("gave up waiting 300ms for an exclusive lock on f.seen");
     r.stderr_has("--wait");
+    // --wait 0 does not wait at all, and says so (it said "waiting 0ns").
+    seen_io(dir.path(), ["dedup", "-f", "f.seen", "--wait", "0"], b"y\n")
+        .code(2)
+        .stderr_has("did not wait (--wait 0) for an exclusive lock on f.seen");
     drop(stdin);
     assert!(holder.wait().unwrap().success());
     seen_io(
@@ -259,7 +263,10 @@ fn an_ambiguous_m_is_refused_with_the_fix() {
         ["dedup", "-f", "f.seen", "--commit-every", "1m"],
     )
     .fails("write 1min for minutes, or 1M for millions of lines");
-    seen(dir.path(), ["dedup", "--wait", "5m"]).fails("5min");
+    // --wait takes no count: its message names minutes and milliseconds only.
+    let r = seen(dir.path(), ["dedup", "--wait", "5m"]);
+    r.fails("write 5min for minutes (or 5ms for milliseconds)");
+    assert!(!r.stderr.contains("millions"), "{}", r.ctx());
     seen_io(
         dir.path(),
         [
@@ -356,6 +363,12 @@ fn command_line_items_are_keys() {
     seen(d, ["query", "ids.seen", "anything"])
         .code(1)
         .no_stdout();
+    // A query of records without the field looks them up as the empty key
+    // (which the blank line put in this filter), and says so.
+    seen_io(d, ["query", "ids.seen"], b"anything\n")
+        .code(0)
+        .stderr_has("1 of 1 records had no field 2 (keys `-k 2 -t ','`): each was looked up as the empty key")
+        .stdout(b"anything\n");
     seen(d, ["query", "ids.seen", "a@x", "b@x"])
         .ok()
         .stdout(b"a@x\n");
@@ -613,5 +626,45 @@ fn stats_explains_inserts_below_the_lines_added() {
         r.ok();
         assert!(!r.stdout_str().contains("note"), "{}", r.stdout_str());
         assert_eq!(stats_json(dir.path(), f)["estimated_uncounted"], 0);
+    }
+}
+
+/// Item 8: each option under its own heading. `query --help` listed `-z`,
+/// `-j` and `--no-mmap` under "Progress and waiting", and `dedup`/`build`
+/// put their `[FILE]...` argument there (a flattened group's heading
+/// carried over to what followed it).
+#[test]
+fn help_headings_hold_their_own_options() {
+    let dir = tmp();
+    for cmd in ["query", "dedup", "build"] {
+        let help = seen(dir.path(), [cmd, "--help"]).stdout_str();
+        let section = help
+            .split("Progress and waiting:")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{cmd}: no progress heading\n{help}"));
+        // Up to the next heading (a line that starts with no blank).
+        let end = section
+            .match_indices('\n')
+            .map(|(i, _)| i + 1)
+            .find(|&i| section[i..].starts_with(|c: char| c.is_ascii_alphabetic()))
+            .unwrap_or(section.len());
+        let section = &section[..end];
+        for stray in ["--null", "--threads", "--no-mmap", "[FILE]", "--key"] {
+            assert!(
+                !section.contains(stray),
+                "{cmd}: {stray} under progress:\n{section}"
+            );
+        }
+        assert!(
+            section.contains("--wait") && section.contains("--progress"),
+            "{cmd}: {section}"
+        );
+        if cmd != "query" {
+            let args = help.split("Options:").next().unwrap();
+            assert!(
+                args.contains("Arguments:") && args.contains("[FILE]..."),
+                "{cmd}: {args}"
+            );
+        }
     }
 }
