@@ -135,7 +135,7 @@ fn create_missing(path: &Path, new: &NewFile, keys: KeySpec) -> Result<()> {
             "seen: created {} for {} distinct lines at false-positive rate {:e}{} \
              (pass -n to size it for the lines you expect over all runs)",
             path.display(),
-            new.spec.capacity,
+            indicatif::HumanCount(new.spec.capacity),
             new.spec.target_fpp,
             if new.spec.growth.is_some() {
                 ", growing past them"
