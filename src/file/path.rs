@@ -140,6 +140,19 @@ pub(super) fn has_magic(file: &File) -> bool {
     file.read_exact_at(&mut magic, 0).is_ok() && magic == format::MAGIC
 }
 
+/// Whether `fd` is a regular file that starts with the filter magic: a
+/// filter given where lines are read (`build FILTER`, `dedup < FILTER`).
+/// Reads 8 bytes at offset 0 without moving the file offset; anything that
+/// is not a regular file (a pipe, a terminal) is not looked at.
+pub fn holds_filter(fd: std::os::fd::BorrowedFd<'_>) -> bool {
+    let regular = rustix::fs::fstat(fd)
+        .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file());
+    let mut magic = [0u8; 8];
+    regular
+        && rustix::io::pread(fd, &mut magic, 0).is_ok_and(|n| n == magic.len())
+        && magic == format::MAGIC
+}
+
 /// Random characters in a temporary file's name (`.NAME.XXXXXX.tmp`).
 pub(super) const TEMP_RAND_LEN: usize = 6;
 

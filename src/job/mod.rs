@@ -133,6 +133,7 @@ impl Output for Nothing {
 /// committed whatever happened (what was written stays recorded); a new one
 /// appears only when everything went well.
 pub(crate) fn execute<O: Output>(job: Job, out: &mut O) -> Result<Counts> {
+    refuse_filters_as_lines(&job.sources)?;
     let mut store = Opened::open(&job.store, job.keys)?;
     let mut opts = job.opts;
     opts.keys = settle_keys(job.keys, store.recorded_keys(), job.lines_are_keys);
@@ -188,6 +189,42 @@ pub(crate) fn settle_keys(
         }
         (Some(a), _) => a,
     }
+}
+
+/// Refuses a filter file given where lines are read: its bytes would be
+/// taken as a few dozen binary "lines" and the run would succeed
+/// (`seen build --add -o a.seen b.seen` inserted b.seen's bytes).
+///
+/// # Errors
+/// The first source that is a filter, with what to do instead.
+fn refuse_filters_as_lines(sources: &[Source]) -> Result<()> {
+    use std::os::fd::AsFd;
+    for source in sources {
+        let holds = match source {
+            Source::Stdin => crate::file::holds_filter(std::io::stdin().as_fd()),
+            // Only a regular file is opened here: a FIFO must be opened once,
+            // by the reader (and an open would wait for its writer).
+            Source::File(p) => {
+                std::fs::metadata(p).is_ok_and(|m| m.is_file()) && {
+                    use std::os::unix::fs::OpenOptionsExt;
+                    std::fs::OpenOptions::new()
+                        .read(true)
+                        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+                        .open(p)
+                        .is_ok_and(|f| crate::file::holds_filter(f.as_fd()))
+                }
+            }
+        };
+        if holds {
+            anyhow::bail!(
+                "{} is a seen filter, not a file of lines: give it where a filter goes \
+                 (`query FILTER`, `dedup -f FILTER`, `build --add -o FILTER`); filters \
+                 cannot be combined yet, so add the lines of one to the other",
+                source.name()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Says how many records had no key field: their keys are all the empty

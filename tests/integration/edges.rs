@@ -6,7 +6,7 @@
 //! unit test beside the sizing code in `src/cmd/dedup.rs`, plus the repeated
 //! experiment in `scripts/edge-harness.sh`.)
 
-use crate::common::{BIN, command, numbered, reseal, seen, stderr, tmp, write};
+use crate::common::{BIN, command, numbered, reseal, seen, seen_io, stderr, tmp, write};
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -438,4 +438,44 @@ fn verify_tells_a_killed_writer_from_damage_and_repairs_it() {
         assert_eq!(o.code, 1, "{args:?}: {}", o.stderr);
         assert!(o.stderr.contains("damaged"), "{}", o.stderr);
     }
+}
+
+/// A filter given where lines are read is refused, exit 2, before anything
+/// is opened or written: `seen build --add -o a.seen b.seen` exited 0 after
+/// inserting b.seen's bytes as a few dozen binary "lines" (issue 24). Files
+/// and a redirected standard input are looked at; a pipe is not.
+#[test]
+fn a_filter_given_as_lines_is_refused() {
+    let dir = tmp();
+    let d = dir.path();
+    seen_io(d, ["build", "-o", "a.seen"], b"x\n").ok();
+    seen_io(d, ["build", "-o", "b.seen"], b"y\n").ok();
+    let before = std::fs::read(d.join("a.seen")).unwrap();
+    let refused = "b.seen is a seen filter, not a file of lines";
+    seen(d, ["build", "--add", "-o", "a.seen", "b.seen"]).error(refused);
+    assert_eq!(
+        std::fs::read(d.join("a.seen")).unwrap(),
+        before,
+        "a.seen changed"
+    );
+    seen(d, ["build", "-o", "c.seen", "b.seen"]).error(refused);
+    assert!(
+        !d.join("c.seen").exists(),
+        "a filter was made from a filter"
+    );
+    seen(d, ["dedup", "b.seen"]).error(refused).no_stdout();
+    seen(d, ["dedup", "-f", "a.seen", "b.seen"]).error(refused);
+    seen(d, ["query", "--file", "b.seen", "a.seen"]).error(refused);
+    let stdin = std::fs::File::open(d.join("b.seen")).unwrap();
+    let r = command(d).arg("dedup").stdin(stdin).output().unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("standard input is a seen filter"));
+    assert_eq!(
+        std::fs::read(d.join("a.seen")).unwrap(),
+        before,
+        "a.seen changed"
+    );
+    // Lines that merely look binary are still lines.
+    std::fs::write(d.join("bin.txt"), b"\x89SEEN\r\n\n").unwrap();
+    seen(d, ["dedup", "bin.txt"]).ok().stdout(b"\x89SEEN\r\n\n");
 }
