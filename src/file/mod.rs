@@ -39,7 +39,7 @@ mod write;
 pub use lock::wait_for_locks_at_most;
 pub use memory::MemFilter;
 pub use new::NewFilter;
-pub use path::holds_filter;
 pub(crate) use path::{Target, check_target};
+pub use path::{holds_filter, names_filter};
 pub use read::ReadFilter;
 pub use write::WriteFilter;

@@ -4,7 +4,8 @@
 use super::format;
 use anyhow::{Context, Result, bail};
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::os::fd::AsFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 /// What kind of file `m` describes, for messages ("a FIFO (named pipe)").
@@ -134,23 +135,32 @@ fn open_inert(path: &Path) -> std::io::Result<File> {
         .open(path)
 }
 
-/// Whether `file` starts with a filter's magic bytes.
-pub(super) fn has_magic(file: &File) -> bool {
+/// Whether `file` starts with a filter's magic bytes (read at offset 0,
+/// without moving the file offset).
+pub(super) fn has_magic(file: impl AsFd) -> bool {
     let mut magic = [0u8; 8];
-    file.read_exact_at(&mut magic, 0).is_ok() && magic == format::MAGIC
+    rustix::io::pread(file, &mut magic, 0).is_ok_and(|n| n == magic.len()) && magic == format::MAGIC
 }
 
 /// Whether `fd` is a regular file that starts with the filter magic: a
-/// filter given where lines are read (`build FILTER`, `dedup < FILTER`).
-/// Reads 8 bytes at offset 0 without moving the file offset; anything that
-/// is not a regular file (a pipe, a terminal) is not looked at.
+/// filter given where lines are read (`dedup < FILTER`). Anything that is
+/// not a regular file (a pipe, a terminal) is not read.
 pub fn holds_filter(fd: std::os::fd::BorrowedFd<'_>) -> bool {
-    let regular = rustix::fs::fstat(fd)
-        .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file());
-    let mut magic = [0u8; 8];
-    regular
-        && rustix::io::pread(fd, &mut magic, 0).is_ok_and(|n| n == magic.len())
-        && magic == format::MAGIC
+    rustix::fs::fstat(fd).is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file())
+        && has_magic(fd)
+}
+
+/// Whether `path` names a regular file (through links, as any input) that
+/// starts with the filter magic (`build --add -o a.seen b.seen`). Only a
+/// regular file is opened, without blocking: a FIFO must be opened once,
+/// by the reader.
+pub fn names_filter(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
+        && OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(path)
+            .is_ok_and(|f| holds_filter(f.as_fd()))
 }
 
 /// Random characters in a temporary file's name (`.NAME.XXXXXX.tmp`).

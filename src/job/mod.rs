@@ -202,18 +202,7 @@ fn refuse_filters_as_lines(sources: &[Source]) -> Result<()> {
     for source in sources {
         let holds = match source {
             Source::Stdin => crate::file::holds_filter(std::io::stdin().as_fd()),
-            // Only a regular file is opened here: a FIFO must be opened once,
-            // by the reader (and an open would wait for its writer).
-            Source::File(p) => {
-                std::fs::metadata(p).is_ok_and(|m| m.is_file()) && {
-                    use std::os::unix::fs::OpenOptionsExt;
-                    std::fs::OpenOptions::new()
-                        .read(true)
-                        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-                        .open(p)
-                        .is_ok_and(|f| crate::file::holds_filter(f.as_fd()))
-                }
-            }
+            Source::File(p) => crate::file::names_filter(p),
         };
         if holds {
             anyhow::bail!(
