@@ -245,6 +245,21 @@ pub struct LockArgs {
     /// [default: wait as long as it takes, saying so on stderr after 1 s].
     #[arg(long, value_name = "DURATION", value_parser = parse_wait)]
     pub wait: Option<std::time::Duration>,
+
+    /// With a Redis filter (redis://…): give up (exit 2) when a server has
+    /// not answered, or could not be reached again, for DURATION (500ms,
+    /// 10s, 1min) [default: 10s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_wait)]
+    pub redis_timeout: Option<std::time::Duration>,
+}
+
+impl LockArgs {
+    /// The `--redis-timeout`, or its default.
+    pub fn redis_timeout(&self) -> std::time::Duration {
+        self.redis_timeout
+            .unwrap_or(std::time::Duration::from_secs(10))
+            .max(std::time::Duration::from_millis(1))
+    }
 }
 
 /// Progress on standard error.

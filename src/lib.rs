@@ -40,6 +40,7 @@ pub mod output;
 pub mod pipeline;
 pub(crate) mod prefetch;
 pub(crate) mod progress;
+pub mod redis;
 pub(crate) mod report;
 pub(crate) mod scan;
 pub mod signals;

@@ -1,12 +1,12 @@
 //! `seen build`: make a filter file from lines, or add lines to one.
 
-use super::{counted, options};
+use super::{counted, options, redis_location};
 use crate::cli::{BuildArgs, DEFAULT_CAPACITY};
 use crate::file::{Target, check_target};
 use crate::filter::sizing::policy::{Asked, expected_keys};
 use crate::hash::DEFAULT_SEED;
 use crate::input::{sources, total_bytes, uncountable};
-use crate::job::{Job, Nothing, Where, execute};
+use crate::job::{AtRedis, Job, Nothing, Where, execute};
 use crate::pipeline::Mode;
 use anyhow::{Result, bail};
 use std::process::ExitCode;
@@ -30,7 +30,21 @@ fn plan(a: BuildArgs) -> Result<Job> {
     // Only hashes are needed: long lines are hashed as they stream by.
     opts.stream_long = true;
     let sources = sources(&a.files);
-    let store = if a.add {
+    let redis = redis_location(&a.output)?;
+    let store = if let Some(loc) = redis.clone().filter(|_| a.add) {
+        if a.size.any() || a.seed.is_some() {
+            eprintln!(
+                "seen: warning: sizing flags and --seed are ignored with --add ({loc} keeps its own)"
+            );
+        }
+        Where::Redis(AtRedis {
+            loc,
+            create: None,
+            write: true,
+            journal: None,
+            timeout: a.lock.redis_timeout(),
+        })
+    } else if a.add {
         if a.size.any() || a.seed.is_some() {
             eprintln!(
                 "seen: warning: sizing flags and --seed are ignored with --add ({} keeps its own)",
@@ -43,7 +57,9 @@ fn plan(a: BuildArgs) -> Result<Job> {
             expect_keys: expected_keys(None, total_bytes(&sources)),
         }
     } else {
-        check_output(&a)?;
+        if redis.is_none() {
+            check_output(&a)?;
+        }
         let asked = Asked::from(a.size);
         let lines = match a.size.capacity {
             Some(_) => None,
@@ -56,12 +72,21 @@ fn plan(a: BuildArgs) -> Result<Job> {
                 uncountable(&sources).unwrap_or_else(|| "the input".into())
             );
         }
-        Where::Create {
-            path: a.output.clone(),
-            spec: asked.spec(lines.unwrap_or(DEFAULT_CAPACITY)),
-            seed: a.seed.unwrap_or(DEFAULT_SEED),
-            replace: a.force,
-            expect_keys: expected_keys(lines, total_bytes(&sources)),
+        match redis {
+            Some(loc) => Where::RedisNew {
+                loc,
+                spec: asked.spec(lines.unwrap_or(DEFAULT_CAPACITY)),
+                seed: a.seed.unwrap_or(DEFAULT_SEED),
+                replace: a.force,
+                timeout: a.lock.redis_timeout(),
+            },
+            None => Where::Create {
+                path: a.output.clone(),
+                spec: asked.spec(lines.unwrap_or(DEFAULT_CAPACITY)),
+                seed: a.seed.unwrap_or(DEFAULT_SEED),
+                replace: a.force,
+                expect_keys: expected_keys(lines, total_bytes(&sources)),
+            },
         }
     };
     Ok(Job {

@@ -1,12 +1,12 @@
 //! `seen dedup`: print each line the first time it is seen, in input order.
 
-use super::{counted, measured, options};
+use super::{counted, measured, options, redis_location};
 use crate::cli::DedupArgs;
 use crate::file::MemFilter;
 use crate::filter::sizing::policy::{self, Asked, Measured, expected_keys};
 use crate::hash::DEFAULT_SEED;
 use crate::input::{sources, total_bytes};
-use crate::job::{Job, NewFile, Output, Where, execute};
+use crate::job::{AtRedis, Job, NewFile, Output, Where, execute};
 use crate::output::stdout;
 use crate::pipeline::Store;
 use crate::pipeline::{Chunk, Commit, Mode, Taken};
@@ -74,6 +74,27 @@ fn plan(a: DedupArgs) -> Result<Job> {
                 Where::Memory(policy::in_memory(&asked, input)?),
                 Mode::Insert,
             )
+        }
+        Some(path) if let Some(loc) = redis_location(path)? => {
+            let mut lines = None;
+            if asked.capacity.is_none() {
+                lines = counted(&sources, &opts)?;
+            }
+            let mut spec = asked.spec(policy::for_new_file(lines));
+            // A filter in Redis does not grow: its one layer takes the whole target.
+            spec.growth = None;
+            let store = Where::Redis(AtRedis {
+                loc,
+                create: Some(NewFile {
+                    spec,
+                    seed: DEFAULT_SEED,
+                    announce: a.size.capacity.is_none() && !a.progress.quiet,
+                }),
+                write: true,
+                journal: (!(a.repeated || a.all_repeated)).then_some(opts.term),
+                timeout: a.lock.redis_timeout(),
+            });
+            (store, Mode::Insert)
         }
         Some(path) => {
             let mut lines = None;

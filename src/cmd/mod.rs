@@ -16,6 +16,17 @@ use crate::input::{Source, count_records, estimate_records};
 use crate::pipeline::Options;
 use anyhow::Result;
 
+/// The Redis location a filter argument names, if it names one.
+///
+/// # Errors
+/// A malformed location.
+pub(crate) fn redis_location(arg: &std::path::Path) -> Result<Option<crate::redis::Location>> {
+    match arg.to_str() {
+        Some(s) if crate::redis::is_location(s) => crate::redis::Location::parse(s).map(Some),
+        _ => Ok(None),
+    }
+}
+
 /// Pipeline options from `-z`, `-j` and `--no-mmap`.
 pub(crate) fn options(r: RecordArgs) -> Options {
     let mut o = Options::new(if r.null { 0 } else { b'\n' }, r.threads.map(usize::from));

@@ -4,7 +4,7 @@ use super::options;
 use crate::cli::QueryArgs;
 use crate::hash::hash;
 use crate::input::{Source, sources};
-use crate::job::{Job, Opened, Output, Where, execute, settle_keys};
+use crate::job::{AtRedis, Job, Opened, Output, Where, execute, settle_keys};
 use crate::keys::{KeySpec, Keyer};
 use crate::output::stdout;
 use crate::pipeline::{Chunk, Mode, Store, Taken};
@@ -14,6 +14,23 @@ use serde::Serialize;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::process::ExitCode;
+
+/// Where the filter `a` asks is.
+///
+/// # Errors
+/// A malformed Redis location.
+fn filter_at(a: &QueryArgs) -> Result<Where> {
+    Ok(match super::redis_location(&a.filter)? {
+        Some(loc) => Where::Redis(AtRedis {
+            loc,
+            create: None,
+            write: false,
+            journal: None,
+            timeout: a.lock.redis_timeout(),
+        }),
+        None => Where::Read(a.filter.clone()),
+    })
+}
 
 /// Runs `seen query`.
 ///
@@ -46,7 +63,7 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
             opts,
             keys: a.keys.spec(),
             lines_are_keys: a.as_keys,
-            store: Where::Read(a.filter.clone()),
+            store: filter_at(&a)?,
             mode: Mode::Lookup,
             progress: Show {
                 forced: a.progress,
@@ -68,7 +85,7 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
             );
         }
         note_items_that_are_files(&a.items);
-        let filter = Opened::open(&Where::Read(a.filter.clone()), None)?;
+        let mut filter = Opened::open(&filter_at(&a)?, None)?;
         // An item is a key: what the user asks about, never a record whose
         // field would be selected.
         let keys = settle_keys(a.keys.spec(), filter.recorded_keys(), true);
@@ -81,7 +98,7 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
             .map(|i| hash(k.key(i.as_bytes()), seed))
             .collect();
         let mut present = Vec::new();
-        filter.contains_batch(&hashes, &mut present);
+        filter.contains_batch(&hashes, &mut present)?;
         let mut rec = Vec::new();
         for (item, p) in a.items.iter().zip(present) {
             rec.clear();

@@ -156,12 +156,19 @@ fn uncounted(layers: &[LayerStats], over: bool) -> u64 {
 
 /// Computes the statistics of an open filter (reads every bit once).
 pub fn compute(f: &ReadFilter) -> Stats {
-    let h: &Header = f.header();
+    let bits: Vec<&[u8]> = (0..f.header().layers.len())
+        .map(|i| f.layer_bits(i))
+        .collect();
+    compute_from(f.header(), &bits, f.path().display().to_string())
+}
+
+/// Computes the statistics of the filter `h` describes, whose layers hold
+/// `bits`, named `name`.
+pub fn compute_from(h: &Header, bits: &[&[u8]], name: String) -> Stats {
     let mut layers = Vec::new();
     for (i, l) in h.layers.iter().enumerate() {
-        let occ = filter::occupancy_with(f.layer_bits(i), &l.layout, &mut |b| {
-            crate::progress::advance(b, 0)
-        });
+        let occ =
+            filter::occupancy_with(bits[i], &l.layout, &mut |b| crate::progress::advance(b, 0));
         let cap = l.capacity.max(1);
         layers.push(LayerStats {
             layout: "blocked-512",
@@ -237,7 +244,7 @@ pub fn compute(f: &ReadFilter) -> Stats {
         warnings.push("not closed cleanly: the insert counter may be low".to_string());
     }
     Stats {
-        file: f.path().display().to_string(),
+        file: name,
         format_version: format!("{VERSION_MAJOR}.{}", h.version_minor),
         hash: "xxh3-128",
         seed: h.seed,
@@ -456,11 +463,27 @@ fn layer_table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
 /// # Errors
 /// An unusable filter or a failed write.
 pub fn run(a: StatsArgs) -> Result<ExitCode> {
-    let f = ReadFilter::open(&a.filter)?;
-    let total = f.header().bit_bytes();
-    let progress = Progress::start(a.progress.into(), Some(total), "", false);
-    let s = compute(&f);
-    drop(progress);
+    let s = match super::redis_location(&a.filter)? {
+        Some(loc) => {
+            let mut f = crate::redis::RedisFilter::open(&loc, a.lock.redis_timeout(), false)?;
+            let total = f.header().bit_bytes();
+            // Read, then count: each half of the bar.
+            let progress = Progress::start(a.progress.into(), Some(2 * total), "", false);
+            let header = f.header().clone();
+            let bits = f.read_all(&mut |b| crate::progress::advance(b, 0))?;
+            let s = compute_from(&header, &bits, loc.to_string());
+            drop(progress);
+            s
+        }
+        None => {
+            let f = ReadFilter::open(&a.filter)?;
+            let total = f.header().bit_bytes();
+            let progress = Progress::start(a.progress.into(), Some(total), "", false);
+            let s = compute(&f);
+            drop(progress);
+            s
+        }
+    };
     let mut out = crate::output::stdout();
     if a.json {
         serde_json::to_writer(&mut out, &s).context("cannot write output")?;

@@ -91,6 +91,11 @@ impl MemFilter {
     }
 
     /// The header this filter would have as a file (layers, counters).
+    /// Records `keys` as the filter's key options.
+    pub(crate) fn set_keys(&mut self, keys: KeySpec) {
+        self.layers.header.keys = keys;
+    }
+
     pub fn header(&self) -> &Header {
         &self.layers.header
     }
@@ -106,8 +111,9 @@ impl Store for MemFilter {
         self.layers.header.seed
     }
 
-    fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>) {
+    fn contains_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
         contains_in(&self.layers.header, &self.layers.maps, hashes, out);
+        Ok(())
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {

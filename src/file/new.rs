@@ -223,8 +223,9 @@ impl Store for NewFilter {
         self.layers.header.seed
     }
 
-    fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>) {
+    fn contains_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
         contains_in(&self.layers.header, &self.layers.maps, hashes, out);
+        Ok(())
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {

@@ -82,8 +82,9 @@ impl Store for ReadFilter {
         self.header.seed
     }
 
-    fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>) {
+    fn contains_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
         contains_in(&self.header, &self.maps, hashes, out);
+        Ok(())
     }
 
     fn insert_batch(&mut self, _: &[Hash128], _: &mut Vec<bool>) -> Result<u64> {

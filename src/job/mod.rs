@@ -16,9 +16,11 @@ use crate::input::{Source, total_bytes};
 use crate::keys::KeySpec;
 use crate::pipeline::{self, Chunk, Counts, Mode, Options, Taken};
 use crate::progress::{Progress, Show};
+use crate::redis::Location;
 use crate::report::Summary;
 use anyhow::Result;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::time::Duration;
 pub(crate) use stores::Opened;
 
 /// The plan of one run.
@@ -72,6 +74,35 @@ pub(crate) enum Where {
     },
     /// An existing filter file, only read (`query`).
     Read(PathBuf),
+    /// A filter in Redis, read or written (see [`AtRedis`]).
+    Redis(AtRedis),
+    /// A new filter, filled in memory and stored in Redis when the run
+    /// succeeds (`build -o redis://…`); `replace`: one already there is
+    /// replaced.
+    RedisNew {
+        loc: Location,
+        spec: Spec,
+        seed: u64,
+        replace: bool,
+        timeout: Duration,
+    },
+}
+
+/// How a run uses a filter in Redis.
+#[derive(Debug)]
+pub(crate) struct AtRedis {
+    /// Where it is.
+    pub loc: Location,
+    /// Made first when missing (`dedup -f`), as this says.
+    pub create: Option<NewFile>,
+    /// The run records keys in it.
+    pub write: bool,
+    /// Keep a journal of the lines judged new, the records ending with this
+    /// byte (`dedup`): what a killed run judged new and did not write is
+    /// printed by the next run on this machine.
+    pub journal: Option<u8>,
+    /// `--redis-timeout`.
+    pub timeout: Duration,
 }
 
 /// How to make a missing filter file that `dedup -f` names.
@@ -136,7 +167,18 @@ pub(crate) fn execute<O: Output>(job: Job, out: &mut O) -> Result<Counts> {
     refuse_filters_as_lines(&job.sources)?;
     let mut store = Opened::open(&job.store, job.keys)?;
     let mut opts = job.opts;
-    opts.keys = settle_keys(job.keys, store.recorded_keys(), job.lines_are_keys);
+    let recorded = store.recorded_keys();
+    if let (Some(asked), Some((r, name)), true) = (job.keys, &recorded, store.shared_writer()) {
+        if asked != *r {
+            anyhow::bail!(
+                "{name} records keys `{}` ({r}); this run asks for `{}` ({asked}): writers \
+                 sharing a filter must key lines alike, or their bits would mix: drop the key flags",
+                r.flags(),
+                asked.flags()
+            );
+        }
+    }
+    opts.keys = settle_keys(job.keys, recorded, job.lines_are_keys);
     out.begin(opts.keys);
     let before = layer_counts(store.header());
     let progress = Progress::start(
@@ -170,18 +212,17 @@ pub(crate) fn execute<O: Output>(job: Job, out: &mut O) -> Result<Counts> {
 /// is in it.
 pub(crate) fn settle_keys(
     asked: Option<KeySpec>,
-    recorded: Option<(KeySpec, &Path)>,
+    recorded: Option<(KeySpec, String)>,
     keys_only: bool,
 ) -> KeySpec {
     let strip = |k: KeySpec| if keys_only { k.without_field() } else { k };
     match (asked.map(strip), recorded) {
         (None, Some((r, _))) => strip(r),
         (None, None) => KeySpec::RAW,
-        (Some(a), Some((r, path))) if a != strip(r) => {
+        (Some(a), Some((r, name))) if a != strip(r) => {
             eprintln!(
-                "seen: warning: {} was built with keys `{}` ({r}); using `{}` ({a}) as asked: \
+                "seen: warning: {name} was built with keys `{}` ({r}); using `{}` ({a}) as asked: \
                  lines keyed differently will not match what it holds (drop the key flags to use its own)",
-                path.display(),
                 r.flags(),
                 a.flags(),
             );

@@ -1,14 +1,16 @@
 //! The stores a [`Job`](super::Job) can run on, opened or created from a
 //! [`Where`], behind the pipeline's port ([`Store`]) as one type.
 
-use super::{NewFile, Where};
+use super::{AtRedis, NewFile, Where};
 use crate::file::format::Header;
 use crate::file::{MemFilter, NewFilter, ReadFilter, Target, WriteFilter, check_target};
 use crate::hash::{DEFAULT_SEED, Hash128};
 use crate::keys::KeySpec;
-use crate::pipeline::Store;
+use crate::pipeline::{Chunk, Store};
+use crate::redis::{Location, RedisFilter};
 use anyhow::{Result, bail};
 use std::path::Path;
+use std::time::Duration;
 
 /// An open store of any kind.
 pub(crate) enum Opened {
@@ -20,6 +22,11 @@ pub(crate) enum Opened {
     Update(WriteFilter),
     /// An existing filter file, read only.
     Read(ReadFilter),
+    /// A filter in Redis.
+    Redis(RedisFilter),
+    /// A new filter in memory, stored in Redis at the end of a run that
+    /// went well.
+    RedisNew(MemFilter, Location, bool, Duration),
 }
 
 impl Opened {
@@ -57,7 +64,29 @@ impl Opened {
                 Opened::Update(WriteFilter::open(path, *expect_keys)?)
             }
             Where::Read(path) => Opened::Read(ReadFilter::open(path)?),
+            Where::Redis(at) => Opened::Redis(open_redis(at, keys)?),
+            Where::RedisNew {
+                loc,
+                spec,
+                seed,
+                replace,
+                timeout,
+            } => {
+                if !replace {
+                    // Say it now, not after the lines are read.
+                    RedisFilter::refuse_existing(loc, *timeout)?;
+                }
+                let mut f = MemFilter::with_spec(spec, *seed)?;
+                f.set_keys(keys);
+                Opened::RedisNew(f, loc.clone(), *replace, *timeout)
+            }
         })
+    }
+
+    /// Whether the run writes to a filter other processes may write too
+    /// (where keys must match what the filter records).
+    pub fn shared_writer(&self) -> bool {
+        matches!(self, Opened::Redis(f) if f.writes())
     }
 
     /// The header (counters as they stand).
@@ -67,15 +96,18 @@ impl Opened {
             Opened::New(f, _) => f.header(),
             Opened::Update(f) => f.header(),
             Opened::Read(f) => f.header(),
+            Opened::Redis(f) => f.header(),
+            Opened::RedisNew(f, ..) => f.header(),
         }
     }
 
     /// The keys an existing filter file records, with its path.
-    pub fn recorded_keys(&self) -> Option<(KeySpec, &Path)> {
+    pub fn recorded_keys(&self) -> Option<(KeySpec, String)> {
         match self {
-            Opened::Update(f) => Some((f.header().keys, f.path())),
-            Opened::Read(f) => Some((f.header().keys, f.path())),
-            Opened::Memory(_) | Opened::New(..) => None,
+            Opened::Update(f) => Some((f.header().keys, f.path().display().to_string())),
+            Opened::Read(f) => Some((f.header().keys, f.path().display().to_string())),
+            Opened::Redis(f) => Some((f.header().keys, f.location().to_string())),
+            Opened::Memory(_) | Opened::New(..) | Opened::RedisNew(..) => None,
         }
     }
 
@@ -101,8 +133,63 @@ impl Opened {
             Opened::New(..) => Ok(None),
             Opened::Memory(f) => Ok(ok.then(|| f.header().clone())),
             Opened::Read(f) => Ok(ok.then(|| f.header().clone())),
+            Opened::Redis(mut f) => {
+                f.end_journal(ok);
+                // What was recorded stays recorded, whatever happened.
+                f.commit()?;
+                Ok(ok.then(|| f.header().clone()))
+            }
+            Opened::RedisNew(f, loc, replace, timeout) if ok => {
+                let bits: Vec<&[u8]> = (0..f.header().layers.len())
+                    .map(|i| f.layer_bits(i))
+                    .collect();
+                RedisFilter::upload(&loc, timeout, f.header(), &bits, replace)?;
+                Ok(Some(f.header().clone()))
+            }
+            Opened::RedisNew(..) => Ok(None),
         }
     }
+}
+
+/// Opens (or makes) the Redis filter `at` names, with its journal.
+///
+/// # Errors
+/// A server that cannot be reached, no filter there (and none to make), or
+/// a journal that cannot be kept.
+fn open_redis(at: &AtRedis, keys: KeySpec) -> Result<RedisFilter> {
+    let mut f = match &at.create {
+        Some(new) => {
+            let header = crate::file::new_header(&new.spec, new.seed, keys)?;
+            let (f, made) = RedisFilter::open_or_create(&at.loc, at.timeout, &header)?;
+            if made && new.announce {
+                eprintln!(
+                    "seen: created {} for {} distinct lines at false-positive rate {:e} \
+                     (it does not grow: pass -n to size it for the lines you expect over all runs)",
+                    at.loc,
+                    indicatif::HumanCount(new.spec.capacity),
+                    new.spec.target_fpp,
+                );
+            }
+            f
+        }
+        None => RedisFilter::open(&at.loc, at.timeout, at.write)?,
+    };
+    if let Some(term) = at.journal {
+        let dir = crate::redis::journal_dir(&at.loc)?;
+        let out = std::io::stdout();
+        let n = f.journal(&dir, term, &mut out.lock())?;
+        if n > 0 {
+            eprintln!(
+                "seen: printed {} line{} that an earlier run on this machine had recorded in {} \
+                 and was killed before writing (journal {})",
+                indicatif::HumanCount(n),
+                if n == 1 { "" } else { "s" },
+                at.loc,
+                dir.display()
+            );
+        }
+    }
+    Ok(f)
 }
 
 /// Creates the missing filter file `path` (atomically; if another process
@@ -155,6 +242,8 @@ impl Opened {
             Opened::New(f, _) => f,
             Opened::Update(f) => f,
             Opened::Read(f) => f,
+            Opened::Redis(f) => f,
+            Opened::RedisNew(f, ..) => f,
         }
     }
 
@@ -165,6 +254,8 @@ impl Opened {
             Opened::New(f, _) => f,
             Opened::Update(f) => f,
             Opened::Read(f) => f,
+            Opened::Redis(f) => f,
+            Opened::RedisNew(f, ..) => f,
         }
     }
 }
@@ -175,8 +266,20 @@ impl Store for Opened {
         self.store().seed()
     }
 
-    fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>) {
-        self.store().contains_batch(hashes, out);
+    fn contains_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
+        self.store_mut().contains_batch(hashes, out)
+    }
+
+    fn journals(&self) -> bool {
+        self.store().journals()
+    }
+
+    fn judging(&mut self, chunk: &Chunk) -> Result<()> {
+        self.store_mut().judging(chunk)
+    }
+
+    fn written(&mut self, new: Option<usize>) -> Result<()> {
+        self.store_mut().written(new)
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {

@@ -133,6 +133,11 @@ impl Chunk {
         self.flush
     }
 
+    /// The records, back to back (for a store's journal).
+    pub fn records_bytes(&self) -> &[u8] {
+        self.bytes()
+    }
+
     /// The records, each ending with the terminator.
     fn bytes(&self) -> &[u8] {
         records(self.mapped.as_ref(), &self.data, self.len)

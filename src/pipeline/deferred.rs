@@ -103,12 +103,12 @@ impl Deferred {
     /// # Errors
     /// When the pending set cannot grow for the chunk's keys (out of memory);
     /// nothing is judged then.
-    pub(super) fn judge<B: Store>(&mut self, filter: &B, chunk: &mut Chunk) -> Result<u64> {
+    pub(super) fn judge<B: Store>(&mut self, filter: &mut B, chunk: &mut Chunk) -> Result<u64> {
         chunk.new_keys.clear();
         // Room for the keys the filter does not hold, before any is judged.
         let mut absent = 0;
         for p in &mut chunk.pieces[..chunk.used] {
-            filter.contains_batch(&p.hashes, &mut p.verdicts);
+            filter.contains_batch(&p.hashes, &mut p.verdicts)?;
             absent += p.verdicts.iter().filter(|&&v| !v).count();
         }
         self.pending.try_reserve(absent).map_err(|_| {
@@ -165,7 +165,7 @@ impl Deferred {
     pub(super) fn drain<B: Store>(
         &mut self,
         filter: &mut B,
-        acks: &Receiver<Vec<Hash128>>,
+        acks: &Receiver<super::stages::Ack>,
         wait: bool,
     ) -> Result<bool> {
         loop {
@@ -175,7 +175,7 @@ impl Deferred {
                 acks.try_recv().ok()
             };
             match keys {
-                Some(keys) => self.written(filter, keys)?,
+                Some((keys, _)) => self.written(filter, keys)?,
                 None => return Ok(self.in_flight() == 0),
             }
         }

@@ -135,7 +135,7 @@ impl<'scope> WriterStage<'scope> {
     pub(super) fn spawn<'env, S>(
         scope: &'scope Scope<'scope, 'env>,
         mut sink: S,
-        acks: Option<Sender<Vec<Hash128>>>,
+        acks: Option<Sender<Ack>>,
         recycle: Sender<Chunk>,
         stopped: &'env AtomicBool,
     ) -> Result<WriterStage<'scope>>
@@ -151,10 +151,12 @@ impl<'scope> WriterStage<'scope> {
                         let taken = sink(&chunk)?;
                         if let Some(ack) = &acks {
                             let mut keys = std::mem::take(&mut chunk.new_keys);
+                            let mut stopped_at = None;
                             if let Taken::Stop { new } = taken {
                                 keys.truncate(new);
+                                stopped_at = Some(new);
                             }
-                            let _ = ack.send(keys);
+                            let _ = ack.send((keys, stopped_at));
                         }
                         if taken != Taken::All {
                             return Ok(());
@@ -190,6 +192,10 @@ impl<'scope> WriterStage<'scope> {
     }
 }
 
+/// What the writer says of each chunk it has written: the keys judged new
+/// that it wrote (deferred mode), and where the sink stopped, if it did.
+pub(super) type Ack = (Vec<Hash128>, Option<usize>);
+
 /// Why the inserter stopped taking chunks.
 pub(super) enum Stop {
     /// The input ended.
@@ -212,7 +218,10 @@ pub(super) enum Stop {
 pub(super) struct Inserter<'f, B> {
     filter: &'f mut B,
     mode: Mode,
-    deferred: Option<(Deferred, Receiver<Vec<Hash128>>)>,
+    deferred: Option<(Deferred, Receiver<Ack>)>,
+    /// A journalling store in [`Mode::Insert`]: where the writer says which
+    /// chunks it has written ([`Store::written`]).
+    journal: Option<Receiver<Ack>>,
     /// What it did.
     pub(super) counts: Counts,
 }
@@ -220,18 +229,23 @@ pub(super) struct Inserter<'f, B> {
 impl<'f, B: Store> Inserter<'f, B> {
     /// The inserter for `mode`, and (deferred mode) where the writer
     /// acknowledges the keys of each chunk it has written.
-    pub(super) fn new(filter: &'f mut B, mode: Mode) -> (Self, Option<Sender<Vec<Hash128>>>) {
-        let (deferred, ack) = match mode {
+    pub(super) fn new(filter: &'f mut B, mode: Mode) -> (Self, Option<Sender<Ack>>) {
+        let (deferred, journal, ack) = match mode {
             Mode::Deferred(commit) => {
                 let (ack, acks) = channel();
-                (Some((Deferred::new(commit), acks)), Some(ack))
+                (Some((Deferred::new(commit), acks)), None, Some(ack))
             }
-            _ => (None, None),
+            Mode::Insert if filter.journals() => {
+                let (ack, acks) = channel();
+                (None, Some(acks), Some(ack))
+            }
+            _ => (None, None, None),
         };
         let inserter = Inserter {
             filter,
             mode,
             deferred,
+            journal,
             counts: Counts::default(),
         };
         (inserter, ack)
@@ -296,6 +310,12 @@ impl<'f, B: Store> Inserter<'f, B> {
                 counts.new += new;
             }
             (None, Mode::Insert) => {
+                if let Some(acks) = &self.journal {
+                    for (_, stopped_at) in acks.try_iter() {
+                        filter.written(stopped_at)?;
+                    }
+                    filter.judging(chunk)?;
+                }
                 for p in &mut chunk.pieces[..chunk.used] {
                     counts.read += p.hashes.len() as u64;
                     counts.new += filter.insert_batch(&p.hashes, &mut p.verdicts)?;
@@ -304,7 +324,7 @@ impl<'f, B: Store> Inserter<'f, B> {
             (None, _) => {
                 for p in &mut chunk.pieces[..chunk.used] {
                     counts.read += p.hashes.len() as u64;
-                    filter.contains_batch(&p.hashes, &mut p.verdicts);
+                    filter.contains_batch(&p.hashes, &mut p.verdicts)?;
                 }
             }
         }
@@ -337,6 +357,12 @@ impl<'f, B: Store> Inserter<'f, B> {
     /// # Errors
     /// The first error of the two (the commit is tried after a failed drain).
     pub(super) fn finish(&mut self) -> Result<()> {
+        if let Some(acks) = &self.journal {
+            // The writer has ended: every acknowledgement is in.
+            for (_, stopped_at) in acks.try_iter() {
+                self.filter.written(stopped_at)?;
+            }
+        }
         let Some((d, acks)) = &mut self.deferred else {
             return Ok(());
         };

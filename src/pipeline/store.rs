@@ -1,5 +1,6 @@
 //! The port the pipeline owns: what it needs of whatever holds the bits.
 
+use super::Chunk;
 use crate::hash::Hash128;
 
 /// The port this pipeline owns and consumes (as ripgrep's searcher owns its
@@ -12,7 +13,10 @@ pub trait Store {
     /// Seed to hash records with for this filter.
     fn seed(&self) -> u64;
     /// `out[i]` = whether key `i` is (probably) present. Changes nothing.
-    fn contains_batch(&self, hashes: &[Hash128], out: &mut Vec<bool>);
+    ///
+    /// # Errors
+    /// A store that cannot be read (a remote one that cannot be reached).
+    fn contains_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> anyhow::Result<()>;
     /// Inserts the keys in order; `out[i]` = whether key `i` was (probably) present
     /// before its own insertion (so a key repeated inside the batch is new only
     /// the first time). Returns how many were new.
@@ -41,6 +45,36 @@ pub trait Store {
     /// # Errors
     /// When the lock cannot be taken or the file has become unusable.
     fn begin_window(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    /// Whether the store keeps a journal of the lines it judges new in
+    /// [`Mode::Insert`](super::Mode::Insert) until they are written (a store
+    /// whose test-and-set records at once, on another machine): then it
+    /// hears of every chunk before its judgement ([`Store::judging`]) and
+    /// after its output ([`Store::written`]).
+    fn journals(&self) -> bool {
+        false
+    }
+
+    /// A chunk is about to be judged (its records are in `chunk`); a
+    /// journalling store writes them down first.
+    ///
+    /// # Errors
+    /// When the journal cannot be written.
+    fn judging(&mut self, chunk: &Chunk) -> anyhow::Result<()> {
+        let _ = chunk;
+        Ok(())
+    }
+
+    /// The chunk judged earliest that was not reported written yet has been
+    /// written: all its new records, or only the first `new` of them
+    /// (`Some(new)`: the sink stopped there).
+    ///
+    /// # Errors
+    /// When the journal cannot be written.
+    fn written(&mut self, new: Option<usize>) -> anyhow::Result<()> {
+        let _ = new;
         Ok(())
     }
 

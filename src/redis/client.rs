@@ -1,0 +1,531 @@
+//! Connections to a standalone server or to the masters of a Redis Cluster,
+//! with this crate's own slot routing: commands go out as one pipeline per
+//! node, and a command a node refuses with MOVED or ASK (so it did not run)
+//! is sent again where the node says. Nothing here ever sends a command
+//! twice after its reply was lost: the caller decides what a lost reply
+//! means (for a test-and-set, every key of it counts as new).
+//!
+//! The `redis` crate's own cluster client is not used: its pipelines do not
+//! follow MOVED/ASK, and its single commands silently run again after a
+//! lost reply (see docs/REDIS.md).
+
+use super::location::Location;
+use anyhow::{Context, Result, anyhow, bail};
+use redis::{Cmd, Connection, ServerErrorKind, Value};
+use std::time::{Duration, Instant};
+
+/// Slots of a Redis Cluster.
+pub const SLOTS: usize = 16384;
+
+/// The Cluster slot of a key: CRC16 (XMODEM) of its hash tag (the text
+/// between the first `{` and the next `}`, when not empty), else of the key.
+pub fn slot(key: &[u8]) -> u16 {
+    let tagged = key.iter().position(|&b| b == b'{').and_then(|open| {
+        let rest = &key[open + 1..];
+        rest.iter()
+            .position(|&b| b == b'}')
+            .filter(|&close| close > 0)
+            .map(|close| &rest[..close])
+    });
+    (crc16(tagged.unwrap_or(key)) as usize % SLOTS) as u16
+}
+
+/// CRC16-CCITT (XMODEM: polynomial 0x1021, initial 0), as Redis Cluster uses.
+fn crc16(data: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for &b in data {
+        crc ^= u16::from(b) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc
+}
+
+/// A command and the slot of its key.
+pub struct Routed {
+    /// The slot the command's key hashes to.
+    pub slot: u16,
+    /// The command.
+    pub cmd: Cmd,
+}
+
+/// Why [`Client::exec`] gave no replies.
+#[derive(Debug)]
+pub enum Failure {
+    /// Nothing was sent: no command ran.
+    NotSent(anyhow::Error),
+    /// Commands were sent and some replies never came: they may or may not
+    /// have run.
+    Lost(anyhow::Error),
+}
+
+impl Failure {
+    /// The error, whatever happened.
+    pub fn into_error(self) -> anyhow::Error {
+        match self {
+            Failure::NotSent(e) | Failure::Lost(e) => e,
+        }
+    }
+}
+
+/// One server (a standalone one, or a Cluster master).
+struct Node {
+    addr: (String, u16),
+    conn: Option<Connection>,
+}
+
+/// Open connections to a filter's servers.
+pub struct Client {
+    loc: Location,
+    timeout: Duration,
+    nodes: Vec<Node>,
+    /// Cluster only: the node serving each slot.
+    slots: Option<Vec<u16>>,
+}
+
+impl Client {
+    /// Connects to the server of `loc` (to every master of its Cluster),
+    /// waiting at most `timeout` for any one step.
+    ///
+    /// # Errors
+    /// A server that cannot be reached or refuses us, naming its address.
+    pub fn connect(loc: &Location, timeout: Duration) -> Result<Client> {
+        let mut client = Client {
+            loc: loc.clone(),
+            timeout,
+            nodes: Vec::new(),
+            slots: None,
+        };
+        if loc.cluster {
+            client.refresh_slots()?;
+        } else {
+            let addr = loc.nodes[0].clone();
+            let conn = client.open(&addr)?;
+            client.nodes.push(Node {
+                addr,
+                conn: Some(conn),
+            });
+        }
+        Ok(client)
+    }
+
+    /// The location this client serves.
+    pub fn location(&self) -> &Location {
+        &self.loc
+    }
+
+    /// Opens a connection to `addr`.
+    fn open(&self, addr: &(String, u16)) -> Result<Connection> {
+        let mut settings = redis::RedisConnectionInfo::default();
+        if !self.loc.cluster {
+            settings = settings.set_db(self.loc.db);
+        }
+        if let Some(u) = &self.loc.user {
+            settings = settings.set_username(u);
+        }
+        if let Some(p) = &self.loc.password {
+            settings = settings.set_password(p);
+        }
+        let info = redis::ConnectionAddr::Tcp(addr.0.clone(), addr.1);
+        let info = redis::IntoConnectionInfo::into_connection_info(info)
+            .map(|i| i.set_redis_settings(settings))
+            .with_context(|| self.at(addr))?;
+        let conn = redis::Client::open(info)
+            .and_then(|c| c.get_connection_with_timeout(self.timeout))
+            .map_err(|e| {
+                anyhow!(
+                    "cannot connect to Redis at {}:{} ({}): {}: check that the server runs \
+                     and listens there{}",
+                    addr.0,
+                    addr.1,
+                    self.loc,
+                    e,
+                    if self.loc.password.is_none() {
+                        ", and give its password in SEEN_REDIS_PASSWORD if it has one"
+                    } else {
+                        ""
+                    }
+                )
+            })?;
+        conn.set_read_timeout(Some(self.timeout))
+            .and_then(|()| conn.set_write_timeout(Some(self.timeout)))
+            .with_context(|| self.at(addr))?;
+        Ok(conn)
+    }
+
+    fn at(&self, addr: &(String, u16)) -> String {
+        format!("Redis at {}:{} ({})", addr.0, addr.1, self.loc)
+    }
+
+    /// Reads the Cluster's slot map (`CLUSTER SLOTS`) from the first node
+    /// that answers, and connects to every master.
+    fn refresh_slots(&mut self) -> Result<()> {
+        let mut seeds: Vec<(String, u16)> = self.nodes.iter().map(|n| n.addr.clone()).collect();
+        for s in &self.loc.nodes {
+            if !seeds.contains(s) {
+                seeds.push(s.clone());
+            }
+        }
+        let mut last = None;
+        for seed in &seeds {
+            let reply = match self.node_index(seed) {
+                Some(i) if self.nodes[i].conn.is_some() => {
+                    let conn = self.nodes[i].conn.as_mut().expect("checked");
+                    redis::cmd("CLUSTER").arg("SLOTS").query::<Value>(conn)
+                }
+                _ => match self.open(seed) {
+                    Ok(mut c) => redis::cmd("CLUSTER").arg("SLOTS").query::<Value>(&mut c),
+                    Err(e) => {
+                        last = Some(e);
+                        continue;
+                    }
+                },
+            };
+            match reply {
+                Ok(v) => return self.install_slots(seed, &v),
+                Err(e) if e.kind() == redis::ErrorKind::Server(ServerErrorKind::ResponseError) => {
+                    bail!(
+                        "{} is not a Redis Cluster node ({e}): write redis://{}:{}/{} for a \
+                         standalone server",
+                        self.at(seed),
+                        seed.0,
+                        seed.1,
+                        self.loc.name
+                    )
+                }
+                Err(e) => last = Some(anyhow!("{}: {e}", self.at(seed))),
+            }
+        }
+        Err(last.unwrap_or_else(|| anyhow!("{}: no seed node", self.loc)))
+    }
+
+    fn node_index(&self, addr: &(String, u16)) -> Option<usize> {
+        self.nodes.iter().position(|n| &n.addr == addr)
+    }
+
+    /// Installs the slot map of a `CLUSTER SLOTS` reply from `seed`.
+    fn install_slots(&mut self, seed: &(String, u16), v: &Value) -> Result<()> {
+        let here = self.at(seed);
+        let bad = || anyhow!("{here}: unexpected CLUSTER SLOTS reply");
+        let Value::Array(ranges) = v else {
+            return Err(bad());
+        };
+        let mut slots = vec![u16::MAX; SLOTS];
+        for r in ranges {
+            let Value::Array(r) = r else {
+                return Err(bad());
+            };
+            let (Some(Value::Int(a)), Some(Value::Int(b)), Some(Value::Array(master))) =
+                (r.first(), r.get(1), r.get(2))
+            else {
+                return Err(bad());
+            };
+            let host = match master.first() {
+                Some(Value::BulkString(h)) => String::from_utf8_lossy(h).into_owned(),
+                Some(Value::SimpleString(h)) => h.clone(),
+                _ => return Err(bad()),
+            };
+            // An empty host means "the address you reached me at".
+            let host = if host.is_empty() {
+                seed.0.clone()
+            } else {
+                host
+            };
+            let Some(Value::Int(port)) = master.get(1) else {
+                return Err(bad());
+            };
+            let addr = (host, u16::try_from(*port).map_err(|_| bad())?);
+            let i = match self.node_index(&addr) {
+                Some(i) => i,
+                None => {
+                    self.nodes.push(Node { addr, conn: None });
+                    self.nodes.len() - 1
+                }
+            };
+            for s in
+                usize::try_from(*a).map_err(|_| bad())?..=usize::try_from(*b).map_err(|_| bad())?
+            {
+                if s < SLOTS {
+                    slots[s] = i as u16;
+                }
+            }
+        }
+        if let Some(s) = slots.iter().position(|&n| n == u16::MAX) {
+            bail!(
+                "the Redis Cluster at {} does not serve slot {s}: run `redis-cli --cluster check` \
+                 and fix it (every slot must be served)",
+                self.loc
+            );
+        }
+        self.slots = Some(slots);
+        Ok(())
+    }
+
+    /// The node that serves `slot`.
+    fn node_of(&self, slot: u16) -> usize {
+        self.slots
+            .as_ref()
+            .map_or(0, |s| usize::from(s[usize::from(slot)]))
+    }
+
+    /// Makes sure node `i` has a connection, trying again until the timeout.
+    fn ensure(&mut self, i: usize) -> Result<()> {
+        if self.nodes[i].conn.is_some() {
+            return Ok(());
+        }
+        let deadline = Instant::now() + self.timeout;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            match self.open(&self.nodes[i].addr) {
+                Ok(c) => {
+                    self.nodes[i].conn = Some(c);
+                    return Ok(());
+                }
+                Err(e) if Instant::now() + pause >= deadline => return Err(e),
+                Err(_) => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                }
+            }
+        }
+    }
+
+    /// Runs one command on the node of `slot` (for commands that may safely
+    /// run twice, it is sent again after a lost connection, until the timeout).
+    ///
+    /// # Errors
+    /// The server's error, or no answer within the timeout.
+    pub fn query(&mut self, slot: u16, cmd: Cmd) -> Result<Value> {
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            match self.exec(vec![Routed {
+                slot,
+                cmd: cmd.clone(),
+            }]) {
+                Ok(mut v) => return Ok(v.pop().expect("one reply")),
+                Err(f) => {
+                    let e = f.into_error();
+                    if Instant::now() >= deadline || !is_io(&e) {
+                        return Err(e);
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+    }
+
+    /// Runs `cmds` (one pipeline per node, every node's sent before any
+    /// reply is read), following MOVED and ASK, waiting out TRYAGAIN and
+    /// CLUSTERDOWN. Replies come in the order of `cmds`; a server error
+    /// other than those is a reply like any other.
+    ///
+    /// # Errors
+    /// [`Failure::NotSent`] when a node could not be reached before anything
+    /// went to it; [`Failure::Lost`] when a reply did not come (a command of
+    /// this call may have run, or not).
+    pub fn exec(&mut self, cmds: Vec<Routed>) -> Result<Vec<Value>, Failure> {
+        let mut replies: Vec<Option<Value>> = vec![None; cmds.len()];
+        // (command index, ASK target) still to send.
+        let mut todo: Vec<(usize, Option<usize>)> = (0..cmds.len()).map(|i| (i, None)).collect();
+        let mut sent_any = false;
+        let mut rounds = 0;
+        let deadline = Instant::now() + self.timeout;
+        while !todo.is_empty() {
+            rounds += 1;
+            // Group by node, keeping order inside each node's pipeline.
+            let mut by_node: Vec<Vec<(usize, bool)>> = vec![Vec::new(); self.nodes.len()];
+            for &(i, ask) in &todo {
+                let n = ask.unwrap_or_else(|| self.node_of(cmds[i].slot));
+                by_node[n].push((i, ask.is_some()));
+            }
+            let mut order = Vec::new();
+            for (n, list) in by_node.iter().enumerate() {
+                if list.is_empty() {
+                    continue;
+                }
+                if let Err(e) = self.ensure(n) {
+                    return Err(if sent_any {
+                        Failure::Lost(e)
+                    } else {
+                        Failure::NotSent(e)
+                    });
+                }
+                let mut packed = Vec::new();
+                for &(i, asking) in list {
+                    if asking {
+                        packed.extend(redis::cmd("ASKING").get_packed_command());
+                    }
+                    cmds[i].cmd.write_packed_command(&mut packed);
+                }
+                let node = &mut self.nodes[n];
+                let conn = node.conn.as_mut().expect("ensured");
+                if let Err(e) = conn.send_packed_command(&packed) {
+                    node.conn = None;
+                    let e = anyhow!("{}: {e}", at(&self.loc, &node.addr));
+                    // A partial write may have delivered whole commands.
+                    return Err(Failure::Lost(e));
+                }
+                sent_any = true;
+                order.push(n);
+            }
+            let mut again = Vec::new();
+            let mut refresh = false;
+            let mut wait = false;
+            for n in order {
+                for &(i, asking) in &by_node[n] {
+                    let node = &mut self.nodes[n];
+                    let conn = node.conn.as_mut().expect("sent");
+                    if asking {
+                        if let Err(e) = conn.recv_response() {
+                            node.conn = None;
+                            return Err(Failure::Lost(anyhow!(
+                                "{}: {e}",
+                                at(&self.loc, &node.addr)
+                            )));
+                        }
+                    }
+                    let v = match conn.recv_response() {
+                        Ok(v) => v,
+                        Err(e) => {
+                            node.conn = None;
+                            return Err(Failure::Lost(anyhow!(
+                                "{}: {e}",
+                                at(&self.loc, &node.addr)
+                            )));
+                        }
+                    };
+                    match redirect(&v) {
+                        Some(Redirect::Moved) => {
+                            refresh = true;
+                            again.push((i, None));
+                        }
+                        Some(Redirect::Ask(addr)) => {
+                            let t = match self.node_index(&addr) {
+                                Some(t) => t,
+                                None => {
+                                    self.nodes.push(Node { addr, conn: None });
+                                    self.nodes.len() - 1
+                                }
+                            };
+                            again.push((i, Some(t)));
+                        }
+                        Some(Redirect::Wait) => {
+                            wait = true;
+                            again.push((i, None));
+                        }
+                        None => replies[i] = Some(v),
+                    }
+                }
+            }
+            if again.is_empty() {
+                break;
+            }
+            if Instant::now() >= deadline || rounds > 1000 {
+                return Err(Failure::Lost(anyhow!(
+                    "{}: {} commands were still redirected (MOVED, ASK, TRYAGAIN) after {:?}",
+                    self.loc,
+                    again.len(),
+                    self.timeout
+                )));
+            }
+            if wait {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if refresh {
+                if self.slots.is_none() {
+                    return Err(Failure::NotSent(anyhow!(
+                        "{} is a Redis Cluster node (it answered MOVED): write \
+                         redis+cluster://{}:{}/{}",
+                        self.loc,
+                        self.loc.nodes[0].0,
+                        self.loc.nodes[0].1,
+                        self.loc.name
+                    )));
+                }
+                if let Err(e) = self.refresh_slots() {
+                    return Err(Failure::Lost(e));
+                }
+            }
+            again.sort_unstable();
+            todo = again;
+        }
+        Ok(replies
+            .into_iter()
+            .map(|v| v.expect("every command answered"))
+            .collect())
+    }
+}
+
+fn at(loc: &Location, addr: &(String, u16)) -> String {
+    format!("Redis at {}:{} ({loc})", addr.0, addr.1)
+}
+
+/// Whether an error is a lost connection (worth trying again for a command
+/// that may run twice).
+fn is_io(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<redis::RedisError>()
+            .is_some_and(|r| r.is_io_error() || r.is_timeout() || r.is_connection_dropped())
+    }) || e.to_string().contains("cannot connect")
+}
+
+/// Where a refused command goes next.
+enum Redirect {
+    /// The slot lives elsewhere now: refresh the map.
+    Moved,
+    /// Ask this node, once.
+    Ask((String, u16)),
+    /// Try again shortly (TRYAGAIN, CLUSTERDOWN, LOADING).
+    Wait,
+}
+
+fn redirect(v: &Value) -> Option<Redirect> {
+    let Value::ServerError(e) = v else {
+        return None;
+    };
+    match e.kind() {
+        Some(ServerErrorKind::Moved) => Some(Redirect::Moved),
+        Some(ServerErrorKind::Ask) => {
+            let target = e.details()?.split_whitespace().nth(1)?;
+            let (h, p) = target.rsplit_once(':')?;
+            Some(Redirect::Ask((h.to_string(), p.parse().ok()?)))
+        }
+        Some(
+            ServerErrorKind::TryAgain | ServerErrorKind::ClusterDown | ServerErrorKind::BusyLoading,
+        ) => Some(Redirect::Wait),
+        _ => None,
+    }
+}
+
+/// A server error reply as an error, naming the command.
+pub fn server_error(what: &str, loc: &Location, v: &Value) -> Option<anyhow::Error> {
+    match v {
+        Value::ServerError(e) => Some(anyhow!(
+            "{loc}: {what} failed: {} {}",
+            e.code(),
+            e.details().unwrap_or("")
+        )),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_follow_the_cluster_rule() {
+        // Values from `CLUSTER KEYSLOT` on Redis 7.0.
+        assert_eq!(slot(b"foo"), 12182);
+        assert_eq!(slot(b"seen:{crawl:17}:s"), 9521);
+        assert_eq!(slot(b"{user1000}.following"), slot(b"user1000"));
+        // An empty tag: the whole key counts.
+        assert_eq!(slot(b"foo{}{bar}"), crc16(b"foo{}{bar}") % 16384);
+        assert_eq!(crc16(b"123456789"), 0x31C3);
+    }
+}

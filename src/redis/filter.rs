@@ -1,0 +1,889 @@
+//! [`RedisFilter`]: a filter whose bits live in a Redis server or Cluster,
+//! behind the pipeline's port.
+//!
+//! Keys (NAME from the location):
+//! - `seen:{NAME}:meta`: the 4096-byte header of a filter file (same bytes,
+//!   counters zero), then `SEENRDS1`, the pages per shard and the length the
+//!   filter has as a file (little-endian u64s). Written once, with `SET NX`.
+//! - `seen:{NAME}:count`: a hash of counters (`inserts:L`, `updated`), added to
+//!   with `HINCRBY` by every writer.
+//! - `seen:{NAME:L:j}:b`: shard `j` of layer `L`, whole 4 KiB pages
+//!   ([`pages_per_shard`] of them), the same bytes as the layer's bits in a file.
+//!
+//! A key's blocks lie in one page, so its bits lie in one shard. Redis counts
+//! a string's bits from the most significant bit of each byte, a filter from
+//! the least: bit `b` of byte `B` of a shard is Redis bit `8B + 7 − b`.
+//!
+//! The test-and-set of a batch is one `BITFIELD shard SET u1 OFFSET 1 …` per
+//! shard touched, pipelined to every node at once: each `SET` returns the
+//! bit's old value, and a key is new when any of its bits was 0. Only the bits
+//! not known to be set are sent: each shard is read whole (`GET`) the first
+//! time a run touches it, and every bit a run sets is known from then on
+//! (bits are never cleared), so a key already in the filter, or repeated in
+//! the input, costs the server nothing. Lookups answer from those copies.
+
+use super::client::{Client, Failure, Routed, server_error, slot};
+use super::journal::Journal;
+use super::location::Location;
+use crate::file::format::{HEADER_LEN, Header, LayerEntry};
+use crate::filter::{BLOCK_BYTES, BLOCKS_PER_PAGE};
+use crate::hash::Hash128;
+use crate::keys::KeySpec;
+use crate::pipeline::{Chunk, Store};
+use anyhow::{Context, Result, anyhow, bail};
+use redis::Value;
+use std::time::Duration;
+
+/// Bytes of a page (the unit of a shard).
+const PAGE_BYTES: u64 = (BLOCKS_PER_PAGE as u64) * BLOCK_BYTES as u64;
+/// Marks the Redis part of the meta value.
+const META_MAGIC: &[u8; 8] = b"SEENRDS1";
+/// Bytes of the meta value.
+const META_LEN: usize = HEADER_LEN + 24;
+/// Most pages in a shard (16 MiB): a shard is moved whole when a Cluster
+/// reshards, and blocks both nodes while it moves.
+const MAX_SHARD_PAGES: u64 = 4096;
+/// Shards a layer is cut into at least, when it has the pages.
+const MIN_SHARDS: u64 = 64;
+/// `BITFIELD` operations per command at most (the server runs one command
+/// at a time: a long one delays every other client).
+const MAX_OPS: usize = 1 << 16;
+
+/// Pages per shard for a layer of `pages` pages: a power of two, so that
+/// the layer has at least [`MIN_SHARDS`] shards when it can, and shards of at
+/// most [`MAX_SHARD_PAGES`].
+pub fn pages_per_shard(pages: u64) -> u64 {
+    let want = (pages / MIN_SHARDS).max(1);
+    let pow = if want.is_power_of_two() {
+        want
+    } else {
+        want.next_power_of_two() / 2
+    };
+    pow.clamp(1, MAX_SHARD_PAGES)
+}
+
+/// The seconds since the Unix epoch.
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// One layer of a Redis filter and what this run knows of its bits.
+struct Layer {
+    entry: LayerEntry,
+    /// Shard key names and their slots.
+    keys: Vec<String>,
+    slots: Vec<u16>,
+    /// Bytes of a full shard.
+    shard_bytes: u64,
+    /// Every bit this run knows is set: the shards read so far, plus every
+    /// bit the run has set (same bytes as the file's bits).
+    known: memmap2::MmapMut,
+    /// Which shards were read.
+    fetched: Vec<bool>,
+}
+
+impl Layer {
+    fn new(loc: &Location, i: usize, entry: LayerEntry, pps: u64) -> Result<Layer> {
+        let bytes = entry.layout.bytes();
+        let shard_bytes = pps * PAGE_BYTES;
+        let n = bytes.div_ceil(shard_bytes);
+        let keys: Vec<String> = (0..n).map(|j| loc.shard_key(i, j)).collect();
+        let slots = keys.iter().map(|k| slot(k.as_bytes())).collect();
+        let known = memmap2::MmapMut::map_anon(bytes as usize)
+            .with_context(|| format!("cannot allocate {bytes} bytes for a copy of {loc}"))?;
+        Ok(Layer {
+            entry,
+            keys,
+            slots,
+            shard_bytes,
+            known,
+            fetched: vec![false; n as usize],
+        })
+    }
+
+    /// The shard holding block `b`.
+    fn shard_of(&self, block: u64) -> usize {
+        (block * BLOCK_BYTES as u64 / self.shard_bytes) as usize
+    }
+
+    /// Byte range of shard `j` in the layer.
+    fn range(&self, j: usize) -> std::ops::Range<usize> {
+        let start = j as u64 * self.shard_bytes;
+        let end = (start + self.shard_bytes).min(self.entry.layout.bytes());
+        start as usize..end as usize
+    }
+}
+
+/// A filter in Redis, open for a run.
+pub struct RedisFilter {
+    client: Client,
+    header: Header,
+    meta: Vec<u8>,
+    layers: Vec<Layer>,
+    /// Keys this run recorded as new, not yet added to the counters.
+    added: u64,
+    /// Set when a reply was lost: the run must stop at its next batch.
+    broken: Option<anyhow::Error>,
+    /// Whether this run writes.
+    write: bool,
+    /// The journal of the lines this run judges new (`dedup`).
+    journal: Option<Journal>,
+}
+
+/// Encodes the meta value of `header` (its counters are kept elsewhere).
+fn encode_meta(header: &Header, pps: u64) -> Vec<u8> {
+    let mut h = header.clone();
+    // A filter in Redis does not grow (yet): it says so.
+    h.growth = None;
+    for l in &mut h.layers {
+        l.inserts = 0;
+    }
+    let mut v = h.encode().to_vec();
+    v.extend_from_slice(META_MAGIC);
+    v.extend_from_slice(&pps.to_le_bytes());
+    v.extend_from_slice(&h.file_len().to_le_bytes());
+    v
+}
+
+/// Decodes a meta value.
+fn decode_meta(loc: &Location, v: &[u8]) -> Result<(Header, u64)> {
+    if v.len() != META_LEN || &v[HEADER_LEN..HEADER_LEN + 8] != META_MAGIC {
+        bail!(
+            "{} holds something else than a seen filter (its meta key {} is {} bytes, \
+             without the seen marker): use another filter name",
+            loc,
+            loc.meta_key(),
+            v.len()
+        );
+    }
+    let u = |at: usize| u64::from_le_bytes(v[at..at + 8].try_into().expect("8 bytes"));
+    let (pps, len) = (u(HEADER_LEN + 8), u(HEADER_LEN + 16));
+    let header = Header::decode(&v[..HEADER_LEN], len)
+        .map_err(|e| anyhow!("{loc}: its meta key {} is not usable: {e}", loc.meta_key()))?;
+    if pps == 0 || !pps.is_power_of_two() || pps > MAX_SHARD_PAGES {
+        bail!("{loc}: its meta key says {pps} pages per shard, which this version cannot use");
+    }
+    Ok((header, pps))
+}
+
+impl RedisFilter {
+    /// Opens the filter at `loc`; `write`: this run records keys.
+    ///
+    /// # Errors
+    /// No filter there, a server that cannot be reached, or a meta key that
+    /// is not a filter's.
+    pub fn open(loc: &Location, timeout: Duration, write: bool) -> Result<RedisFilter> {
+        let mut client = Client::connect(loc, timeout)?;
+        match read_meta(&mut client, loc)? {
+            Some(meta) => RedisFilter::assemble(client, meta, write),
+            None => bail!(
+                "{loc}: no such filter (no key {}): make it with `seen build -o {loc} FILE` \
+                 or `seen dedup -f {loc}`",
+                loc.meta_key()
+            ),
+        }
+    }
+
+    fn assemble(client: Client, (header, meta, pps): Meta, write: bool) -> Result<RedisFilter> {
+        let loc = client.location().clone();
+        let layers = header
+            .layers
+            .iter()
+            .enumerate()
+            .map(|(i, l)| Layer::new(&loc, i, *l, pps))
+            .collect::<Result<_>>()?;
+        Ok(RedisFilter {
+            client,
+            header,
+            meta,
+            layers,
+            added: 0,
+            broken: None,
+            write,
+            journal: None,
+        })
+    }
+
+    /// Opens the filter at `loc`, making it from `header` first when there is
+    /// none (if another writer makes it first, theirs is used). Returns the
+    /// filter and whether this run made it.
+    ///
+    /// # Errors
+    /// As [`RedisFilter::open`].
+    pub fn open_or_create(
+        loc: &Location,
+        timeout: Duration,
+        header: &Header,
+    ) -> Result<(RedisFilter, bool)> {
+        let mut client = Client::connect(loc, timeout)?;
+        if let Some(meta) = read_meta(&mut client, loc)? {
+            return Ok((RedisFilter::assemble(client, meta, true)?, false));
+        }
+        let pps = pages_per_shard(header.layers[0].layout.nblocks / BLOCKS_PER_PAGE as u64);
+        let meta = encode_meta(header, pps);
+        let v = client.query(
+            slot(loc.meta_key().as_bytes()),
+            redis::cmd("SET")
+                .arg(loc.meta_key())
+                .arg(&meta)
+                .arg("NX")
+                .clone(),
+        )?;
+        if let Some(e) = server_error("SET of the meta key", loc, &v) {
+            return Err(e);
+        }
+        let made = v == Value::Okay;
+        let meta = read_meta(&mut client, loc)?
+            .ok_or_else(|| anyhow!("{loc}: the filter vanished as it was made"))?;
+        let mut f = RedisFilter::assemble(client, meta, true)?;
+        if made {
+            f.make_shards(false)?;
+        }
+        Ok((f, made))
+    }
+
+    /// Stores every shard of every layer as zeros (`SET … NX`: a shard a
+    /// writer has already touched is left as it is), so the server allocates
+    /// each once, at its full size; with `replace`, overwrites them.
+    fn make_shards(&mut self, replace: bool) -> Result<()> {
+        let mut batch = Vec::new();
+        let mut bytes = 0;
+        for li in 0..self.layers.len() {
+            for j in 0..self.layers[li].keys.len() {
+                let l = &self.layers[li];
+                let len = l.range(j).len();
+                let mut cmd = redis::cmd("SET");
+                cmd.arg(&l.keys[j]).arg(vec![0u8; len]);
+                if !replace {
+                    cmd.arg("NX");
+                }
+                batch.push(Routed {
+                    slot: l.slots[j],
+                    cmd,
+                });
+                bytes += len;
+                if bytes >= 64 << 20 {
+                    self.run_sets(std::mem::take(&mut batch))?;
+                    bytes = 0;
+                }
+            }
+        }
+        self.run_sets(batch)
+    }
+
+    fn run_sets(&mut self, batch: Vec<Routed>) -> Result<()> {
+        let loc = self.client.location().clone();
+        let replies = self.client.exec(batch).map_err(Failure::into_error)?;
+        for v in &replies {
+            if let Some(e) = server_error("SET of a shard", &loc, v) {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps a journal of the lines this run judges new in `dir`, after
+    /// printing to `out` what dead runs had journalled there and not
+    /// written. Returns how many lines that was.
+    ///
+    /// # Errors
+    /// When the journal cannot be read or started, or `out` written.
+    pub fn journal(
+        &mut self,
+        dir: &std::path::Path,
+        term: u8,
+        out: &mut dyn std::io::Write,
+    ) -> Result<u64> {
+        let replayed = Journal::replay(dir, term, out)?;
+        self.journal = Some(Journal::start(dir)?);
+        Ok(replayed)
+    }
+
+    /// Ends the run's journal: removed when the run went well (`ok`), kept
+    /// for the next run otherwise.
+    pub fn end_journal(&mut self, ok: bool) {
+        if let Some(j) = self.journal.take() {
+            if ok { j.close() } else { j.keep() }
+        }
+    }
+
+    /// Whether this run records keys.
+    pub fn writes(&self) -> bool {
+        self.write
+    }
+
+    /// Refuses to make a filter where one is already.
+    ///
+    /// # Errors
+    /// A filter at `loc`, or a server that cannot be reached.
+    pub fn refuse_existing(loc: &Location, timeout: Duration) -> Result<()> {
+        let mut client = Client::connect(loc, timeout)?;
+        if read_meta(&mut client, loc)?.is_some() {
+            bail!(
+                "{loc} already exists: pass --force to replace it, or add to it with \
+                 `seen build --add -o {loc}`"
+            );
+        }
+        Ok(())
+    }
+
+    /// The header, counters as this run leaves them.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Where it lives.
+    pub fn location(&self) -> &Location {
+        self.client.location()
+    }
+
+    /// Keys it records.
+    pub fn keys(&self) -> KeySpec {
+        self.header.keys
+    }
+
+    /// Reads the shards of layer `li` touched by `blocks` that this run has
+    /// not read yet.
+    fn fetch(&mut self, li: usize, shards: &mut Vec<usize>) -> Result<()> {
+        shards.sort_unstable();
+        shards.dedup();
+        shards.retain(|&j| !self.layers[li].fetched[j]);
+        if shards.is_empty() {
+            return Ok(());
+        }
+        let loc = self.client.location().clone();
+        for group in shards.chunks(16) {
+            let l = &self.layers[li];
+            let cmds = group
+                .iter()
+                .map(|&j| Routed {
+                    slot: l.slots[j],
+                    cmd: redis::cmd("GET").arg(&l.keys[j]).clone(),
+                })
+                .collect();
+            let replies = self.client.exec(cmds).map_err(Failure::into_error)?;
+            let l = &mut self.layers[li];
+            for (&j, v) in group.iter().zip(replies) {
+                let range = l.range(j);
+                let known = &mut l.known[range];
+                match v {
+                    Value::BulkString(b) => {
+                        // Bits set since the run began stay set (OR, not copy).
+                        for (k, s) in known.iter_mut().zip(&b) {
+                            *k |= s;
+                        }
+                    }
+                    Value::Nil => {}
+                    other => {
+                        return Err(server_error("GET of a shard", &loc, &other).unwrap_or_else(
+                            || anyhow!("{loc}: shard {} is not a string", l.keys[j]),
+                        ));
+                    }
+                }
+                l.fetched[j] = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads every shard (for `stats`, `verify` and copies): the layers'
+    /// bits, as a file holds them.
+    ///
+    /// # Errors
+    /// A server error or a lost connection.
+    pub fn read_all(&mut self, progress: &mut dyn FnMut(u64)) -> Result<Vec<&[u8]>> {
+        for li in 0..self.layers.len() {
+            let n = self.layers[li].keys.len();
+            for start in (0..n).step_by(16) {
+                let mut group: Vec<usize> = (start..(start + 16).min(n)).collect();
+                let bytes: u64 = group
+                    .iter()
+                    .map(|&j| self.layers[li].range(j).len() as u64)
+                    .sum();
+                self.fetch(li, &mut group)?;
+                progress(bytes);
+            }
+        }
+        Ok(self.layers.iter().map(|l| &l.known[..]).collect())
+    }
+
+    /// Shards missing on the server, per layer (for `verify`).
+    ///
+    /// # Errors
+    /// A server error or a lost connection.
+    pub fn missing_shards(&mut self) -> Result<Vec<String>> {
+        let mut missing = Vec::new();
+        for l in &self.layers {
+            let cmds = l
+                .keys
+                .iter()
+                .zip(&l.slots)
+                .map(|(k, &s)| Routed {
+                    slot: s,
+                    cmd: redis::cmd("STRLEN").arg(k).clone(),
+                })
+                .collect();
+            let replies = self.client.exec(cmds).map_err(Failure::into_error)?;
+            for (j, v) in replies.iter().enumerate() {
+                if !matches!(v, Value::Int(n) if *n as usize == l.range(j).len()) {
+                    missing.push(l.keys[j].clone());
+                }
+            }
+        }
+        Ok(missing)
+    }
+
+    /// The bits of key `h` in layer `li` that are not known to be set, as
+    /// (shard, Redis bit offset in it); empty when all are known.
+    fn unknown_bits(&self, li: usize, h: Hash128, out: &mut Vec<u64>) -> usize {
+        let l = &self.layers[li];
+        let probe = l.entry.layout.probe(h);
+        let shard = l.shard_of(probe.blocks[0]);
+        let base = shard as u64 * l.shard_bytes;
+        out.clear();
+        for j in 0..probe.x {
+            let block_byte = probe.blocks[j] * BLOCK_BYTES as u64;
+            for (w, &m) in probe.masks[j].iter().enumerate() {
+                let mut m = m;
+                while m != 0 {
+                    let b = u64::from(m.trailing_zeros());
+                    m &= m - 1;
+                    let byte = block_byte + 8 * w as u64 + b / 8;
+                    if l.known[byte as usize] & (1 << (b % 8)) == 0 {
+                        out.push(8 * (byte - base) + 7 - b % 8);
+                    }
+                }
+            }
+        }
+        shard
+    }
+
+    /// Marks Redis bit `off` of shard `shard` of layer `li` as known set.
+    fn learn(&mut self, li: usize, shard: usize, off: u64) {
+        let l = &mut self.layers[li];
+        let byte = shard as u64 * l.shard_bytes + off / 8;
+        l.known[byte as usize] |= 1 << (7 - off % 8);
+    }
+
+    /// Looks keys up in the layers from `first` on, from the copies read
+    /// (each shard as it was when first read, plus what this run set).
+    fn lookup(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
+        out.clear();
+        out.resize(hashes.len(), false);
+        let mut bits = Vec::new();
+        for li in 0..self.layers.len() {
+            let mut shards: Vec<usize> = hashes
+                .iter()
+                .map(|&h| {
+                    let l = &self.layers[li];
+                    l.shard_of(l.entry.layout.blocks(h)[0])
+                })
+                .collect();
+            self.fetch(li, &mut shards)?;
+            for (i, &h) in hashes.iter().enumerate() {
+                if !out[i] {
+                    self.unknown_bits(li, h, &mut bits);
+                    out[i] = bits.is_empty();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds what this run recorded to the shared counters.
+    ///
+    /// # Errors
+    /// A server error or a lost connection.
+    pub fn commit(&mut self) -> Result<()> {
+        if !self.write {
+            return Ok(());
+        }
+        let loc = self.client.location().clone();
+        let s = slot(loc.meta_key().as_bytes());
+        let newest = self.layers.len() - 1;
+        let v = self.client.query(
+            s,
+            redis::cmd("HINCRBY")
+                .arg(loc.count_key())
+                .arg(format!("inserts:{newest}"))
+                .arg(self.added)
+                .clone(),
+        )?;
+        if let Some(e) = server_error("HINCRBY of the counters", &loc, &v) {
+            return Err(e);
+        }
+        self.added = 0;
+        let t = now();
+        let v = self.client.query(
+            s,
+            redis::cmd("HSET")
+                .arg(loc.count_key())
+                .arg("updated")
+                .arg(t)
+                .clone(),
+        )?;
+        if let Some(e) = server_error("HSET of the counters", &loc, &v) {
+            return Err(e);
+        }
+        self.header.updated = t;
+        // A filter replaced under the run (`build --force`) is named.
+        let v = self
+            .client
+            .query(s, redis::cmd("GET").arg(loc.meta_key()).clone())?;
+        if v != Value::BulkString(self.meta.clone()) {
+            bail!(
+                "{loc} was replaced or deleted during this run: the lines it printed were \
+                 recorded in the old filter's shards"
+            );
+        }
+        Ok(())
+    }
+
+    /// Stores a whole filter at `loc` (its bits `layers`, as in a file):
+    /// shards first, the meta key last, so that the filter appears complete.
+    /// With `replace`, a filter already there is overwritten.
+    ///
+    /// # Errors
+    /// A filter already there (without `replace`), a server error or a lost
+    /// connection.
+    pub fn upload(
+        loc: &Location,
+        timeout: Duration,
+        header: &Header,
+        layers: &[&[u8]],
+        replace: bool,
+    ) -> Result<()> {
+        let mut client = Client::connect(loc, timeout)?;
+        let meta_slot = slot(loc.meta_key().as_bytes());
+        if let Some(old) = read_meta(&mut client, loc)? {
+            let old = RedisFilter::assemble(Client::connect(loc, timeout)?, old, false)?;
+            if !replace {
+                bail!(
+                    "{loc} already exists: pass --force to replace it, or add to it with \
+                     `seen build --add -o {loc}`"
+                );
+            }
+            // The old meta goes first: no reader sees new bits under old meta.
+            let mut cmds = vec![Routed {
+                slot: meta_slot,
+                cmd: redis::cmd("DEL")
+                    .arg(loc.meta_key())
+                    .arg(loc.count_key())
+                    .clone(),
+            }];
+            for l in &old.layers {
+                for (k, &s) in l.keys.iter().zip(&l.slots) {
+                    cmds.push(Routed {
+                        slot: s,
+                        cmd: redis::cmd("DEL").arg(k).clone(),
+                    });
+                }
+            }
+            client.exec(cmds).map_err(Failure::into_error)?;
+        }
+        let pps = pages_per_shard(header.layers[0].layout.nblocks / BLOCKS_PER_PAGE as u64);
+        let mut f = RedisFilter {
+            client,
+            header: header.clone(),
+            meta: Vec::new(),
+            layers: Vec::new(),
+            added: 0,
+            broken: None,
+            write: true,
+            journal: None,
+        };
+        let mut batch = Vec::new();
+        let mut bytes = 0;
+        for (li, (entry, bits)) in header.layers.iter().zip(layers).enumerate() {
+            let l = Layer::new(loc, li, *entry, pps)?;
+            for j in 0..l.keys.len() {
+                let r = l.range(j);
+                bytes += r.len();
+                batch.push(Routed {
+                    slot: l.slots[j],
+                    cmd: redis::cmd("SET").arg(&l.keys[j]).arg(&bits[r]).clone(),
+                });
+                if bytes >= 64 << 20 {
+                    f.run_sets(std::mem::take(&mut batch))?;
+                    bytes = 0;
+                }
+            }
+        }
+        f.run_sets(batch)?;
+        let mut cmds = Vec::new();
+        for (li, l) in header.layers.iter().enumerate() {
+            cmds.push(Routed {
+                slot: meta_slot,
+                cmd: redis::cmd("HSET")
+                    .arg(loc.count_key())
+                    .arg(format!("inserts:{li}"))
+                    .arg(l.inserts)
+                    .clone(),
+            });
+        }
+        cmds.push(Routed {
+            slot: meta_slot,
+            cmd: redis::cmd("HSET")
+                .arg(loc.count_key())
+                .arg("updated")
+                .arg(header.updated)
+                .clone(),
+        });
+        cmds.push(Routed {
+            slot: meta_slot,
+            cmd: redis::cmd("SET")
+                .arg(loc.meta_key())
+                .arg(encode_meta(header, pps))
+                .arg("NX")
+                .clone(),
+        });
+        let replies = f.client.exec(cmds).map_err(Failure::into_error)?;
+        if replies.last() != Some(&Value::Okay) {
+            bail!(
+                "{loc} was made by another process while this one was being stored: run again with --force to replace it"
+            );
+        }
+        for v in &replies {
+            if let Some(e) = server_error("storing the meta key", loc, v) {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// The test-and-set of a batch in the newest layer (see the module
+    /// docs); `out[i]` = key `i` was present.
+    fn test_and_set(&mut self, hashes: &[Hash128], out: &mut [bool]) -> Result<u64> {
+        let li = self.layers.len() - 1;
+        let mut shards: Vec<usize> = hashes
+            .iter()
+            .map(|&h| {
+                let l = &self.layers[li];
+                l.shard_of(l.entry.layout.blocks(h)[0])
+            })
+            .collect();
+        self.fetch(li, &mut shards)?;
+        // Per shard: the BITFIELD ops, and which key each op belongs to.
+        let mut ops: std::collections::HashMap<usize, (Vec<u64>, Vec<u32>)> = Default::default();
+        let mut bits = Vec::new();
+        for (i, &h) in hashes.iter().enumerate() {
+            if out[i] {
+                continue;
+            }
+            let shard = self.unknown_bits(li, h, &mut bits);
+            if bits.is_empty() {
+                out[i] = true;
+                continue;
+            }
+            let e = ops.entry(shard).or_default();
+            for &off in &bits {
+                e.0.push(off);
+                e.1.push(i as u32);
+            }
+            // Known from now on: a repeat later in the batch is present.
+            for &off in &bits {
+                self.learn(li, shard, off);
+            }
+        }
+        let mut cmds = Vec::new();
+        let mut owners: Vec<&[u32]> = Vec::new();
+        let l = &self.layers[li];
+        let mut shards: Vec<&usize> = ops.keys().collect();
+        shards.sort_unstable();
+        for &shard in &shards {
+            let (offs, who) = &ops[shard];
+            for (offs, who) in offs.chunks(MAX_OPS).zip(who.chunks(MAX_OPS)) {
+                let mut cmd = redis::cmd("BITFIELD");
+                cmd.arg(&l.keys[*shard]);
+                for &off in offs {
+                    cmd.arg("SET").arg("u1").arg(off).arg(1);
+                }
+                cmds.push(Routed {
+                    slot: l.slots[*shard],
+                    cmd,
+                });
+                owners.push(who);
+            }
+        }
+        // Keys with ops are new unless every op returns 1.
+        let mut new = vec![false; hashes.len()];
+        let loc = self.client.location().clone();
+        match self.client.exec(cmds) {
+            Ok(replies) => {
+                for (v, who) in replies.iter().zip(&owners) {
+                    let Value::Array(old) = v else {
+                        return Err(server_error("BITFIELD", &loc, v)
+                            .unwrap_or_else(|| anyhow!("{loc}: unexpected BITFIELD reply")));
+                    };
+                    for (o, &i) in old.iter().zip(who.iter()) {
+                        if *o == Value::Int(0) {
+                            new[i as usize] = true;
+                        }
+                    }
+                }
+            }
+            Err(Failure::NotSent(e)) => return Err(e),
+            Err(Failure::Lost(e)) => {
+                // The ops may have run: every key sent counts as new (printed,
+                // perhaps twice, never lost); the run stops at its next batch.
+                for who in &owners {
+                    for &i in *who {
+                        new[i as usize] = true;
+                    }
+                }
+                self.broken = Some(e.context(
+                    "the connection was lost during a test-and-set: the lines of that batch were \
+                     all taken as new (some may be printed twice)",
+                ));
+            }
+        }
+        let mut count = 0;
+        for (i, was_new) in new.iter().enumerate() {
+            if !out[i] {
+                out[i] = !was_new;
+                count += u64::from(*was_new);
+            }
+        }
+        Ok(count)
+    }
+}
+
+/// A filter's header (counters filled in), its meta value and its pages per
+/// shard.
+type Meta = (Header, Vec<u8>, u64);
+
+/// Reads the meta and counters of the filter at `loc`; `None` when there is
+/// no filter.
+fn read_meta(client: &mut Client, loc: &Location) -> Result<Option<Meta>> {
+    let meta_slot = slot(loc.meta_key().as_bytes());
+    let v = client.query(meta_slot, redis::cmd("GET").arg(loc.meta_key()).clone())?;
+    let meta = match v {
+        Value::Nil => return Ok(None),
+        Value::BulkString(b) => b,
+        other => {
+            if let Some(e) = server_error("GET of the meta key", loc, &other) {
+                return Err(e);
+            }
+            bail!("{loc}: its meta key {} is not a string", loc.meta_key())
+        }
+    };
+    let (mut header, pps) = decode_meta(loc, &meta)?;
+    let counts = client.query(
+        meta_slot,
+        redis::cmd("HGETALL").arg(loc.count_key()).clone(),
+    )?;
+    read_counts(&counts, &mut header);
+    Ok(Some((header, meta, pps)))
+}
+
+/// Fills the counters of `header` from an `HGETALL` of the count key.
+fn read_counts(v: &Value, header: &mut Header) {
+    let pairs: Vec<(Vec<u8>, u64)> = match v {
+        Value::Array(items) => items
+            .chunks(2)
+            .filter_map(|p| match p {
+                [Value::BulkString(k), Value::BulkString(n)] => {
+                    Some((k.clone(), std::str::from_utf8(n).ok()?.parse().ok()?))
+                }
+                _ => None,
+            })
+            .collect(),
+        Value::Map(items) => items
+            .iter()
+            .filter_map(|(k, n)| match (k, n) {
+                (Value::BulkString(k), Value::BulkString(n)) => {
+                    Some((k.clone(), std::str::from_utf8(n).ok()?.parse().ok()?))
+                }
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    for (k, n) in pairs {
+        if k == b"updated" {
+            header.updated = n;
+        } else if let Some(li) = k
+            .strip_prefix(b"inserts:")
+            .and_then(|i| std::str::from_utf8(i).ok()?.parse::<usize>().ok())
+            && let Some(l) = header.layers.get_mut(li)
+        {
+            l.inserts = n;
+        }
+    }
+}
+
+impl Store for RedisFilter {
+    fn seed(&self) -> u64 {
+        self.header.seed
+    }
+
+    fn contains_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
+        if let Some(e) = self.broken.take() {
+            return Err(e);
+        }
+        self.lookup(hashes, out)
+    }
+
+    fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
+        if let Some(e) = self.broken.take() {
+            return Err(e);
+        }
+        out.clear();
+        out.resize(hashes.len(), false);
+        if self.layers.len() > 1 {
+            // Older layers take no more keys: a key in one is present.
+            let mut older = Vec::new();
+            let newest = self.layers.pop().expect("a layer");
+            let r = self.lookup(hashes, &mut older);
+            self.layers.push(newest);
+            r?;
+            out.copy_from_slice(&older);
+        }
+        let done = self.test_and_set(hashes, out);
+        if let Some(j) = &mut self.journal {
+            // Keys not judged (nothing sent) are not new: nothing recorded them.
+            let judged = done.is_ok();
+            j.verdicts(out.iter().map(|&present| judged && !present));
+        }
+        let n = done?;
+        self.added += n;
+        if let Some(l) = self.header.layers.last_mut() {
+            l.inserts += n;
+        }
+        Ok(n)
+    }
+
+    fn journals(&self) -> bool {
+        self.journal.is_some()
+    }
+
+    fn judging(&mut self, chunk: &Chunk) -> Result<()> {
+        match &mut self.journal {
+            Some(j) => j.chunk(chunk.records_bytes()),
+            None => Ok(()),
+        }
+    }
+
+    fn written(&mut self, new: Option<usize>) -> Result<()> {
+        match &mut self.journal {
+            Some(j) => j.written(new),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_are_whole_pages_and_many() {
+        assert_eq!(pages_per_shard(1), 1);
+        assert_eq!(pages_per_shard(64), 1);
+        assert_eq!(pages_per_shard(128), 2);
+        assert_eq!(pages_per_shard(200), 2);
+        assert_eq!(pages_per_shard(9000 * 64), 4096);
+    }
+}

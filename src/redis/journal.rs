@@ -1,0 +1,400 @@
+//! The local journal of a run that records in Redis: the lines a test-and-set
+//! may judge new, written down (and synced) before it is sent, so that a run
+//! killed between the server's answer and its own output loses nothing: the
+//! next run on this machine prints what the killed one had judged new and not
+//! written ([`Journal::replay`]).
+//!
+//! A journal is a directory per filter; each run appends to files of its own
+//! there (`run-PID-N`), holding an exclusive `flock` on them while it lives.
+//! Records: a type byte, the chunk number and the payload length (u64
+//! little-endian each), then the payload:
+//! - `C`: the chunk's records, back to back (synced before the test-and-set);
+//! - `V`: one byte per record, 1 when it was judged new;
+//! - `W`: the chunk was written; payload: how many of its new records were
+//!   (u64; `u64::MAX` for all).
+//!
+//! A chunk with `C` and no `W` is replayed: its records judged new (all of
+//! them when its `V` is missing) after the first that were written.
+
+use super::location::Location;
+use anyhow::{Context, Result};
+use std::collections::VecDeque;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// Environment variable naming the directory of journals.
+pub const DIR_ENV: &str = "SEEN_JOURNAL_DIR";
+/// Bytes after which a run starts a new journal file (the old one goes once
+/// all its chunks are written).
+const SEGMENT_BYTES: u64 = 64 << 20;
+/// "All of its new records were written."
+const ALL: u64 = u64::MAX;
+
+/// The directory of journals of the filter at `loc` on this machine.
+pub fn dir_for(loc: &Location) -> Result<PathBuf> {
+    let base = match std::env::var_os(DIR_ENV) {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => match (std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME")) {
+            (Some(x), _) if !x.is_empty() => PathBuf::from(x).join("seen/journals"),
+            (_, Some(h)) if !h.is_empty() => PathBuf::from(h).join(".local/state/seen/journals"),
+            _ => anyhow::bail!(
+                "no directory for the journal of {loc}: set {DIR_ENV} (or HOME) to a directory \
+                 on this machine"
+            ),
+        },
+    };
+    let id = xxhash_rust::xxh3::xxh3_64(loc.to_string().as_bytes());
+    Ok(base.join(format!("{}-{id:016x}", loc.name)))
+}
+
+/// One file of a run's journal.
+struct Segment {
+    path: PathBuf,
+    file: File,
+    /// Chunks `first..end` have their `C` record here.
+    first: u64,
+    end: u64,
+    bytes: u64,
+}
+
+/// The journal a run writes.
+pub struct Journal {
+    dir: PathBuf,
+    segments: VecDeque<Segment>,
+    /// Chunks journalled so far, and reported written.
+    chunks: u64,
+    acked: u64,
+    /// Verdicts of the newest chunk, not yet written down.
+    verdicts: Vec<u8>,
+    files_made: u64,
+}
+
+fn put(file: &mut File, kind: u8, seq: u64, payload: &[&[u8]]) -> std::io::Result<u64> {
+    let len: usize = payload.iter().map(|p| p.len()).sum();
+    let mut head = [0u8; 17];
+    head[0] = kind;
+    head[1..9].copy_from_slice(&seq.to_le_bytes());
+    head[9..17].copy_from_slice(&(len as u64).to_le_bytes());
+    let mut parts = vec![std::io::IoSlice::new(&head)];
+    parts.extend(payload.iter().map(|p| std::io::IoSlice::new(p)));
+    let mut buf = Vec::with_capacity(17 + len);
+    for p in &parts {
+        buf.extend_from_slice(p);
+    }
+    file.write_all(&buf)?;
+    Ok(buf.len() as u64)
+}
+
+impl Journal {
+    /// Starts this run's journal in `dir`.
+    ///
+    /// # Errors
+    /// When the directory cannot be made.
+    pub fn start(dir: &Path) -> Result<Journal> {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot make the journal directory {}", dir.display()))?;
+        Ok(Journal {
+            dir: dir.to_path_buf(),
+            segments: VecDeque::new(),
+            chunks: 0,
+            acked: 0,
+            verdicts: Vec::new(),
+            files_made: 0,
+        })
+    }
+
+    fn newest(&mut self) -> Result<&mut Segment> {
+        let full = self
+            .segments
+            .back()
+            .is_none_or(|s| s.bytes >= SEGMENT_BYTES);
+        if full {
+            self.files_made += 1;
+            let path = self
+                .dir
+                .join(format!("run-{}-{}", std::process::id(), self.files_made));
+            let file = OpenOptions::new()
+                .create(true)
+                .truncate(true)
+                .write(true)
+                .open(&path)
+                .with_context(|| format!("cannot create the journal {}", path.display()))?;
+            rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+                .with_context(|| format!("cannot lock the journal {}", path.display()))?;
+            self.segments.push_back(Segment {
+                path,
+                file,
+                first: self.chunks,
+                end: self.chunks,
+                bytes: 0,
+            });
+        }
+        Ok(self.segments.back_mut().expect("a segment"))
+    }
+
+    /// Writes down the verdicts of the newest chunk, if not yet done.
+    fn flush_verdicts(&mut self) -> Result<()> {
+        if self.chunks == 0 || self.verdicts.is_empty() {
+            return Ok(());
+        }
+        let seq = self.chunks - 1;
+        let v = std::mem::take(&mut self.verdicts);
+        let s = self
+            .segments
+            .iter_mut()
+            .find(|s| (s.first..s.end).contains(&seq))
+            .expect("the chunk's segment");
+        s.bytes += put(&mut s.file, b'V', seq, &[&v])
+            .with_context(|| format!("cannot write the journal {}", s.path.display()))?;
+        Ok(())
+    }
+
+    /// Writes down a chunk's records (synced) before they are judged.
+    ///
+    /// # Errors
+    /// When the journal cannot be written or synced.
+    pub fn chunk(&mut self, records: &[u8]) -> Result<()> {
+        self.flush_verdicts()?;
+        let seq = self.chunks;
+        let s = self.newest()?;
+        s.bytes += put(&mut s.file, b'C', seq, &[records])
+            .and_then(|n| s.file.sync_data().map(|()| n))
+            .with_context(|| format!("cannot write the journal {}", s.path.display()))?;
+        s.end = seq + 1;
+        self.chunks += 1;
+        Ok(())
+    }
+
+    /// Adds the verdicts of the newest chunk's next records (true: new).
+    pub fn verdicts(&mut self, new: impl IntoIterator<Item = bool>) {
+        self.verdicts.extend(new.into_iter().map(u8::from));
+    }
+
+    /// The oldest chunk not yet reported written was written: all its new
+    /// records, or the first `new`.
+    ///
+    /// # Errors
+    /// When the journal cannot be written.
+    pub fn written(&mut self, new: Option<usize>) -> Result<()> {
+        let seq = self.acked;
+        if seq + 1 == self.chunks {
+            self.flush_verdicts()?;
+        }
+        self.acked += 1;
+        let n = new.map_or(ALL, |n| n as u64);
+        let Some(s) = self
+            .segments
+            .iter_mut()
+            .find(|s| (s.first..s.end).contains(&seq))
+        else {
+            return Ok(());
+        };
+        s.bytes += put(&mut s.file, b'W', seq, &[&n.to_le_bytes()])
+            .with_context(|| format!("cannot write the journal {}", s.path.display()))?;
+        // Files whose chunks were all written go (never the one being filled).
+        while self.segments.len() > 1 && self.segments[0].end <= self.acked {
+            let s = self.segments.pop_front().expect("a segment");
+            let _ = std::fs::remove_file(&s.path);
+        }
+        Ok(())
+    }
+
+    /// Ends the journal of a run that went well: its files go. A run that
+    /// failed keeps them (see [`Journal::keep`]).
+    pub fn close(mut self) {
+        for s in self.segments.drain(..) {
+            let _ = std::fs::remove_file(&s.path);
+        }
+    }
+
+    /// Ends the journal of a run that failed: the verdicts known are written
+    /// down, and the files stay for the next run.
+    pub fn keep(mut self) {
+        let _ = self.flush_verdicts();
+        for s in &self.segments {
+            let _ = s.file.sync_data();
+        }
+    }
+
+    /// Prints, to `out`, what the dead runs journalled in `dir` had judged
+    /// new and not written (each record with `term` after it), then removes
+    /// their journals. Journals of live runs (locked) are left alone. Returns
+    /// the records printed.
+    ///
+    /// # Errors
+    /// When a journal cannot be read or `out` cannot be written.
+    pub fn replay(dir: &Path, term: u8, out: &mut dyn Write) -> Result<u64> {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Ok(0);
+        };
+        let mut paths: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("run-"))
+            })
+            .collect();
+        // Oldest first: a run's files in the order it made them.
+        paths.sort_by_key(|p| {
+            let meta = std::fs::metadata(p).ok();
+            (meta.and_then(|m| m.modified().ok()), p.clone())
+        });
+        let mut held = Vec::new();
+        let mut bytes = Vec::new();
+        for p in &paths {
+            let Ok(mut f) = OpenOptions::new().read(true).write(true).open(p) else {
+                continue;
+            };
+            if rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err()
+            {
+                continue; // a live run's
+            }
+            let mut b = Vec::new();
+            f.read_to_end(&mut b)
+                .with_context(|| format!("cannot read the journal {}", p.display()))?;
+            bytes.push(b);
+            held.push((p.clone(), f));
+        }
+        let mut printed = 0;
+        for b in &bytes {
+            printed += replay_one(b, term, out)?;
+        }
+        out.flush().context("cannot write standard output")?;
+        for (p, _) in &held {
+            let _ = std::fs::remove_file(p);
+        }
+        Ok(printed)
+    }
+}
+
+/// Prints what one journal file holds to print (see [`Journal::replay`]).
+fn replay_one(b: &[u8], term: u8, out: &mut dyn Write) -> Result<u64> {
+    struct Entry<'a> {
+        records: &'a [u8],
+        verdicts: Option<&'a [u8]>,
+        written: Option<u64>,
+    }
+    let mut chunks: std::collections::BTreeMap<u64, Entry> = Default::default();
+    let mut at = 0;
+    while at + 17 <= b.len() {
+        let kind = b[at];
+        let seq = u64::from_le_bytes(b[at + 1..at + 9].try_into().expect("8"));
+        let len = u64::from_le_bytes(b[at + 9..at + 17].try_into().expect("8")) as usize;
+        let Some(payload) = b.get(at + 17..at + 17 + len) else {
+            break; // cut short by the kill: never sent
+        };
+        at += 17 + len;
+        match kind {
+            b'C' => {
+                chunks.insert(
+                    seq,
+                    Entry {
+                        records: payload,
+                        verdicts: None,
+                        written: None,
+                    },
+                );
+            }
+            b'V' => {
+                if let Some(e) = chunks.get_mut(&seq) {
+                    e.verdicts = Some(payload);
+                }
+            }
+            b'W' if len == 8 => {
+                if let Some(e) = chunks.get_mut(&seq) {
+                    e.written = Some(u64::from_le_bytes(payload.try_into().expect("8")));
+                }
+            }
+            _ => break,
+        }
+    }
+    let mut printed = 0;
+    for e in chunks.values() {
+        if e.written == Some(ALL) {
+            continue;
+        }
+        let skip = e.written.unwrap_or(0);
+        let mut new_seen = 0;
+        let records = e.records.strip_suffix(&[term]).unwrap_or(e.records);
+        if records.is_empty() && e.records.is_empty() {
+            continue;
+        }
+        for (i, r) in records.split(|&c| c == term).enumerate() {
+            let is_new = match e.verdicts {
+                Some(v) => v.get(i).is_none_or(|&x| x == 1),
+                None => true,
+            };
+            if !is_new {
+                continue;
+            }
+            new_seen += 1;
+            if new_seen <= skip {
+                continue;
+            }
+            out.write_all(r)
+                .and_then(|()| out.write_all(&[term]))
+                .context("cannot write standard output")?;
+            printed += 1;
+        }
+    }
+    Ok(printed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replays_what_was_judged_new_and_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::start(dir.path()).unwrap();
+        j.chunk(b"a\nb\nc\n").unwrap();
+        j.verdicts([true, false, true]);
+        j.written(None).unwrap();
+        j.chunk(b"d\ne\nf\n").unwrap();
+        j.verdicts([true, true, false]);
+        j.chunk(b"g\nh\n").unwrap(); // no verdicts: all count as new
+        j.chunk(b"i\nj\nk").unwrap();
+        j.verdicts([true, true, true]);
+        j.written(None).unwrap(); // chunk 1 written
+        j.written(Some(1)).unwrap(); // chunk 2: only its first new one
+        // A live run's journal is not touched.
+        let mut out = Vec::new();
+        assert_eq!(Journal::replay(dir.path(), b'\n', &mut out).unwrap(), 0);
+        drop(j); // killed: the lock goes with the process
+        let mut out = Vec::new();
+        let n = Journal::replay(dir.path(), b'\n', &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "h\ni\nj\nk\n");
+        assert_eq!(n, 4);
+        // Replayed journals are gone.
+        let mut out = Vec::new();
+        assert_eq!(Journal::replay(dir.path(), b'\n', &mut out).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_clean_run_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::start(dir.path()).unwrap();
+        j.chunk(b"a\n").unwrap();
+        j.verdicts([true]);
+        j.written(None).unwrap();
+        j.close();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_record_cut_short_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::start(dir.path()).unwrap();
+        j.chunk(b"a\nb\n").unwrap();
+        let path = j.segments[0].path.clone();
+        drop(j);
+        let mut b = std::fs::read(&path).unwrap();
+        b.extend_from_slice(&[b'C', 1, 0, 0, 0, 0, 0, 0, 0, 99, 0, 0, 0, 0, 0, 0, 0, b'x']);
+        std::fs::write(&path, b).unwrap();
+        let mut out = Vec::new();
+        Journal::replay(dir.path(), b'\n', &mut out).unwrap();
+        assert_eq!(out, b"a\nb\n");
+    }
+}

@@ -1,0 +1,17 @@
+//! Filters in Redis or Valkey (standalone or Cluster): a location type
+//! ([`Location`]), connections with this crate's own Cluster routing
+//! (`client`), the store behind the pipeline's port ([`RedisFilter`]) and the
+//! local journal that keeps a killed run's lines (`journal`).
+//!
+//! It sits above `file`, whose header encoding its meta key reuses, so that a
+//! filter moves between a file and Redis byte for byte. Design, promises and
+//! limits: docs/REDIS.md.
+
+mod client;
+mod filter;
+mod journal;
+mod location;
+
+pub use filter::{RedisFilter, pages_per_shard};
+pub use journal::{DIR_ENV as JOURNAL_DIR_ENV, Journal, dir_for as journal_dir};
+pub use location::{Location, PASSWORD_ENV, is_location, redact};
