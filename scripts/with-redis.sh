@@ -22,6 +22,12 @@ fi
 
 port=${SEEN_REDIS_PORT:-6390}
 cport=${SEEN_CLUSTER_PORT:-7101}
+for p in "$port" "$cport" $((cport + 1)) $((cport + 2)) $((cport + 10000)) $((cport + 10001)) $((cport + 10002)); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+        echo "port $p is in use on 127.0.0.1: set SEEN_REDIS_PORT / SEEN_CLUSTER_PORT to free ones" >&2
+        exit 1
+    fi
+done
 dir=$(mktemp -d "${TMPDIR:-/tmp}/seen-redis.XXXXXX")
 pids=()
 stop() {

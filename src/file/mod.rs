@@ -44,19 +44,13 @@ pub use path::{holds_filter, names_filter};
 pub use read::ReadFilter;
 pub use write::WriteFilter;
 
-/// The header of a new, empty filter for `spec` (its first layer sized by it),
+/// The header of a new, empty filter for `spec` whose first layer is `first`,
 /// as a new file would have.
-///
-/// # Errors
-/// When `spec` cannot be sized.
 pub(crate) fn new_header(
     spec: &crate::filter::sizing::Spec,
+    first: &crate::filter::sizing::Plan,
     seed: u64,
     keys: crate::keys::KeySpec,
-) -> anyhow::Result<format::Header> {
-    use anyhow::Context;
-    let first = spec
-        .layer(0)
-        .context("cannot size the filter (-n/--capacity, -p/--fpp)")?;
-    Ok(layers::new_header(spec, &first, seed, keys))
+) -> format::Header {
+    layers::new_header(spec, first, seed, keys)
 }

@@ -168,8 +168,10 @@ pub(crate) fn execute<O: Output>(job: Job, out: &mut O) -> Result<Counts> {
     let mut store = Opened::open(&job.store, job.keys)?;
     let mut opts = job.opts;
     let recorded = store.recorded_keys();
-    if let (Some(asked), Some((r, name)), true) = (job.keys, &recorded, store.shared_writer()) {
-        if asked != *r {
+    if let (Some(asked), Some((r, name)), true) = (job.keys, &recorded, store.shared_writer())
+        && asked != *r
+    {
+        {
             anyhow::bail!(
                 "{name} records keys `{}` ({r}); this run asks for `{}` ({asked}): writers \
                  sharing a filter must key lines alike, or their bits would mix: drop the key flags",

@@ -76,7 +76,8 @@ impl Opened {
                     // Say it now, not after the lines are read.
                     RedisFilter::refuse_existing(loc, *timeout)?;
                 }
-                let mut f = MemFilter::with_spec(spec, *seed)?;
+                let first = crate::redis::first_layer(spec)?;
+                let mut f = MemFilter::with_first(spec, &first, *seed)?;
                 f.set_keys(keys);
                 Opened::RedisNew(f, loc.clone(), *replace, *timeout)
             }
@@ -159,7 +160,8 @@ impl Opened {
 fn open_redis(at: &AtRedis, keys: KeySpec) -> Result<RedisFilter> {
     let mut f = match &at.create {
         Some(new) => {
-            let header = crate::file::new_header(&new.spec, new.seed, keys)?;
+            let first = crate::redis::first_layer(&new.spec)?;
+            let header = crate::file::new_header(&new.spec, &first, new.seed, keys);
             let (f, made) = RedisFilter::open_or_create(&at.loc, at.timeout, &header)?;
             if made && new.announce {
                 eprintln!(

@@ -265,23 +265,23 @@ mod tests {
         });
         d.prune_at = 4;
         d.window_open = true;
-        let judge = |d: &mut Deferred, f: &MemFilter, keys: &[u32]| {
+        let judge = |d: &mut Deferred, f: &mut MemFilter, keys: &[u32]| {
             let mut c = chunk_of(keys);
             let new = d.judge(f, &mut c).unwrap();
             assert_eq!(new, c.new_keys.len() as u64);
             (c.pieces[0].verdicts.clone(), c.new_keys)
         };
-        let (v, a) = judge(&mut d, &f, &[1, 2, 3, 4, 5, 3]);
+        let (v, a) = judge(&mut d, &mut f, &[1, 2, 3, 4, 5, 3]);
         assert_eq!(v, [false, false, false, false, false, true]);
-        let (v, b) = judge(&mut d, &f, &[3, 6, 7]);
+        let (v, b) = judge(&mut d, &mut f, &[3, 6, 7]);
         assert_eq!(v, [true, false, false]);
         // Chunk 1 recorded: its 5 entries are stale and pruned, 6 and 7 stay.
         d.written(&mut f, a).unwrap();
         assert_eq!(d.pending.len(), 2);
-        let (v, c) = judge(&mut d, &f, &[1, 6, 8, 8]);
+        let (v, c) = judge(&mut d, &mut f, &[1, 6, 8, 8]);
         assert_eq!(v, [true, true, false, true]);
         d.written(&mut f, b).unwrap();
-        let (v, e) = judge(&mut d, &f, &[7, 8, 9]);
+        let (v, e) = judge(&mut d, &mut f, &[7, 8, 9]);
         assert_eq!(v, [true, true, false]);
         d.written(&mut f, c).unwrap();
         d.written(&mut f, e).unwrap();

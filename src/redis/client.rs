@@ -247,12 +247,12 @@ impl Client {
                     self.nodes.len() - 1
                 }
             };
-            for s in
-                usize::try_from(*a).map_err(|_| bad())?..=usize::try_from(*b).map_err(|_| bad())?
-            {
-                if s < SLOTS {
-                    slots[s] = i as u16;
-                }
+            let (a, b) = (
+                usize::try_from(*a).map_err(|_| bad())?,
+                usize::try_from(*b).map_err(|_| bad())?,
+            );
+            for s in slots.iter_mut().take(b.saturating_add(1)).skip(a) {
+                *s = i as u16;
             }
         }
         if let Some(s) = slots.iter().position(|&n| n == u16::MAX) {
@@ -380,14 +380,9 @@ impl Client {
                 for &(i, asking) in &by_node[n] {
                     let node = &mut self.nodes[n];
                     let conn = node.conn.as_mut().expect("sent");
-                    if asking {
-                        if let Err(e) = conn.recv_response() {
-                            node.conn = None;
-                            return Err(Failure::Lost(anyhow!(
-                                "{}: {e}",
-                                at(&self.loc, &node.addr)
-                            )));
-                        }
+                    if asking && let Err(e) = conn.recv_response() {
+                        node.conn = None;
+                        return Err(Failure::Lost(anyhow!("{}: {e}", at(&self.loc, &node.addr))));
                     }
                     let v = match conn.recv_response() {
                         Ok(v) => v,

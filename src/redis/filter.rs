@@ -26,6 +26,7 @@ use super::client::{Client, Failure, Routed, server_error, slot};
 use super::journal::Journal;
 use super::location::Location;
 use crate::file::format::{HEADER_LEN, Header, LayerEntry};
+use crate::filter::sizing::{Plan, Spec};
 use crate::filter::{BLOCK_BYTES, BLOCKS_PER_PAGE};
 use crate::hash::Hash128;
 use crate::keys::KeySpec;
@@ -35,7 +36,7 @@ use redis::Value;
 use std::time::Duration;
 
 /// Bytes of a page (the unit of a shard).
-const PAGE_BYTES: u64 = (BLOCKS_PER_PAGE as u64) * BLOCK_BYTES as u64;
+const PAGE_BYTES: u64 = BLOCKS_PER_PAGE * BLOCK_BYTES as u64;
 /// Marks the Redis part of the meta value.
 const META_MAGIC: &[u8; 8] = b"SEENRDS1";
 /// Bytes of the meta value.
@@ -48,6 +49,21 @@ const MIN_SHARDS: u64 = 64;
 /// `BITFIELD` operations per command at most (the server runs one command
 /// at a time: a long one delays every other client).
 const MAX_OPS: usize = 1 << 16;
+
+/// Space a Redis filter may take over the smallest filter for its capacity
+/// and rate, to set fewer bits per key (the server pays per bit set).
+pub const ROOM: f64 = 1.4;
+
+/// The first layer of a new Redis filter for `spec`: the fewest bits per key
+/// within [`ROOM`] times the smallest size (for 10M keys at 1e-6: 8 bits in
+/// two blocks, 43 bits per key, instead of 16 bits and 31.5 bits per key).
+///
+/// # Errors
+/// When `spec` cannot be sized.
+pub fn first_layer(spec: &Spec) -> Result<Plan> {
+    crate::filter::sizing::plan_few_bits(spec.capacity, spec.target_fpp, ROOM)
+        .context("cannot size the filter (-n/--capacity, -p/--fpp)")
+}
 
 /// Pages per shard for a layer of `pages` pages: a power of two, so that
 /// the layer has at least [`MIN_SHARDS`] shards when it can, and shards of at
@@ -221,7 +237,7 @@ impl RedisFilter {
         if let Some(meta) = read_meta(&mut client, loc)? {
             return Ok((RedisFilter::assemble(client, meta, true)?, false));
         }
-        let pps = pages_per_shard(header.layers[0].layout.nblocks / BLOCKS_PER_PAGE as u64);
+        let pps = pages_per_shard(header.layers[0].layout.nblocks / BLOCKS_PER_PAGE);
         let meta = encode_meta(header, pps);
         let v = client.query(
             slot(loc.meta_key().as_bytes()),
@@ -583,7 +599,7 @@ impl RedisFilter {
             }
             client.exec(cmds).map_err(Failure::into_error)?;
         }
-        let pps = pages_per_shard(header.layers[0].layout.nblocks / BLOCKS_PER_PAGE as u64);
+        let pps = pages_per_shard(header.layers[0].layout.nblocks / BLOCKS_PER_PAGE);
         let mut f = RedisFilter {
             client,
             header: header.clone(),

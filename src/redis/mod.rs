@@ -12,6 +12,6 @@ mod filter;
 mod journal;
 mod location;
 
-pub use filter::{RedisFilter, pages_per_shard};
+pub use filter::{ROOM, RedisFilter, first_layer, pages_per_shard};
 pub use journal::{DIR_ENV as JOURNAL_DIR_ENV, Journal, dir_for as journal_dir};
 pub use location::{Location, PASSWORD_ENV, is_location, redact};

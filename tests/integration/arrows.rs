@@ -14,6 +14,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("cli", 80),
     ("job", 80),
     ("report", 70),
+    ("redis", 65),
     ("file", 60),
     ("pipeline", 50),
     ("input", 40),

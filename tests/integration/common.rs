@@ -425,3 +425,53 @@ pub fn distinct(data: &[u8], term: u8) -> usize {
         .collect::<HashSet<_>>()
         .len()
 }
+
+/// Runs `seen ARGS` with stdout piped; after `kill_after` bytes of output (if
+/// it gets that far) sends SIGKILL; returns everything it wrote and whether it
+/// was killed. `env` is added to the child's environment.
+pub fn run_killed_env(
+    dir: &Path,
+    env: &[(&str, &str)],
+    args: &[&str],
+    kill_after: usize,
+) -> (Vec<u8>, bool) {
+    let mut child = command(dir)
+        .env("SEEN_CHUNK_BYTES", "65536")
+        .envs(env.iter().copied())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    while out.len() < kill_after {
+        let want = buf.len().min(kill_after - out.len());
+        match stdout.read(&mut buf[..want]) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let killed = out.len() == kill_after;
+    if killed {
+        let _ = child.kill();
+    }
+    // What the process wrote before it died is still in the pipe.
+    stdout.read_to_end(&mut out).unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    if !killed {
+        assert_eq!(status.code(), Some(0), "{args:?}: {err}");
+    }
+    assert!(!err.contains("panicked"), "{err}");
+    (out, killed)
+}

@@ -6,7 +6,7 @@
 //! (`SEEN_KILL_TRIALS`, `SEEN_FUZZ_CASES`) and print the tallies. Fixed seeds;
 //! nothing sleeps: a kill happens after reading a chosen number of output bytes.
 
-use crate::common::{Rng, command, reseal, seen, tmp, write};
+use crate::common::{Rng, command, reseal, run_killed_env, seen, tmp, write};
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::path::Path;
@@ -48,48 +48,8 @@ fn lines_of(out: &[u8]) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// Runs `seen ARGS` with stdout piped; after `kill_after` bytes of output (if
-/// it gets that far) sends SIGKILL; returns everything it wrote and whether it
-/// was killed.
 fn run_killed(dir: &Path, args: &[&str], kill_after: usize) -> (Vec<u8>, bool) {
-    let mut child = command(dir)
-        .env("SEEN_CHUNK_BYTES", "65536")
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let mut out = Vec::new();
-    let mut buf = vec![0u8; 1 << 16];
-    while out.len() < kill_after {
-        let want = buf.len().min(kill_after - out.len());
-        match stdout.read(&mut buf[..want]) {
-            Ok(0) => break,
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(e) => panic!("{e}"),
-        }
-    }
-    let killed = out.len() == kill_after;
-    if killed {
-        let _ = child.kill();
-    }
-    // What the process wrote before it died is still in the pipe.
-    stdout.read_to_end(&mut out).unwrap();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    let status = child.wait().unwrap();
-    if !killed {
-        assert_eq!(status.code(), Some(0), "{args:?}: {err}");
-    }
-    assert!(!err.contains("panicked"), "{err}");
-    (out, killed)
+    run_killed_env(dir, &[], args, kill_after)
 }
 
 /// Invariant 3: SIGKILL at any moment never loses a line. Each trial feeds the

@@ -35,21 +35,21 @@ fn insert(f: &mut MemFilter, range: std::ops::Range<u64>, batch: usize) -> u64 {
 }
 
 /// Queries keys `range` (never inserted); returns how many are reported present.
-fn false_positives(f: &MemFilter, range: std::ops::Range<u64>) -> u64 {
+fn false_positives(f: &mut MemFilter, range: std::ops::Range<u64>) -> u64 {
     let keys: Vec<Hash128> = range.map(key).collect();
     let mut v = Vec::new();
     let mut n = 0;
     for b in keys.chunks(1 << 16) {
-        f.contains_batch(b, &mut v);
+        f.contains_batch(b, &mut v).unwrap();
         n += v.iter().filter(|&&s| s).count() as u64;
     }
     n
 }
 
-fn assert_no_false_negatives(f: &MemFilter, range: std::ops::Range<u64>) {
+fn assert_no_false_negatives(f: &mut MemFilter, range: std::ops::Range<u64>) {
     let keys: Vec<Hash128> = range.clone().map(key).collect();
     let mut v = Vec::new();
-    f.contains_batch(&keys, &mut v);
+    f.contains_batch(&keys, &mut v).unwrap();
     if let Some(i) = v.iter().position(|&p| !p) {
         panic!("false negative for key {}", range.start + i as u64);
     }
@@ -86,8 +86,8 @@ fn compound_fpp_after_growing_10x_and_100x_stays_under_target() {
         for times in [10, 100] {
             insert(&mut f, inserted..c0 * times, 10_000);
             inserted = c0 * times;
-            assert_no_false_negatives(&f, 0..inserted);
-            let fp = false_positives(&f, 1 << 40..(1 << 40) + q);
+            assert_no_false_negatives(&mut f, 0..inserted);
+            let fp = false_positives(&mut f, 1 << 40..(1 << 40) + q);
             let layers = f.header().layers.len();
             println!(
                 "p {p} growth {factor}: {times}x -> {layers} layers, measured fpp {:.3e}",
@@ -171,7 +171,7 @@ fn estimates_match_measurements_from_1_to_200_percent_full() {
             inserted = n;
             let o = occupancy(f.layer_bits(0), &plan.layout);
             let err = (o.estimated_items - n as f64).abs() / n as f64;
-            let fp = false_positives(&f, 1 << 40..(1 << 40) + q);
+            let fp = false_positives(&mut f, 1 << 40..(1 << 40) + q);
             let expected = o.current_fpp * q as f64;
             println!(
                 "{name} {pct}%: items {n} est {:.0} ({:.1}%), fpp measured {:.3e} est {:.3e}",

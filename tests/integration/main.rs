@@ -26,4 +26,5 @@ mod long_lines;
 mod newcomer;
 mod parallel;
 mod progress;
+mod redis;
 mod streaming;

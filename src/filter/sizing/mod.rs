@@ -564,6 +564,66 @@ pub fn plan(n: u64, p: f64) -> Result<Plan, SizingError> {
     Ok(scattered)
 }
 
+/// Sizes a filter for `n` keys at `p` that sets as few bits per key as it
+/// can while taking at most `room` times the space of [`plan`]'s: for a store
+/// where each bit set costs more than the space it takes (a Redis server,
+/// whose `BITFIELD` pays per bit). Scattered positions, 1 or 2 blocks per key.
+///
+/// # Errors
+/// As [`plan`].
+pub fn plan_few_bits(n: u64, p: f64, room: f64) -> Result<Plan, SizingError> {
+    let best = plan(n, p)?;
+    let budget = best.layout.nblocks as f64 * room.max(1.0);
+    let nf = n.max(1) as f64;
+    let mut chosen = best;
+    for bits in 1..best.layout.k * best.layout.blocks_per_key {
+        let mut found: Option<Plan> = None;
+        for x in [1u32, 2] {
+            if bits % x != 0 || bits / x > MAX_K {
+                continue;
+            }
+            let k = bits / x;
+            let fits = |pages: u64| {
+                blocked_fpp(
+                    nf,
+                    (pages * BLOCKS_PER_PAGE) as f64,
+                    k,
+                    x,
+                    Scheme::Scattered,
+                ) <= p
+            };
+            let mut hi = (budget / BLOCKS_PER_PAGE as f64).ceil() as u64;
+            if hi == 0 || !fits(hi) {
+                continue;
+            }
+            let mut lo = 0;
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                if fits(mid) { hi = mid } else { lo = mid }
+            }
+            let nblocks = hi * BLOCKS_PER_PAGE;
+            if found.is_none_or(|f| nblocks < f.layout.nblocks) {
+                found = Some(Plan {
+                    layout: Layout {
+                        nblocks,
+                        k,
+                        blocks_per_key: x,
+                        scheme: Scheme::Scattered,
+                    },
+                    capacity: n,
+                    target_fpp: p,
+                    expected_fpp: blocked_fpp(nf, nblocks as f64, k, x, Scheme::Scattered),
+                });
+            }
+        }
+        if let Some(f) = found {
+            chosen = f;
+            break;
+        }
+    }
+    Ok(chosen)
+}
+
 /// Sectored bit positions are chosen when they cost at most this fraction more
 /// space than scattered ones (`cargo bench --bench filter` measures the
 /// difference in speed; docs/PERFORMANCE.md quotes it).

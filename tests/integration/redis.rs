@@ -1,0 +1,602 @@
+//! Filters in Redis (issue 22), against real servers: a standalone
+//! `redis-server` and a 3-master Redis Cluster, started by
+//! `scripts/with-redis.sh` (which `.ci/run` uses), found through
+//! `SEEN_TEST_REDIS` and `SEEN_TEST_REDIS_CLUSTER`. Without them a test
+//! says so and passes, except under CI (`CI` set), where it fails.
+//!
+//! Every test uses filter names of its own (test name, process id, time), so
+//! tests run in parallel on the same servers and leave nothing that a later
+//! run could trip on.
+
+use crate::common::{Rng, command, distinct, reference, run_killed_env, seen_env, tmp, write};
+use std::collections::{HashMap, HashSet};
+use std::io::{Read, Write};
+use std::process::Stdio;
+
+/// The address of a test server from `var`, or `None` (the test is skipped,
+/// except under CI, where a missing server is a failure).
+fn server(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => Some(v),
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("{var} is not set under CI: run the tests with scripts/with-redis.sh")
+        }
+        _ => {
+            eprintln!("skipped: {var} is not set (run the tests with scripts/with-redis.sh)");
+            None
+        }
+    }
+}
+
+/// A filter location on the standalone server, named for `test`.
+fn standalone(test: &str) -> Option<String> {
+    server("SEEN_TEST_REDIS").map(|a| format!("redis://{a}/{}", unique(test)))
+}
+
+/// A filter location on the Cluster, named for `test`.
+fn cluster(test: &str) -> Option<String> {
+    server("SEEN_TEST_REDIS_CLUSTER").map(|a| format!("redis+cluster://{a}/{}", unique(test)))
+}
+
+fn unique(test: &str) -> String {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{test}-{}-{t}", std::process::id())
+}
+
+/// Lines `u<i>` for i in 0..n with about a third repeated, shuffled by `seed`.
+fn urls(n: u32, seed: u64) -> Vec<u8> {
+    let mut rng = Rng(seed);
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let i = rng.below(u64::from(n) * 2 / 3);
+        out.extend_from_slice(format!("https://example.org/{i}/page\n").as_bytes());
+    }
+    out
+}
+
+/// The journal directory of a test (inside its temp dir).
+fn journal(d: &tempfile::TempDir) -> String {
+    d.path().join("journal").display().to_string()
+}
+
+#[test]
+fn dedup_on_a_server_is_awk_and_remembers() {
+    for loc in [standalone("awk"), cluster("awk")].into_iter().flatten() {
+        let d = tmp();
+        let j = journal(&d);
+        let env = [("SEEN_JOURNAL_DIR", j.as_str())];
+        let data = urls(30_000, 1);
+        let run = seen_env(
+            d.path(),
+            &env,
+            ["dedup", "-n", "100k", "-p", "1e-9", "-f", &loc],
+            &data,
+        );
+        run.ok().stdout(&reference(&data, b'\n', false));
+        // A second run prints nothing; a third prints only the lines not seen.
+        seen_env(d.path(), &env, ["dedup", "-f", &loc], &data)
+            .ok()
+            .no_stdout();
+        let more = urls(30_000, 2);
+        let mut known: HashSet<Vec<u8>> = data.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+        let want = crate::common::reference_after(&mut known, &more, b'\n', false);
+        seen_env(d.path(), &env, ["dedup", "-f", &loc], &more)
+            .ok()
+            .stdout(&want);
+        // query and stats read it.
+        let all: Vec<u8> = [data.clone(), more.clone()].concat();
+        let c = seen_env(d.path(), &env, ["query", "-c", &loc], &all);
+        c.ok()
+            .stdout(format!("{}\n", all.iter().filter(|&&b| b == b'\n').count()).as_bytes());
+        seen_env(
+            d.path(),
+            &env,
+            ["query", &loc, "https://example.org/nowhere"],
+            b"",
+        )
+        .code(1)
+        .no_stdout();
+        seen_env(
+            d.path(),
+            &env,
+            ["query", &loc, "https://example.org/1/page"],
+            b"",
+        )
+        .ok()
+        .stdout(b"https://example.org/1/page\n");
+        let s = seen_env(d.path(), &env, ["stats", "--json", &loc], b"");
+        s.ok();
+        let v = s.stdout_json();
+        let inserts = v["inserts"].as_u64().unwrap();
+        assert_eq!(inserts as usize, distinct(&all, b'\n'), "{v}");
+        let est = v["estimated_items"].as_f64().unwrap();
+        assert!((est - inserts as f64).abs() < 0.02 * inserts as f64, "{v}");
+        assert_eq!(v["file"].as_str().unwrap(), loc);
+        // Nothing is left in the journal after runs that went well.
+        let left = std::fs::read_dir(&j).map(|r| {
+            r.flatten()
+                .flat_map(|e| std::fs::read_dir(e.path()).unwrap())
+                .count()
+        });
+        assert_eq!(left.unwrap_or(0), 0);
+    }
+}
+
+#[test]
+fn a_cluster_filter_spreads_over_every_master() {
+    let Some(nodes) = server("SEEN_TEST_REDIS_CLUSTER") else {
+        return;
+    };
+    let name = unique("spread");
+    let loc = format!("redis+cluster://{nodes}/{name}");
+    let d = tmp();
+    let data = urls(20_000, 3);
+    let input = write(&d, "in.txt", &data);
+    seen_env(
+        d.path(),
+        &[],
+        ["build", "-n", "1M", "-o", &loc, input.to_str().unwrap()],
+        b"",
+    )
+    .ok();
+    // Every master holds some of its shards.
+    for addr in nodes.split(',') {
+        let client = redis::Client::open(format!("redis://{addr}/")).unwrap();
+        let mut conn = client.get_connection().unwrap();
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("seen:{{{name}:*"))
+            .query(&mut conn)
+            .unwrap();
+        assert!(
+            keys.len() >= 8,
+            "{addr} holds {} shards of {name}",
+            keys.len()
+        );
+    }
+    // Lines from the build are in it; others are not.
+    seen_env(
+        d.path(),
+        &[],
+        ["query", "-q", "--all", &loc, "-f", input.to_str().unwrap()],
+        b"",
+    )
+    .ok();
+    seen_env(d.path(), &[], ["query", &loc, "https://example.org/x"], b"").code(1);
+}
+
+/// Promise 2: while every writer lives, each distinct line is printed by
+/// exactly one of them (4 writers, overlapping shuffled inputs, a Cluster).
+#[test]
+fn concurrent_writers_print_each_line_once() {
+    let Some(loc) = cluster("four") else { return };
+    let d = tmp();
+    let j = journal(&d);
+    // Create it first, so no writer's creation note is in the way.
+    seen_env(
+        d.path(),
+        &[("SEEN_JOURNAL_DIR", j.as_str())],
+        ["dedup", "-n", "200k", "-p", "1e-9", "-f", &loc],
+        b"",
+    )
+    .ok();
+    let inputs: Vec<Vec<u8>> = (0..4).map(|w| urls(40_000, 10 + w)).collect();
+    let children: Vec<_> = inputs
+        .iter()
+        .enumerate()
+        .map(|(w, data)| {
+            let path = write(&d, &format!("in{w}"), data);
+            command(d.path())
+                .env("SEEN_JOURNAL_DIR", &j)
+                .env("SEEN_CHUNK_BYTES", "32768")
+                .args(["dedup", "-f", &loc])
+                .arg(path)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut printed: HashMap<Vec<u8>, usize> = HashMap::new();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for l in out.stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            *printed.entry(l.to_vec()).or_default() += 1;
+        }
+    }
+    let all: HashSet<&[u8]> = inputs
+        .iter()
+        .flat_map(|d| d.split(|&b| b == b'\n').filter(|l| !l.is_empty()))
+        .collect();
+    assert_eq!(printed.len(), all.len(), "every distinct line printed");
+    let twice: Vec<_> = printed.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        twice.is_empty(),
+        "{} lines printed by two writers",
+        twice.len()
+    );
+}
+
+/// Promise 3: SIGKILL at any moment loses no line: what a killed run had
+/// judged new and not written is printed by the next run on the machine
+/// (from its journal), or was printed already; a line may be printed twice
+/// only around a kill.
+#[test]
+fn sigkill_at_random_moments_loses_no_line() {
+    let Some(base) = standalone("kill") else {
+        return;
+    };
+    let mut rng = Rng(0x00C0_FFEE);
+    let data = urls(40_000, 4);
+    let want: HashSet<Vec<u8>> = data
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect();
+    let total: usize = want.iter().map(|l| l.len() + 1).sum();
+    let mut kills = 0;
+    for trial in 0..6 {
+        let d = tmp();
+        let j = journal(&d);
+        let env = [("SEEN_JOURNAL_DIR", j.as_str())];
+        write(&d, "in.txt", &data);
+        let loc = format!("{base}-{trial}");
+        let mut printed: Vec<Vec<u8>> = Vec::new();
+        for _ in 0..3 {
+            let at = rng.below(total as u64) as usize;
+            let (out, killed) = run_killed_env(
+                d.path(),
+                &env,
+                &["dedup", "-n", "100k", "-p", "1e-9", "-f", &loc, "in.txt"],
+                at,
+            );
+            kills += usize::from(killed);
+            let whole = out.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            printed.extend(
+                out[..whole]
+                    .split(|&b| b == b'\n')
+                    .filter(|l| !l.is_empty())
+                    .map(<[u8]>::to_vec),
+            );
+        }
+        // A last run to the end.
+        let last = seen_env(d.path(), &env, ["dedup", "-f", &loc, "in.txt"], b"");
+        last.code(0);
+        printed.extend(
+            last.stdout
+                .split(|&b| b == b'\n')
+                .filter(|l| !l.is_empty())
+                .map(<[u8]>::to_vec),
+        );
+        let got: HashSet<Vec<u8>> = printed.iter().cloned().collect();
+        let lost: Vec<_> = want.difference(&got).collect();
+        assert!(lost.is_empty(), "trial {trial}: {} lines lost", lost.len());
+        assert!(
+            got.is_subset(&want),
+            "trial {trial}: printed a line not in the input"
+        );
+        // And the filter holds them all now.
+        seen_env(d.path(), &env, ["dedup", "-f", &loc, "in.txt"], b"")
+            .ok()
+            .no_stdout();
+    }
+    assert!(kills >= 6, "only {kills} runs were killed");
+}
+
+/// A writer killed with lines judged new and not written, then another
+/// writer meeting the same lines: the other does not print them (the filter
+/// holds them), the killed writer's next run on its machine does.
+#[test]
+fn a_killed_writers_lines_come_back_with_its_next_run() {
+    let Some(loc) = standalone("other") else {
+        return;
+    };
+    let d = tmp();
+    let (ja, jb) = (
+        d.path().join("a").display().to_string(),
+        d.path().join("b").display().to_string(),
+    );
+    let data = urls(40_000, 5);
+    write(&d, "in.txt", &data);
+    let want: HashSet<Vec<u8>> = data
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect();
+    // Writer A: killed after its first 4 KiB of output (the pipe is full
+    // long before the end: later chunks were judged and not written).
+    let (a1, killed) = run_killed_env(
+        d.path(),
+        &[("SEEN_JOURNAL_DIR", ja.as_str())],
+        &["dedup", "-n", "100k", "-p", "1e-9", "-f", &loc, "in.txt"],
+        4096,
+    );
+    assert!(killed);
+    // Writer B (another machine: another journal) meets every line.
+    let b = seen_env(
+        d.path(),
+        &[("SEEN_JOURNAL_DIR", jb.as_str())],
+        ["dedup", "-f", &loc, "in.txt"],
+        b"",
+    );
+    b.code(0);
+    // A's next run, with nothing new to read, prints what it owed.
+    let a2 = seen_env(
+        d.path(),
+        &[("SEEN_JOURNAL_DIR", ja.as_str())],
+        ["dedup", "-f", &loc],
+        b"",
+    );
+    a2.code(0);
+    let owed = a2
+        .stdout
+        .split(|&x| x == b'\n')
+        .filter(|l| !l.is_empty())
+        .count();
+    assert!(owed > 0, "the killed run owed nothing: {}", a2.stderr);
+    a2.stderr_has("was killed before writing");
+    let mut got: HashSet<Vec<u8>> = HashSet::new();
+    let whole = a1.iter().rposition(|&x| x == b'\n').map_or(0, |i| i + 1);
+    for out in [&a1[..whole], &b.stdout[..], &a2.stdout[..]] {
+        got.extend(
+            out.split(|&x| x == b'\n')
+                .filter(|l| !l.is_empty())
+                .map(<[u8]>::to_vec),
+        );
+    }
+    let lost = want.difference(&got).count();
+    assert_eq!(lost, 0, "{lost} lines lost");
+}
+
+#[test]
+fn a_server_that_is_not_there_is_named() {
+    let d = tmp();
+    for loc in ["redis://127.0.0.1:1/x", "redis+cluster://127.0.0.1:1/x"] {
+        let r = seen_env(d.path(), &[], ["query", loc, "a"], b"");
+        r.code(2)
+            .stderr_has("127.0.0.1:1")
+            .stderr_has("cannot connect");
+        let r = seen_env(
+            d.path(),
+            &[("SEEN_JOURNAL_DIR", "j")],
+            ["dedup", "-f", loc],
+            b"a\n",
+        );
+        r.code(2).no_stdout().stderr_has("127.0.0.1:1");
+    }
+    // A password never shows.
+    let r = seen_env(
+        d.path(),
+        &[],
+        ["stats", "redis://u:hunter2@127.0.0.1:1/x"],
+        b"",
+    );
+    r.code(2);
+    assert!(!r.stderr.contains("hunter2"), "{}", r.stderr);
+}
+
+#[test]
+fn writers_must_key_lines_alike() {
+    let Some(loc) = standalone("keys") else {
+        return;
+    };
+    let d = tmp();
+    let j = journal(&d);
+    let env = [("SEEN_JOURNAL_DIR", j.as_str())];
+    seen_env(
+        d.path(),
+        &env,
+        ["dedup", "-n", "1000", "-k", "2", "-t", ",", "-f", &loc],
+        b"1,a\n2,a\n3,b\n",
+    )
+    .ok()
+    .stdout(b"1,a\n3,b\n");
+    let r = seen_env(
+        d.path(),
+        &env,
+        ["dedup", "-k", "1", "-t", ",", "-f", &loc],
+        b"4,c\n",
+    );
+    r.code(2)
+        .no_stdout()
+        .stderr_has("writers sharing a filter must key lines alike");
+    let r = seen_env(
+        d.path(),
+        &env,
+        ["build", "--add", "--url", "-o", &loc],
+        b"4,c\n",
+    );
+    r.code(2).stderr_has("must key lines alike");
+    // Its own keys, without flags, are used.
+    seen_env(d.path(), &env, ["dedup", "-f", &loc], b"5,a\n6,c\n")
+        .ok()
+        .stdout(b"6,c\n");
+}
+
+#[test]
+fn build_makes_and_replaces_only_when_told() {
+    let Some(loc) = standalone("build") else {
+        return;
+    };
+    let d = tmp();
+    let a = write(&d, "a", b"x\ny\n");
+    let b = write(&d, "b", b"z\n");
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    seen_env(d.path(), &[], ["build", "-n", "1000", "-o", &loc, a], b"").ok();
+    seen_env(d.path(), &[], ["build", "-o", &loc, b], b"")
+        .code(2)
+        .stderr_has("already exists: pass --force");
+    seen_env(d.path(), &[], ["build", "--add", "-o", &loc, b], b"").ok();
+    seen_env(
+        d.path(),
+        &[],
+        ["query", "--all", "-q", &loc, "x", "y", "z"],
+        b"",
+    )
+    .ok();
+    seen_env(
+        d.path(),
+        &[],
+        ["build", "--force", "-n", "1000", "-o", &loc, b],
+        b"",
+    )
+    .ok();
+    seen_env(d.path(), &[], ["query", &loc, "x", "z"], b"")
+        .code(0)
+        .stdout(b"z\n");
+    let v = seen_env(d.path(), &[], ["stats", "--json", &loc], b"");
+    assert_eq!(v.ok().stdout_json()["inserts"], 1);
+    // A filter that is not there.
+    seen_env(d.path(), &[], ["query", &format!("{loc}-none"), "x"], b"")
+        .code(2)
+        .stderr_has("no such filter");
+}
+
+/// MOVED and ASK during a run: slots move between masters
+/// (`redis-cli --cluster reshard`) while a writer runs; its output is still
+/// exactly awk's.
+#[test]
+fn resharding_during_a_run_changes_nothing() {
+    let Some(nodes) = server("SEEN_TEST_REDIS_CLUSTER") else {
+        return;
+    };
+    let loc = format!("redis+cluster://{nodes}/{}", unique("reshard"));
+    let d = tmp();
+    let j = journal(&d);
+    let data = urls(150_000, 6);
+    let input = write(&d, "in.txt", &data);
+    let first = nodes.split(',').next().unwrap().to_string();
+    let id = |addr: &str| -> String {
+        let client = redis::Client::open(format!("redis://{addr}/")).unwrap();
+        let mut c = client.get_connection().unwrap();
+        redis::cmd("CLUSTER").arg("MYID").query(&mut c).unwrap()
+    };
+    let addrs: Vec<&str> = nodes.split(',').collect();
+    let (from, to) = (id(addrs[0]), id(addrs[2]));
+    let mut writer = command(d.path())
+        .env("SEEN_JOURNAL_DIR", &j)
+        .env("SEEN_CHUNK_BYTES", "16384")
+        .args(["dedup", "-n", "300k", "-p", "1e-9", "-f", &loc])
+        .arg(&input)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the first output, then move slots both ways while it runs.
+    let mut out = writer.stdout.take().unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = out.read(&mut buf).unwrap();
+    let mut got = buf[..n].to_vec();
+    let reader = std::thread::spawn(move || {
+        out.read_to_end(&mut got).unwrap();
+        got
+    });
+    for (a, b) in [(&from, &to), (&to, &from)] {
+        let st = std::process::Command::new("redis-cli")
+            .args([
+                "--cluster",
+                "reshard",
+                &first,
+                "--cluster-from",
+                a,
+                "--cluster-to",
+                b,
+            ])
+            .args(["--cluster-slots", "1500", "--cluster-yes"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let got = reader.join().unwrap();
+    let mut err = String::new();
+    writer
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(writer.wait().unwrap().success(), "{err}");
+    crate::common::assert_same(&got, &reference(&data, b'\n', false), "reshard");
+}
+
+/// A server that dies during a run: exit 2, naming it; what was printed
+/// was never printed twice.
+#[test]
+fn a_server_lost_mid_run_stops_the_run() {
+    if server("SEEN_TEST_REDIS").is_none() {
+        return;
+    }
+    let d = tmp();
+    // A server of this test's own, on a free port.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut srv = std::process::Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .arg("--dir")
+        .arg(d.path())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let loc = format!("redis://127.0.0.1:{port}/lost");
+    let addr = format!("127.0.0.1:{port}");
+    let mut ready = false;
+    for _ in 0..400 {
+        if std::net::TcpStream::connect(&addr).is_ok() {
+            ready = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(ready, "redis-server did not start");
+    let mut w = command(d.path())
+        .env("SEEN_JOURNAL_DIR", d.path().join("j"))
+        .args(["dedup", "--redis-timeout", "300ms", "-n", "10k", "-f", &loc])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = w.stdin.take().unwrap();
+    let mut stdout = w.stdout.take().unwrap();
+    stdin.write_all(b"first\n").unwrap();
+    stdin.flush().unwrap();
+    let mut buf = [0u8; 6];
+    stdout.read_exact(&mut buf).unwrap();
+    assert_eq!(&buf, b"first\n");
+    srv.kill().unwrap();
+    srv.wait().unwrap();
+    let _ = stdin.write_all(b"second\nfirst\n");
+    drop(stdin);
+    let mut rest = Vec::new();
+    stdout.read_to_end(&mut rest).unwrap();
+    let mut err = String::new();
+    w.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let status = w.wait().unwrap();
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains(&addr), "{err}");
+    assert!(
+        !rest.windows(6).any(|x| x == b"first\n"),
+        "first printed twice"
+    );
+}
