@@ -30,14 +30,15 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             [CompletionResult]::new('dedup', 'dedup', [CompletionResultType]::ParameterValue, 'Print each line only the first time it is seen, in input order')
             [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'Report a filter''s parameters, fill ratio, estimated items and false-positive rate')
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check a filter file: its header and every data segment against its checksum')
+            [CompletionResult]::new('copy', 'copy', [CompletionResultType]::ParameterValue, 'Copy a filter between a file and Redis (or Redis and Redis), byte for byte')
             [CompletionResult]::new('plan', 'plan', [CompletionResultType]::ParameterValue, 'Show the layout, size and false-positive rate a filter would have, without writing anything')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a completion script for a shell (bash, zsh, fish, elvish, powershell)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
         'seen;build' {
-            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Filter file to write')
-            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Filter file to write')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Filter to write: a file, or a Redis location (redis://[USER@]HOST[:PORT][/DB]/NAME, redis+cluster://HOST:PORT,.../NAME; the password, if any, in SEEN_REDIS_PASSWORD)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Filter to write: a file, or a Redis location (redis://[USER@]HOST[:PORT][/DB]/NAME, redis+cluster://HOST:PORT,.../NAME; the password, if any, in SEEN_REDIS_PASSWORD)')
             [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]')
             [CompletionResult]::new('--fpp', '--fpp', [CompletionResultType]::ParameterName, 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]')
             [CompletionResult]::new('--growth', '--growth', [CompletionResultType]::ParameterName, 'When full, add a layer G times larger (2-16) [default: 2]')
@@ -49,6 +50,7 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]')
             [CompletionResult]::new('--delimiter', '--delimiter', [CompletionResultType]::ParameterName, 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]')
+            [CompletionResult]::new('--redis-timeout', '--redis-timeout', [CompletionResultType]::ParameterName, 'With a Redis filter (redis://...): give up (exit 2) when a server has not answered, or could not be reached again, for DURATION (500ms, 10s, 1min) [default: 10s]')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Distinct lines to size the new filter for (e.g. 1e6, 50k, 10M) [default: the lines in the input files, else 10M]')
             [CompletionResult]::new('--capacity', '--capacity', [CompletionResultType]::ParameterName, 'Distinct lines to size the new filter for (e.g. 1e6, 50k, 10M) [default: the lines in the input files, else 10M]')
             [CompletionResult]::new('--fixed', '--fixed', [CompletionResultType]::ParameterName, 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr when it passes -p, and again past 10 times -p)')
@@ -83,6 +85,7 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]')
             [CompletionResult]::new('--delimiter', '--delimiter', [CompletionResultType]::ParameterName, 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]')
+            [CompletionResult]::new('--redis-timeout', '--redis-timeout', [CompletionResultType]::ParameterName, 'With a Redis filter (redis://...): give up (exit 2) when a server has not answered, or could not be reached again, for DURATION (500ms, 10s, 1min) [default: 10s]')
             [CompletionResult]::new('--as-keys', '--as-keys', [CompletionResultType]::ParameterName, 'Lines read from --file or standard input are keys, not records: the filter''s field selection (-k/-t) is not applied to them (its trim, URL and case rules are), as for items on the command line')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Select the items that are NOT in the filter')
             [CompletionResult]::new('--invert-match', '--invert-match', [CompletionResultType]::ParameterName, 'Select the items that are NOT in the filter')
@@ -108,8 +111,8 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             break
         }
         'seen;dedup' {
-            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Persistent filter: lines recorded in earlier runs are suppressed and new ones recorded. Created if missing (sized by the flags below; at least 10M lines)')
-            [CompletionResult]::new('--filter', '--filter', [CompletionResultType]::ParameterName, 'Persistent filter: lines recorded in earlier runs are suppressed and new ones recorded. Created if missing (sized by the flags below; at least 10M lines)')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Persistent filter: lines recorded in earlier runs are suppressed and new ones recorded. Created if missing (sized by the flags below; at least 10M lines). A file, or a Redis location shared by many machines (redis://HOST[:PORT][/DB]/NAME, redis+cluster://HOST:PORT,.../NAME)')
+            [CompletionResult]::new('--filter', '--filter', [CompletionResultType]::ParameterName, 'Persistent filter: lines recorded in earlier runs are suppressed and new ones recorded. Created if missing (sized by the flags below; at least 10M lines). A file, or a Redis location shared by many machines (redis://HOST[:PORT][/DB]/NAME, redis+cluster://HOST:PORT,.../NAME)')
             [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]')
             [CompletionResult]::new('--fpp', '--fpp', [CompletionResultType]::ParameterName, 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]')
             [CompletionResult]::new('--growth', '--growth', [CompletionResultType]::ParameterName, 'When full, add a layer G times larger (2-16) [default: 2]')
@@ -123,6 +126,7 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]')
             [CompletionResult]::new('--delimiter', '--delimiter', [CompletionResultType]::ParameterName, 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]')
+            [CompletionResult]::new('--redis-timeout', '--redis-timeout', [CompletionResultType]::ParameterName, 'With a Redis filter (redis://...): give up (exit 2) when a server has not answered, or could not be reached again, for DURATION (500ms, 10s, 1min) [default: 10s]')
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M) [default: the lines in the input files, else 10M]')
             [CompletionResult]::new('--capacity', '--capacity', [CompletionResultType]::ParameterName, 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M) [default: the lines in the input files, else 10M]')
             [CompletionResult]::new('--fixed', '--fixed', [CompletionResultType]::ParameterName, 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr when it passes -p, and again past 10 times -p)')
@@ -153,6 +157,7 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             [CompletionResult]::new('--max-fpp', '--max-fpp', [CompletionResultType]::ParameterName, 'Exit 1 when the estimated current false-positive rate is above P')
             [CompletionResult]::new('--max-fill', '--max-fill', [CompletionResultType]::ParameterName, 'Exit 1 when the fill ratio (bits set / bits, over all layers) is above F (e.g. 0.5, 50%)')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]')
+            [CompletionResult]::new('--redis-timeout', '--redis-timeout', [CompletionResultType]::ParameterName, 'With a Redis filter (redis://...): give up (exit 2) when a server has not answered, or could not be reached again, for DURATION (500ms, 10s, 1min) [default: 10s]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON object (schema in docs/STATS.md) instead of a table')
             [CompletionResult]::new('--progress', '--progress', [CompletionResultType]::ParameterName, 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no notes on stderr (warnings and errors still print)')
@@ -163,7 +168,19 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
         }
         'seen;verify' {
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]')
+            [CompletionResult]::new('--redis-timeout', '--redis-timeout', [CompletionResultType]::ParameterName, 'With a Redis filter (redis://...): give up (exit 2) when a server has not answered, or could not be reached again, for DURATION (500ms, 10s, 1min) [default: 10s]')
             [CompletionResult]::new('--repair', '--repair', [CompletionResultType]::ParameterName, 'If a writer was killed (the file is dirty), first recompute its checksums and counters from its bits, as the next writer would (takes the write lock); then check. A clean file is only checked: its damage is reported, never repaired. (A dirty file''s stale checksums cannot be told from damage: --repair trusts its bits.)')
+            [CompletionResult]::new('--progress', '--progress', [CompletionResultType]::ParameterName, 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no notes on stderr (warnings and errors still print)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no notes on stderr (warnings and errors still print)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'seen;copy' {
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]')
+            [CompletionResult]::new('--redis-timeout', '--redis-timeout', [CompletionResultType]::ParameterName, 'With a Redis filter (redis://...): give up (exit 2) when a server has not answered, or could not be reached again, for DURATION (500ms, 10s, 1min) [default: 10s]')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Replace a filter already at TO')
             [CompletionResult]::new('--progress', '--progress', [CompletionResultType]::ParameterName, 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no notes on stderr (warnings and errors still print)')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no notes on stderr (warnings and errors still print)')
@@ -196,6 +213,7 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             [CompletionResult]::new('dedup', 'dedup', [CompletionResultType]::ParameterValue, 'Print each line only the first time it is seen, in input order')
             [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'Report a filter''s parameters, fill ratio, estimated items and false-positive rate')
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check a filter file: its header and every data segment against its checksum')
+            [CompletionResult]::new('copy', 'copy', [CompletionResultType]::ParameterValue, 'Copy a filter between a file and Redis (or Redis and Redis), byte for byte')
             [CompletionResult]::new('plan', 'plan', [CompletionResultType]::ParameterValue, 'Show the layout, size and false-positive rate a filter would have, without writing anything')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a completion script for a shell (bash, zsh, fish, elvish, powershell)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -214,6 +232,9 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             break
         }
         'seen;help;verify' {
+            break
+        }
+        'seen;help;copy' {
             break
         }
         'seen;help;plan' {

@@ -22,6 +22,9 @@ _seen() {
             seen,completions)
                 cmd="seen__subcmd__completions"
                 ;;
+            seen,copy)
+                cmd="seen__subcmd__copy"
+                ;;
             seen,dedup)
                 cmd="seen__subcmd__dedup"
                 ;;
@@ -45,6 +48,9 @@ _seen() {
                 ;;
             seen__subcmd__help,completions)
                 cmd="seen__subcmd__help__subcmd__completions"
+                ;;
+            seen__subcmd__help,copy)
+                cmd="seen__subcmd__help__subcmd__copy"
                 ;;
             seen__subcmd__help,dedup)
                 cmd="seen__subcmd__help__subcmd__dedup"
@@ -71,7 +77,7 @@ _seen() {
 
     case "${cmd}" in
         seen)
-            opts="-h -V --help --version build query dedup stats verify plan completions help"
+            opts="-h -V --help --version build query dedup stats verify copy plan completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -85,7 +91,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__build)
-            opts="-o -p -z -j -k -t -i -q -n -h --output --fpp --growth --no-grow --fixed --force --add --summary --json --seed --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --progress --quiet --capacity --help"
+            opts="-o -p -z -j -k -t -i -q -n -h --output --fpp --growth --no-grow --fixed --force --add --summary --json --seed --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --redis-timeout --progress --quiet --capacity --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -143,6 +149,10 @@ _seen() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --capacity)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -172,8 +182,30 @@ _seen() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        seen__subcmd__copy)
+            opts="-q -h --force --wait --redis-timeout --progress --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         seen__subcmd__dedup)
-            opts="-f -p -d -D -m -z -j -k -t -i -q -n -h --filter --fpp --growth --no-grow --fixed --summary --commit-every --json --repeated --all-repeated --max-count --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --progress --quiet --capacity --help"
+            opts="-f -p -d -D -m -z -j -k -t -i -q -n -h --filter --fpp --growth --no-grow --fixed --summary --commit-every --json --repeated --all-repeated --max-count --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --redis-timeout --progress --quiet --capacity --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -239,6 +271,10 @@ _seen() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --capacity)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -255,7 +291,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__help)
-            opts="build query dedup stats verify plan completions help"
+            opts="build query dedup stats verify copy plan completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -283,6 +319,20 @@ _seen() {
             return 0
             ;;
         seen__subcmd__help__subcmd__completions)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seen__subcmd__help__subcmd__copy)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -419,7 +469,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__query)
-            opts="-f -v -c -q -z -j -k -t -i -h --file --as-keys --invert-match --count --silent --quiet --all --json --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --progress --help"
+            opts="-f -v -c -q -z -j -k -t -i -h --file --as-keys --invert-match --count --silent --quiet --all --json --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --redis-timeout --progress --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -461,6 +511,10 @@ _seen() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -469,7 +523,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__stats)
-            opts="-q -h --json --max-fpp --max-fill --wait --progress --quiet --help"
+            opts="-q -h --json --max-fpp --max-fill --wait --redis-timeout --progress --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -487,6 +541,10 @@ _seen() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -495,13 +553,17 @@ _seen() {
             return 0
             ;;
         seen__subcmd__verify)
-            opts="-q -h --repair --wait --progress --quiet --help"
+            opts="-q -h --repair --wait --redis-timeout --progress --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

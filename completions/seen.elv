@@ -27,13 +27,14 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand dedup 'Print each line only the first time it is seen, in input order'
             cand stats 'Report a filter''s parameters, fill ratio, estimated items and false-positive rate'
             cand verify 'Check a filter file: its header and every data segment against its checksum'
+            cand copy 'Copy a filter between a file and Redis (or Redis and Redis), byte for byte'
             cand plan 'Show the layout, size and false-positive rate a filter would have, without writing anything'
             cand completions 'Print a completion script for a shell (bash, zsh, fish, elvish, powershell)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'seen;build'= {
-            cand -o 'Filter file to write'
-            cand --output 'Filter file to write'
+            cand -o 'Filter to write: a file, or a Redis location (redis://[USER@]HOST[:PORT][/DB]/NAME, redis+cluster://HOST:PORT,.../NAME; the password, if any, in SEEN_REDIS_PASSWORD)'
+            cand --output 'Filter to write: a file, or a Redis location (redis://[USER@]HOST[:PORT][/DB]/NAME, redis+cluster://HOST:PORT,.../NAME; the password, if any, in SEEN_REDIS_PASSWORD)'
             cand -p 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]'
             cand --fpp 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]'
             cand --growth 'When full, add a layer G times larger (2-16) [default: 2]'
@@ -45,6 +46,7 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand -t 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]'
             cand --delimiter 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]'
             cand --wait 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]'
+            cand --redis-timeout 'With a Redis filter (redis://...): give up (exit 2) when a server has not answered, or could not be reached again, for DURATION (500ms, 10s, 1min) [default: 10s]'
             cand -n 'Distinct lines to size the new filter for (e.g. 1e6, 50k, 10M) [default: the lines in the input files, else 10M]'
             cand --capacity 'Distinct lines to size the new filter for (e.g. 1e6, 50k, 10M) [default: the lines in the input files, else 10M]'
             cand --fixed 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr when it passes -p, and again past 10 times -p)'
@@ -78,6 +80,7 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand -t 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]'
             cand --delimiter 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]'
             cand --wait 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]'
+            cand --redis-timeout 'With a Redis filter (redis://...): give up (exit 2) when a server has not answered, or could not be reached again, for DURATION (500ms, 10s, 1min) [default: 10s]'
             cand --as-keys 'Lines read from --file or standard input are keys, not records: the filter''s field selection (-k/-t) is not applied to them (its trim, URL and case rules are), as for items on the command line'
             cand -v 'Select the items that are NOT in the filter'
             cand --invert-match 'Select the items that are NOT in the filter'
@@ -102,8 +105,8 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand --help 'Print help'
         }
         &'seen;dedup'= {
-            cand -f 'Persistent filter: lines recorded in earlier runs are suppressed and new ones recorded. Created if missing (sized by the flags below; at least 10M lines)'
-            cand --filter 'Persistent filter: lines recorded in earlier runs are suppressed and new ones recorded. Created if missing (sized by the flags below; at least 10M lines)'
+            cand -f 'Persistent filter: lines recorded in earlier runs are suppressed and new ones recorded. Created if missing (sized by the flags below; at least 10M lines). A file, or a Redis location shared by many machines (redis://HOST[:PORT][/DB]/NAME, redis+cluster://HOST:PORT,.../NAME)'
+            cand --filter 'Persistent filter: lines recorded in earlier runs are suppressed and new ones recorded. Created if missing (sized by the flags below; at least 10M lines). A file, or a Redis location shared by many machines (redis://HOST[:PORT][/DB]/NAME, redis+cluster://HOST:PORT,.../NAME)'
             cand -p 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]'
             cand --fpp 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]'
             cand --growth 'When full, add a layer G times larger (2-16) [default: 2]'
@@ -117,6 +120,7 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand -t 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]'
             cand --delimiter 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]'
             cand --wait 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]'
+            cand --redis-timeout 'With a Redis filter (redis://...): give up (exit 2) when a server has not answered, or could not be reached again, for DURATION (500ms, 10s, 1min) [default: 10s]'
             cand -n 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M) [default: the lines in the input files, else 10M]'
             cand --capacity 'Distinct lines to size the filter for (e.g. 1e6, 50k, 10M) [default: the lines in the input files, else 10M]'
             cand --fixed 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr when it passes -p, and again past 10 times -p)'
@@ -146,6 +150,7 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand --max-fpp 'Exit 1 when the estimated current false-positive rate is above P'
             cand --max-fill 'Exit 1 when the fill ratio (bits set / bits, over all layers) is above F (e.g. 0.5, 50%)'
             cand --wait 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]'
+            cand --redis-timeout 'With a Redis filter (redis://...): give up (exit 2) when a server has not answered, or could not be reached again, for DURATION (500ms, 10s, 1min) [default: 10s]'
             cand --json 'Print one JSON object (schema in docs/STATS.md) instead of a table'
             cand --progress 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
             cand -q 'No progress and no notes on stderr (warnings and errors still print)'
@@ -155,7 +160,18 @@ set edit:completion:arg-completer[seen] = {|@words|
         }
         &'seen;verify'= {
             cand --wait 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]'
+            cand --redis-timeout 'With a Redis filter (redis://...): give up (exit 2) when a server has not answered, or could not be reached again, for DURATION (500ms, 10s, 1min) [default: 10s]'
             cand --repair 'If a writer was killed (the file is dirty), first recompute its checksums and counters from its bits, as the next writer would (takes the write lock); then check. A clean file is only checked: its damage is reported, never repaired. (A dirty file''s stale checksums cannot be told from damage: --repair trusts its bits.)'
+            cand --progress 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
+            cand -q 'No progress and no notes on stderr (warnings and errors still print)'
+            cand --quiet 'No progress and no notes on stderr (warnings and errors still print)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'seen;copy'= {
+            cand --wait 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]'
+            cand --redis-timeout 'With a Redis filter (redis://...): give up (exit 2) when a server has not answered, or could not be reached again, for DURATION (500ms, 10s, 1min) [default: 10s]'
+            cand --force 'Replace a filter already at TO'
             cand --progress 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
             cand -q 'No progress and no notes on stderr (warnings and errors still print)'
             cand --quiet 'No progress and no notes on stderr (warnings and errors still print)'
@@ -185,6 +201,7 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand dedup 'Print each line only the first time it is seen, in input order'
             cand stats 'Report a filter''s parameters, fill ratio, estimated items and false-positive rate'
             cand verify 'Check a filter file: its header and every data segment against its checksum'
+            cand copy 'Copy a filter between a file and Redis (or Redis and Redis), byte for byte'
             cand plan 'Show the layout, size and false-positive rate a filter would have, without writing anything'
             cand completions 'Print a completion script for a shell (bash, zsh, fish, elvish, powershell)'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -198,6 +215,8 @@ set edit:completion:arg-completer[seen] = {|@words|
         &'seen;help;stats'= {
         }
         &'seen;help;verify'= {
+        }
+        &'seen;help;copy'= {
         }
         &'seen;help;plan'= {
         }

@@ -126,6 +126,21 @@ Exit status: 0 intact, 1 a data segment is damaged (each is named), 2 the file
 is not a usable filter (header, length) or cannot be read, 3 a writer was
 killed and some checksums are stale, not known damaged (--repair settles it).")]
     Verify(VerifyArgs),
+    /// Copy a filter between a file and Redis (or Redis and Redis), byte for byte.
+    #[command(after_help = "\
+Examples:
+  seen copy crawled.seen redis://cache:6379/crawl        # publish to a fleet
+  seen copy redis+cluster://n1:7000,n2:7000/crawl snap.seen  # snapshot to a file
+  seen copy --force built.seen redis://cache/blocklist   # replace one there
+
+The copy holds the same bits at the same positions: it answers every query as
+the original does. A file is written to a temporary file and renamed into
+place; in Redis the shards are stored first and the filter's meta key last, so
+readers never see a half-copied filter (with --force, the old one is gone
+first).
+
+Exit status: 0 copied, 2 error.")]
+    Copy(CopyArgs),
     /// Show the layout, size and false-positive rate a filter would have, without writing anything.
     #[command(after_help = "\
 Examples:
@@ -164,6 +179,7 @@ impl Command {
             Command::Dedup(a) => a.lock.wait,
             Command::Stats(a) => a.lock.wait,
             Command::Verify(a) => a.lock.wait,
+            Command::Copy(a) => a.lock.wait,
             Command::Plan(_) | Command::Completions(_) => None,
         }
     }
@@ -246,7 +262,7 @@ pub struct LockArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_wait)]
     pub wait: Option<std::time::Duration>,
 
-    /// With a Redis filter (redis://…): give up (exit 2) when a server has
+    /// With a Redis filter (redis://...): give up (exit 2) when a server has
     /// not answered, or could not be reached again, for DURATION (500ms,
     /// 10s, 1min) [default: 10s].
     #[arg(long, value_name = "DURATION", value_parser = parse_wait)]
@@ -374,7 +390,9 @@ input files but at least 10M. Ignored when the -f file exists.";
 #[derive(Debug, Args)]
 #[command(mut_arg("capacity", |a| a.help(BUILD_CAPACITY).long_help(BUILD_CAPACITY_LONG)))]
 pub struct BuildArgs {
-    /// Filter file to write.
+    /// Filter to write: a file, or a Redis location
+    /// (redis://[USER@]HOST[:PORT][/DB]/NAME, redis+cluster://HOST:PORT,.../NAME;
+    /// the password, if any, in SEEN_REDIS_PASSWORD).
     #[arg(short = 'o', long = "output", value_name = "FILTER")]
     pub output: PathBuf,
 
@@ -428,7 +446,8 @@ pub struct BuildArgs {
 /// Options of `seen query`.
 #[derive(Debug, Args)]
 pub struct QueryArgs {
-    /// Filter file to ask.
+    /// Filter to ask: a file, or a Redis location (redis://HOST[:PORT][/DB]/NAME,
+    /// redis+cluster://HOST:PORT,.../NAME).
     #[arg(value_name = "FILTER")]
     pub filter: PathBuf,
 
@@ -500,6 +519,8 @@ pub struct QueryArgs {
 pub struct DedupArgs {
     /// Persistent filter: lines recorded in earlier runs are suppressed and new ones
     /// recorded. Created if missing (sized by the flags below; at least 10M lines).
+    /// A file, or a Redis location shared by many machines
+    /// (redis://HOST[:PORT][/DB]/NAME, redis+cluster://HOST:PORT,.../NAME).
     #[arg(short = 'f', long = "filter", value_name = "FILTER")]
     pub filter: Option<PathBuf>,
 
@@ -572,7 +593,7 @@ pub struct DedupArgs {
 /// Options of `seen stats`.
 #[derive(Debug, Args)]
 pub struct StatsArgs {
-    /// Filter file to inspect.
+    /// Filter to inspect: a file, or a Redis location (redis://..., redis+cluster://...).
     #[arg(value_name = "FILTER")]
     pub filter: PathBuf,
 
@@ -597,10 +618,34 @@ pub struct StatsArgs {
     pub progress: ProgressArgs,
 }
 
+/// Options of `seen copy`.
+#[derive(Debug, Args)]
+pub struct CopyArgs {
+    /// Filter to copy: a file, or a Redis location (redis://... or redis+cluster://...).
+    #[arg(value_name = "FROM")]
+    pub from: PathBuf,
+
+    /// Where the copy goes: a new file, or a Redis location (redis://... or redis+cluster://...).
+    #[arg(value_name = "TO")]
+    pub to: PathBuf,
+
+    /// Replace a filter already at TO.
+    #[arg(long)]
+    pub force: bool,
+
+    /// Lock waits.
+    #[command(flatten)]
+    pub lock: LockArgs,
+
+    /// Progress.
+    #[command(flatten)]
+    pub progress: ProgressArgs,
+}
+
 /// Options of `seen verify`.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// Filter file to check.
+    /// Filter to check: a file, or a Redis location (redis://..., redis+cluster://...).
     #[arg(value_name = "FILTER")]
     pub filter: PathBuf,
 

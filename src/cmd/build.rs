@@ -75,7 +75,11 @@ fn plan(a: BuildArgs) -> Result<Job> {
         match redis {
             Some(loc) => Where::RedisNew {
                 loc,
-                spec: asked.spec(lines.unwrap_or(DEFAULT_CAPACITY)),
+                // A filter in Redis does not grow: one layer takes the target.
+                spec: crate::filter::sizing::Spec {
+                    growth: None,
+                    ..asked.spec(lines.unwrap_or(DEFAULT_CAPACITY))
+                },
                 seed: a.seed.unwrap_or(DEFAULT_SEED),
                 replace: a.force,
                 timeout: a.lock.redis_timeout(),

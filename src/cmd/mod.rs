@@ -4,6 +4,7 @@
 
 pub mod build;
 pub mod completions;
+pub mod copy;
 pub mod dedup;
 pub mod plan;
 pub mod query;

@@ -24,6 +24,9 @@ pub const STALE: u8 = 3;
 /// # Errors
 /// An unusable filter (bad header, truncated, ...) or a failed write.
 pub fn run(a: VerifyArgs) -> Result<ExitCode> {
+    if let Some(loc) = super::redis_location(&a.filter)? {
+        return verify_redis(&loc, &a);
+    }
     if a.repair && ReadFilter::open(&a.filter)?.header().is_dirty() {
         // Opening a dirty file for writing recounts its counters and marks
         // every checksum stale; the commit rewrites them all and clears the
@@ -97,6 +100,49 @@ pub fn run(a: VerifyArgs) -> Result<ExitCode> {
         eprintln!(
             "seen: {name}: {damaged} of {checked} segments damaged: rebuild the filter from \
              its source lines (its bits can no longer be trusted)"
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `seen verify` of a filter in Redis: its meta key decodes (checked on
+/// open), and every shard is there with the length the meta says (Redis
+/// keeps no checksums of its own: a shard lost to a failover, an eviction
+/// or a `DEL` is what can go wrong). Exit 1 when a shard is missing or has
+/// another length.
+///
+/// # Errors
+/// A server that cannot be reached, or a meta key that is not a filter's.
+fn verify_redis(loc: &crate::redis::Location, a: &VerifyArgs) -> Result<ExitCode> {
+    if a.repair {
+        anyhow::bail!(
+            "--repair is for filter files a killed writer left dirty; a filter in Redis has \
+             nothing to repair that way (a lost shard means rebuilding it)"
+        );
+    }
+    let mut f = crate::redis::RedisFilter::open(loc, a.lock.redis_timeout(), false)?;
+    let bad = f.missing_shards()?;
+    let shards = f.shard_count();
+    let mut out = crate::output::stdout();
+    for key in &bad {
+        writeln!(out, "{loc}: shard {key} is missing or has the wrong length")
+            .context("cannot write output")?;
+    }
+    if bad.is_empty() {
+        writeln!(
+            out,
+            "{loc}: ok (meta key and {shards} shards, each of the right length)"
+        )
+        .context("cannot write output")?;
+    }
+    out.flush().context("cannot write output")?;
+    if !bad.is_empty() {
+        eprintln!(
+            "seen: {loc}: {} of {shards} shards missing or of the wrong length: its answers \
+             can no longer be trusted (lines recorded there read as new); rebuild it, or copy \
+             a snapshot back with `seen copy --force`",
+            bad.len()
         );
         return Ok(ExitCode::from(1));
     }

@@ -29,6 +29,8 @@ pub struct NewFilter {
     tmp: tempfile::NamedTempFile,
     /// `pub(super)` for the tests of `layers`.
     pub(super) layers: Layers,
+    /// A copy keeps the times of its original.
+    keep_times: bool,
 }
 
 impl NewFilter {
@@ -47,6 +49,33 @@ impl NewFilter {
         let first = spec
             .layer(0)
             .context("cannot size the filter (-n/--capacity, -p/--fpp)")?;
+        NewFilter::with_header(target, new_header(spec, &first, seed, keys), true)
+    }
+
+    /// A new filter file at `target` that is a copy of the filter `header`
+    /// describes, whose layers hold `bits` (another store's: `seen copy`):
+    /// the same bytes, checksums written afresh, times kept.
+    ///
+    /// # Errors
+    /// As [`NewFilter::create`].
+    pub(crate) fn copy_of(target: &Path, header: &Header, bits: &[&[u8]]) -> Result<NewFilter> {
+        let mut h = header.clone();
+        h.flags = 0;
+        let mut f = NewFilter::with_header(target, h, false)?;
+        for (m, b) in f.layers.maps.iter_mut().zip(bits) {
+            m.copy_from_slice(b);
+        }
+        if let Some(s) = &mut f.layers.stale {
+            s.all();
+        }
+        f.keep_times = true;
+        Ok(f)
+    }
+
+    /// The temporary file of a filter whose header is `header` (layers
+    /// mapped, bits zero; `new`: the layers were just made, so untouched
+    /// segments have the checksum of zeros).
+    fn with_header(target: &Path, header: Header, new: bool) -> Result<NewFilter> {
         // Never through a symbolic link: `check_target` refuses them, and a
         // link made since is replaced (rename), not followed.
         let (dir, name) = dir_and_name(target)?;
@@ -101,7 +130,6 @@ impl NewFilter {
                 .set_permissions(std::fs::Permissions::from_mode(mode))
                 .with_context(|| format!("cannot set the mode of a file in {}", dir.display()))?;
         }
-        let header = new_header(spec, &first, seed, keys);
         tmp.as_file().set_len(header.file_len()).with_context(|| {
             format!(
                 "cannot size a {}-byte filter in {}",
@@ -117,18 +145,23 @@ impl NewFilter {
                 dir.display()
             )
         })?;
-        let map = map_write(tmp.as_file(), tmp.path(), &header.layers[0])?;
+        let maps = header
+            .layers
+            .iter()
+            .map(|l| map_write(tmp.as_file(), tmp.path(), l))
+            .collect::<Result<_>>()?;
         Ok(NewFilter {
             target: target.to_path_buf(),
             tmp,
+            keep_times: false,
             layers: Layers {
                 stale: {
                     let mut s = Stale::default();
-                    s.cover(&header.layers, true);
+                    s.cover(&header.layers, new);
                     Some(s)
                 },
                 header,
-                maps: vec![map],
+                maps,
                 name: target.display().to_string(),
                 warned: 0,
                 alarms: None,
@@ -162,7 +195,9 @@ impl NewFilter {
             stale.write(self.tmp.as_file(), self.tmp.path(), &l.header, &l.maps)?;
         }
         let h = &mut self.layers.header;
-        h.updated = now();
+        if !self.keep_times {
+            h.updated = now();
+        }
         write_header(self.tmp.as_file(), self.tmp.path(), h)?;
         for m in &self.layers.maps {
             m.flush()

@@ -151,8 +151,6 @@ pub struct RedisFilter {
 /// Encodes the meta value of `header` (its counters are kept elsewhere).
 fn encode_meta(header: &Header, pps: u64) -> Vec<u8> {
     let mut h = header.clone();
-    // A filter in Redis does not grow (yet): it says so.
-    h.growth = None;
     for l in &mut h.layers {
         l.inserts = 0;
     }
@@ -423,6 +421,11 @@ impl RedisFilter {
             }
         }
         Ok(self.layers.iter().map(|l| &l.known[..]).collect())
+    }
+
+    /// Shards of all layers.
+    pub fn shard_count(&self) -> usize {
+        self.layers.iter().map(|l| l.keys.len()).sum()
     }
 
     /// Shards missing on the server, per layer (for `verify`).
