@@ -46,12 +46,28 @@ fn crc16(data: &[u8]) -> u16 {
     crc
 }
 
-/// A command and the slot of its key.
+/// A command, packed, and the slot of its key.
 pub struct Routed {
     /// The slot the command's key hashes to.
     pub slot: u16,
-    /// The command.
-    pub cmd: Cmd,
+    /// The command as sent.
+    pub packed: Vec<u8>,
+}
+
+impl Routed {
+    /// `cmd` for the node of `slot`.
+    pub fn new(slot: u16, cmd: &Cmd) -> Routed {
+        Routed {
+            slot,
+            packed: cmd.get_packed_command(),
+        }
+    }
+}
+
+/// Commands sent, whose replies [`Client::recv`] reads.
+pub struct Sent {
+    cmds: Vec<Routed>,
+    by_node: Vec<Vec<(usize, bool)>>,
 }
 
 /// Why [`Client::exec`] gave no replies.
@@ -303,10 +319,7 @@ impl Client {
     pub fn query(&mut self, slot: u16, cmd: Cmd) -> Result<Value> {
         let deadline = Instant::now() + self.timeout;
         loop {
-            match self.exec(vec![Routed {
-                slot,
-                cmd: cmd.clone(),
-            }]) {
+            match self.exec(vec![Routed::new(slot, &cmd)]) {
                 Ok(mut v) => return Ok(v.pop().expect("one reply")),
                 Err(f) => {
                     let e = f.into_error();
@@ -329,57 +342,86 @@ impl Client {
     /// went to it; [`Failure::Lost`] when a reply did not come (a command of
     /// this call may have run, or not).
     pub fn exec(&mut self, cmds: Vec<Routed>) -> Result<Vec<Value>, Failure> {
+        let sent = self.send(cmds)?;
+        self.recv(sent)
+    }
+
+    /// Sends `cmds` (one pipeline per node) without waiting for replies:
+    /// [`Client::recv`] reads them, so that the servers work while the
+    /// caller prepares the next batch.
+    ///
+    /// # Errors
+    /// As [`Client::exec`].
+    pub fn send(&mut self, cmds: Vec<Routed>) -> Result<Sent, Failure> {
+        let todo: Vec<(usize, Option<usize>)> = (0..cmds.len()).map(|i| (i, None)).collect();
+        let by_node = self.send_some(&cmds, &todo, false)?;
+        Ok(Sent { cmds, by_node })
+    }
+
+    /// Sends the commands `todo` of `cmds` (index, ASK target), grouped by
+    /// node; returns, per node, which were sent there in order.
+    fn send_some(
+        &mut self,
+        cmds: &[Routed],
+        todo: &[(usize, Option<usize>)],
+        mut sent_any: bool,
+    ) -> Result<Vec<Vec<(usize, bool)>>, Failure> {
+        let mut by_node: Vec<Vec<(usize, bool)>> = vec![Vec::new(); self.nodes.len()];
+        for &(i, ask) in todo {
+            let n = ask.unwrap_or_else(|| self.node_of(cmds[i].slot));
+            by_node[n].push((i, ask.is_some()));
+        }
+        for (n, list) in by_node.iter().enumerate() {
+            if list.is_empty() {
+                continue;
+            }
+            if let Err(e) = self.ensure(n) {
+                return Err(if sent_any {
+                    Failure::Lost(e)
+                } else {
+                    Failure::NotSent(e)
+                });
+            }
+            let mut packed = Vec::new();
+            for &(i, asking) in list {
+                if asking {
+                    packed.extend(redis::cmd("ASKING").get_packed_command());
+                }
+                packed.extend_from_slice(&cmds[i].packed);
+            }
+            let node = &mut self.nodes[n];
+            let conn = node.conn.as_mut().expect("ensured");
+            if let Err(e) = conn.send_packed_command(&packed) {
+                node.conn = None;
+                // A partial write may have delivered whole commands.
+                return Err(Failure::Lost(anyhow!("{}: {e}", at(&self.loc, &node.addr))));
+            }
+            sent_any = true;
+        }
+        Ok(by_node)
+    }
+
+    /// Reads the replies of commands sent with [`Client::send`], sending
+    /// again (and reading) those a node redirected.
+    ///
+    /// # Errors
+    /// As [`Client::exec`].
+    pub fn recv(&mut self, sent: Sent) -> Result<Vec<Value>, Failure> {
+        let Sent { cmds, mut by_node } = sent;
         let mut replies: Vec<Option<Value>> = vec![None; cmds.len()];
-        // (command index, ASK target) still to send.
-        let mut todo: Vec<(usize, Option<usize>)> = (0..cmds.len()).map(|i| (i, None)).collect();
-        let mut sent_any = false;
-        let mut rounds = 0;
         let deadline = Instant::now() + self.timeout;
-        while !todo.is_empty() {
+        let mut rounds = 0;
+        loop {
             rounds += 1;
-            // Group by node, keeping order inside each node's pipeline.
-            let mut by_node: Vec<Vec<(usize, bool)>> = vec![Vec::new(); self.nodes.len()];
-            for &(i, ask) in &todo {
-                let n = ask.unwrap_or_else(|| self.node_of(cmds[i].slot));
-                by_node[n].push((i, ask.is_some()));
-            }
-            let mut order = Vec::new();
-            for (n, list) in by_node.iter().enumerate() {
-                if list.is_empty() {
-                    continue;
-                }
-                if let Err(e) = self.ensure(n) {
-                    return Err(if sent_any {
-                        Failure::Lost(e)
-                    } else {
-                        Failure::NotSent(e)
-                    });
-                }
-                let mut packed = Vec::new();
-                for &(i, asking) in list {
-                    if asking {
-                        packed.extend(redis::cmd("ASKING").get_packed_command());
-                    }
-                    cmds[i].cmd.write_packed_command(&mut packed);
-                }
-                let node = &mut self.nodes[n];
-                let conn = node.conn.as_mut().expect("ensured");
-                if let Err(e) = conn.send_packed_command(&packed) {
-                    node.conn = None;
-                    let e = anyhow!("{}: {e}", at(&self.loc, &node.addr));
-                    // A partial write may have delivered whole commands.
-                    return Err(Failure::Lost(e));
-                }
-                sent_any = true;
-                order.push(n);
-            }
             let mut again = Vec::new();
             let mut refresh = false;
             let mut wait = false;
-            for n in order {
-                for &(i, asking) in &by_node[n] {
+            for (n, list) in by_node.iter().enumerate() {
+                for &(i, asking) in list {
                     let node = &mut self.nodes[n];
-                    let conn = node.conn.as_mut().expect("sent");
+                    let conn = node.conn.as_mut().ok_or_else(|| {
+                        Failure::Lost(anyhow!("{}: connection lost", at(&self.loc, &node.addr)))
+                    })?;
                     if asking && let Err(e) = conn.recv_response() {
                         node.conn = None;
                         return Err(Failure::Lost(anyhow!("{}: {e}", at(&self.loc, &node.addr))));
@@ -433,7 +475,7 @@ impl Client {
             }
             if refresh {
                 if self.slots.is_none() {
-                    return Err(Failure::NotSent(anyhow!(
+                    return Err(Failure::Lost(anyhow!(
                         "{} is a Redis Cluster node (it answered MOVED): write \
                          redis+cluster://{}:{}/{}",
                         self.loc,
@@ -447,7 +489,7 @@ impl Client {
                 }
             }
             again.sort_unstable();
-            todo = again;
+            by_node = self.send_some(&cmds, &again, true)?;
         }
         Ok(replies
             .into_iter()

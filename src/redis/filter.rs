@@ -22,7 +22,7 @@
 //! (bits are never cleared), so a key already in the filter, or repeated in
 //! the input, costs the server nothing. Lookups answer from those copies.
 
-use super::client::{Client, Failure, Routed, server_error, slot};
+use super::client::{Client, Failure, Routed, Sent, server_error, slot};
 use super::journal::Journal;
 use super::location::Location;
 use crate::file::format::{HEADER_LEN, Header, LayerEntry};
@@ -45,7 +45,7 @@ const META_LEN: usize = HEADER_LEN + 24;
 /// reshards, and blocks both nodes while it moves.
 const MAX_SHARD_PAGES: u64 = 4096;
 /// Shards a layer is cut into at least, when it has the pages.
-const MIN_SHARDS: u64 = 64;
+const MIN_SHARDS: u64 = 256;
 /// `BITFIELD` operations per command at most (the server runs one command
 /// at a time: a long one delays every other client).
 const MAX_OPS: usize = 1 << 16;
@@ -63,6 +63,42 @@ pub const ROOM: f64 = 1.4;
 pub fn first_layer(spec: &Spec) -> Result<Plan> {
     crate::filter::sizing::plan_few_bits(spec.capacity, spec.target_fpp, ROOM)
         .context("cannot size the filter (-n/--capacity, -p/--fpp)")
+}
+
+/// Keys per part of a test-and-set (see [`RedisFilter::test_and_set`]).
+const PART_KEYS: usize = 8192;
+
+/// `BITFIELD KEY SET u1 OFF 1 …` for `offs`, as RESP (written here rather than
+/// through `redis::Cmd`, which costs several times as much per argument).
+fn pack_bitfield_set(key: &str, offs: &[u64]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(40 + key.len() + offs.len() * 36);
+    let args = 2 + 4 * offs.len();
+    b.extend_from_slice(
+        format!("*{args}\r\n$8\r\nBITFIELD\r\n${}\r\n{key}\r\n", key.len()).as_bytes(),
+    );
+    let mut digits = [0u8; 20];
+    for &off in offs {
+        b.extend_from_slice(b"$3\r\nSET\r\n$2\r\nu1\r\n$");
+        let mut n = off;
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let len = digits.len() - at;
+        if len >= 10 {
+            b.push(b'0' + (len / 10) as u8);
+        }
+        b.push(b'0' + (len % 10) as u8);
+        b.extend_from_slice(b"\r\n");
+        b.extend_from_slice(&digits[at..]);
+        b.extend_from_slice(b"\r\n$1\r\n1\r\n");
+    }
+    b
 }
 
 /// Pages per shard for a layer of `pages` pages: a power of two, so that
@@ -273,10 +309,7 @@ impl RedisFilter {
                 if !replace {
                     cmd.arg("NX");
                 }
-                batch.push(Routed {
-                    slot: l.slots[j],
-                    cmd,
-                });
+                batch.push(Routed::new(l.slots[j], &cmd));
                 bytes += len;
                 if bytes >= 64 << 20 {
                     self.run_sets(std::mem::take(&mut batch))?;
@@ -372,10 +405,7 @@ impl RedisFilter {
             let l = &self.layers[li];
             let cmds = group
                 .iter()
-                .map(|&j| Routed {
-                    slot: l.slots[j],
-                    cmd: redis::cmd("GET").arg(&l.keys[j]).clone(),
-                })
+                .map(|&j| Routed::new(l.slots[j], redis::cmd("GET").arg(&l.keys[j])))
                 .collect();
             let replies = self.client.exec(cmds).map_err(Failure::into_error)?;
             let l = &mut self.layers[li];
@@ -439,10 +469,7 @@ impl RedisFilter {
                 .keys
                 .iter()
                 .zip(&l.slots)
-                .map(|(k, &s)| Routed {
-                    slot: s,
-                    cmd: redis::cmd("STRLEN").arg(k).clone(),
-                })
+                .map(|(k, &s)| Routed::new(s, redis::cmd("STRLEN").arg(k)))
                 .collect();
             let replies = self.client.exec(cmds).map_err(Failure::into_error)?;
             for (j, v) in replies.iter().enumerate() {
@@ -533,6 +560,18 @@ impl RedisFilter {
         if let Some(e) = server_error("HINCRBY of the counters", &loc, &v) {
             return Err(e);
         }
+        if let (Value::Int(total), Some(l)) = (&v, self.header.layers.last()) {
+            let total = u64::try_from(*total).unwrap_or(0);
+            if self.added > 0 && total > l.capacity {
+                eprintln!(
+                    "seen: warning: {loc} holds {} keys, past the {} it was sized for (a \
+                     filter in Redis does not grow): its false-positive rate is above its \
+                     target; make a larger one (`seen build -n …`) and move to it",
+                    indicatif::HumanCount(total),
+                    indicatif::HumanCount(l.capacity)
+                );
+            }
+        }
         self.added = 0;
         let t = now();
         let v = self.client.query(
@@ -585,19 +624,13 @@ impl RedisFilter {
                 );
             }
             // The old meta goes first: no reader sees new bits under old meta.
-            let mut cmds = vec![Routed {
-                slot: meta_slot,
-                cmd: redis::cmd("DEL")
-                    .arg(loc.meta_key())
-                    .arg(loc.count_key())
-                    .clone(),
-            }];
+            let mut cmds = vec![Routed::new(
+                meta_slot,
+                redis::cmd("DEL").arg(loc.meta_key()).arg(loc.count_key()),
+            )];
             for l in &old.layers {
                 for (k, &s) in l.keys.iter().zip(&l.slots) {
-                    cmds.push(Routed {
-                        slot: s,
-                        cmd: redis::cmd("DEL").arg(k).clone(),
-                    });
+                    cmds.push(Routed::new(s, redis::cmd("DEL").arg(k)));
                 }
             }
             client.exec(cmds).map_err(Failure::into_error)?;
@@ -620,10 +653,10 @@ impl RedisFilter {
             for j in 0..l.keys.len() {
                 let r = l.range(j);
                 bytes += r.len();
-                batch.push(Routed {
-                    slot: l.slots[j],
-                    cmd: redis::cmd("SET").arg(&l.keys[j]).arg(&bits[r]).clone(),
-                });
+                batch.push(Routed::new(
+                    l.slots[j],
+                    redis::cmd("SET").arg(&l.keys[j]).arg(&bits[r]),
+                ));
                 if bytes >= 64 << 20 {
                     f.run_sets(std::mem::take(&mut batch))?;
                     bytes = 0;
@@ -633,31 +666,28 @@ impl RedisFilter {
         f.run_sets(batch)?;
         let mut cmds = Vec::new();
         for (li, l) in header.layers.iter().enumerate() {
-            cmds.push(Routed {
-                slot: meta_slot,
-                cmd: redis::cmd("HSET")
+            cmds.push(Routed::new(
+                meta_slot,
+                redis::cmd("HSET")
                     .arg(loc.count_key())
                     .arg(format!("inserts:{li}"))
-                    .arg(l.inserts)
-                    .clone(),
-            });
+                    .arg(l.inserts),
+            ));
         }
-        cmds.push(Routed {
-            slot: meta_slot,
-            cmd: redis::cmd("HSET")
+        cmds.push(Routed::new(
+            meta_slot,
+            redis::cmd("HSET")
                 .arg(loc.count_key())
                 .arg("updated")
-                .arg(header.updated)
-                .clone(),
-        });
-        cmds.push(Routed {
-            slot: meta_slot,
-            cmd: redis::cmd("SET")
+                .arg(header.updated),
+        ));
+        cmds.push(Routed::new(
+            meta_slot,
+            redis::cmd("SET")
                 .arg(loc.meta_key())
                 .arg(encode_meta(header, pps))
-                .arg("NX")
-                .clone(),
-        });
+                .arg("NX"),
+        ));
         let replies = f.client.exec(cmds).map_err(Failure::into_error)?;
         if replies.last() != Some(&Value::Okay) {
             bail!(
@@ -673,7 +703,9 @@ impl RedisFilter {
     }
 
     /// The test-and-set of a batch in the newest layer (see the module
-    /// docs); `out[i]` = key `i` was present.
+    /// docs); `out[i]` = key `i` was present. The batch goes out in parts of
+    /// [`PART_KEYS`] keys, the next sent before the replies of the one
+    /// before are read, so the servers work while this prepares.
     fn test_and_set(&mut self, hashes: &[Hash128], out: &mut [bool]) -> Result<u64> {
         let li = self.layers.len() - 1;
         let mut shards: Vec<usize> = hashes
@@ -684,54 +716,115 @@ impl RedisFilter {
             })
             .collect();
         self.fetch(li, &mut shards)?;
-        // Per shard: the BITFIELD ops, and which key each op belongs to.
-        let mut ops: std::collections::HashMap<usize, (Vec<u64>, Vec<u32>)> = Default::default();
-        let mut bits = Vec::new();
-        for (i, &h) in hashes.iter().enumerate() {
-            if out[i] {
-                continue;
-            }
-            let shard = self.unknown_bits(li, h, &mut bits);
-            if bits.is_empty() {
-                out[i] = true;
-                continue;
-            }
-            let e = ops.entry(shard).or_default();
-            for &off in &bits {
-                e.0.push(off);
-                e.1.push(i as u32);
-            }
-            // Known from now on: a repeat later in the batch is present.
-            for &off in &bits {
-                self.learn(li, shard, off);
-            }
-        }
-        let mut cmds = Vec::new();
-        let mut owners: Vec<&[u32]> = Vec::new();
-        let l = &self.layers[li];
-        let mut shards: Vec<&usize> = ops.keys().collect();
-        shards.sort_unstable();
-        for &shard in &shards {
-            let (offs, who) = &ops[shard];
-            for (offs, who) in offs.chunks(MAX_OPS).zip(who.chunks(MAX_OPS)) {
-                let mut cmd = redis::cmd("BITFIELD");
-                cmd.arg(&l.keys[*shard]);
-                for &off in offs {
-                    cmd.arg("SET").arg("u1").arg(off).arg(1);
-                }
-                cmds.push(Routed {
-                    slot: l.slots[*shard],
-                    cmd,
-                });
-                owners.push(who);
-            }
-        }
-        // Keys with ops are new unless every op returns 1.
         let mut new = vec![false; hashes.len()];
+        let mut in_flight: std::collections::VecDeque<(Sent, Vec<Vec<u32>>)> = Default::default();
+        let mut failure = None;
+        let mut bits = Vec::new();
+        for start in (0..hashes.len()).step_by(PART_KEYS) {
+            let end = (start + PART_KEYS).min(hashes.len());
+            // Per shard: the BITFIELD offsets, and which key each belongs to.
+            let mut ops: std::collections::BTreeMap<usize, (Vec<u64>, Vec<u32>)> =
+                Default::default();
+            for i in start..end {
+                if out[i] {
+                    continue;
+                }
+                let shard = self.unknown_bits(li, hashes[i], &mut bits);
+                if bits.is_empty() {
+                    out[i] = true;
+                    continue;
+                }
+                let e = ops.entry(shard).or_default();
+                e.0.extend_from_slice(&bits);
+                e.1.extend(std::iter::repeat_n(i as u32, bits.len()));
+                // Known from now on: a repeat later in the batch is present.
+                for &off in &bits {
+                    self.learn(li, shard, off);
+                }
+            }
+            let l = &self.layers[li];
+            let mut cmds = Vec::new();
+            let mut owners = Vec::new();
+            for (shard, (offs, who)) in ops {
+                for (offs, who) in offs.chunks(MAX_OPS).zip(who.chunks(MAX_OPS)) {
+                    cmds.push(Routed {
+                        slot: l.slots[shard],
+                        packed: pack_bitfield_set(&l.keys[shard], offs),
+                    });
+                    owners.push(who.to_vec());
+                }
+            }
+            if failure.is_some() || cmds.is_empty() {
+                // After a failure nothing more is sent: these keys are
+                // judged present only if known (`out`), else not judged.
+                if failure.is_some() {
+                    for who in &owners {
+                        for &i in who {
+                            out[i as usize] = false;
+                        }
+                    }
+                }
+                continue;
+            }
+            match self.client.send(cmds) {
+                Ok(sent) => in_flight.push_back((sent, owners)),
+                Err(f) => {
+                    if let Failure::Lost(_) = &f {
+                        // Some of it may have run: all count as new.
+                        for who in &owners {
+                            for &i in who {
+                                new[i as usize] = true;
+                            }
+                        }
+                    }
+                    failure = Some(f);
+                }
+            }
+            while in_flight.len() > 1 || (failure.is_some() && !in_flight.is_empty()) {
+                let (sent, owners) = in_flight.pop_front().expect("in flight");
+                self.settle(sent, &owners, &mut new, &mut failure)?;
+            }
+        }
+        while let Some((sent, owners)) = in_flight.pop_front() {
+            self.settle(sent, &owners, &mut new, &mut failure)?;
+        }
+        match failure {
+            Some(Failure::NotSent(e)) if !new.iter().any(|&n| n) => return Err(e),
+            Some(f) => {
+                self.broken = Some(f.into_error().context(
+                    "the connection was lost during a test-and-set: the lines of that batch were \
+                     all taken as new (some may be printed twice)",
+                ))
+            }
+            None => {}
+        }
+        let mut count = 0;
+        for (i, was_new) in new.iter().enumerate() {
+            if !out[i] {
+                out[i] = !was_new;
+                count += u64::from(*was_new);
+            }
+        }
+        Ok(count)
+    }
+
+    /// Reads the replies of one part of a test-and-set: a key whose bit
+    /// came back 0 is new; when the replies are lost, every key of the part
+    /// counts as new.
+    ///
+    /// # Errors
+    /// A reply that is not a BITFIELD's.
+    fn settle(
+        &mut self,
+        sent: Sent,
+        owners: &[Vec<u32>],
+        new: &mut [bool],
+        failure: &mut Option<Failure>,
+    ) -> Result<()> {
         let loc = self.client.location().clone();
-        match self.client.exec(cmds) {
+        match self.client.recv(sent) {
             Ok(replies) => {
-                for (v, who) in replies.iter().zip(&owners) {
+                for (v, who) in replies.iter().zip(owners) {
                     let Value::Array(old) = v else {
                         return Err(server_error("BITFIELD", &loc, v)
                             .unwrap_or_else(|| anyhow!("{loc}: unexpected BITFIELD reply")));
@@ -743,29 +836,18 @@ impl RedisFilter {
                     }
                 }
             }
-            Err(Failure::NotSent(e)) => return Err(e),
-            Err(Failure::Lost(e)) => {
-                // The ops may have run: every key sent counts as new (printed,
-                // perhaps twice, never lost); the run stops at its next batch.
-                for who in &owners {
-                    for &i in *who {
+            Err(f) => {
+                for who in owners {
+                    for &i in who {
                         new[i as usize] = true;
                     }
                 }
-                self.broken = Some(e.context(
-                    "the connection was lost during a test-and-set: the lines of that batch were \
-                     all taken as new (some may be printed twice)",
-                ));
+                if failure.is_none() {
+                    *failure = Some(f);
+                }
             }
         }
-        let mut count = 0;
-        for (i, was_new) in new.iter().enumerate() {
-            if !out[i] {
-                out[i] = !was_new;
-                count += u64::from(*was_new);
-            }
-        }
-        Ok(count)
+        Ok(())
     }
 }
 
@@ -898,11 +980,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn bitfield_is_packed_as_redis_cmd_packs_it() {
+        let offs = [0, 7, 9, 10, 123_456_789, u64::from(u32::MAX)];
+        let mut cmd = redis::cmd("BITFIELD");
+        cmd.arg("seen:{x:0:1}:b");
+        for o in offs {
+            cmd.arg("SET").arg("u1").arg(o).arg(1);
+        }
+        assert_eq!(
+            pack_bitfield_set("seen:{x:0:1}:b", &offs),
+            cmd.get_packed_command()
+        );
+    }
+
+    #[test]
     fn shards_are_whole_pages_and_many() {
         assert_eq!(pages_per_shard(1), 1);
-        assert_eq!(pages_per_shard(64), 1);
-        assert_eq!(pages_per_shard(128), 2);
-        assert_eq!(pages_per_shard(200), 2);
-        assert_eq!(pages_per_shard(9000 * 64), 4096);
+        assert_eq!(pages_per_shard(256), 1);
+        assert_eq!(pages_per_shard(512), 2);
+        assert_eq!(pages_per_shard(1264), 4);
+        assert_eq!(pages_per_shard(4096 * 256), 4096);
+        assert_eq!(pages_per_shard(u64::MAX / 8192), 4096);
     }
 }

@@ -665,3 +665,26 @@ fn copies_between_a_file_and_redis_are_exact() {
         assert!(v.stdout_str().contains(&key), "{}", v.stdout_str());
     }
 }
+
+/// A filter in Redis does not grow: past its capacity, the run says so.
+#[test]
+fn a_full_filter_says_so() {
+    let Some(loc) = standalone("full") else {
+        return;
+    };
+    let d = tmp();
+    let j = journal(&d);
+    let env = [("SEEN_JOURNAL_DIR", j.as_str())];
+    let data = crate::common::numbered("line", 0..2000);
+    seen_env(
+        d.path(),
+        &env,
+        ["dedup", "-n", "1000", "-f", &loc],
+        &data[..data.len() / 4],
+    )
+    .ok();
+    let r = seen_env(d.path(), &env, ["dedup", "-f", &loc], &data);
+    r.code(0).stderr_has("past the 1,000 it was sized for");
+    let v = seen_env(d.path(), &env, ["stats", "--json", &loc], b"");
+    assert_eq!(v.code(0).stdout_json()["growth"], serde_json::Value::Null);
+}
