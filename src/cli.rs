@@ -569,7 +569,8 @@ pub struct DedupArgs {
     /// are recorded, so `seen dedup -f F -m 1000 < frontier` hands out the
     /// next 1,000 new lines each run (`| head -1000` cannot: what head left
     /// unread in the pipe is not known, so the open window is not recorded).
-    /// 0 reads and records nothing.
+    /// 0 reads and records nothing. Not with a Redis filter (it records lines
+    /// before printing them).
     #[arg(short = 'm', long = "max-count", value_name = "N", value_parser = parse_count_or_zero)]
     pub max_count: Option<u64>,
 

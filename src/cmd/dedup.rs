@@ -76,6 +76,13 @@ fn plan(a: DedupArgs) -> Result<Job> {
             )
         }
         Some(path) if let Some(loc) = redis_location(path)? => {
+            if let Some(m) = a.max_count {
+                anyhow::bail!(
+                    "-m {m} does not work with a Redis filter yet: its lines are recorded before \
+                     they are printed, so the lines recorded past the {m}th would be owed to the \
+                     next run (use a filter file for -m)"
+                );
+            }
             let mut lines = None;
             if asked.capacity.is_none() {
                 lines = counted(&sources, &opts)?;

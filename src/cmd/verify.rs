@@ -125,9 +125,8 @@ fn verify_redis(loc: &crate::redis::Location, a: &VerifyArgs) -> Result<ExitCode
     let bad = f.missing_shards()?;
     let shards = f.shard_count();
     let mut out = crate::output::stdout();
-    for key in &bad {
-        writeln!(out, "{loc}: shard {key} is missing or has the wrong length")
-            .context("cannot write output")?;
+    for (key, what) in &bad {
+        writeln!(out, "{loc}: shard {key} {what}").context("cannot write output")?;
     }
     if bad.is_empty() {
         writeln!(

@@ -194,8 +194,16 @@ pub(crate) fn execute<O: Output>(job: Job, out: &mut O) -> Result<Counts> {
     });
     drop(progress);
     let result = result.and_then(|counts| out.finish().map(|()| counts));
-    let after = store.finish(result.is_ok())?;
+    if let Err(e) = &result
+        && crate::output::is_broken_pipe(e)
+    {
+        store.output_lost();
+    }
+    let finished = store.finish(result.is_ok());
+    // The run's own error first: a store's failure at its end often follows
+    // from it (a server gone).
     let counts = result?;
+    let after = finished?;
     if job.summary != Some(true) {
         // `--summary --json` counts them in its one JSON object.
         warn_missing_fields(&counts, opts.keys, job.mode == Mode::Lookup);

@@ -84,6 +84,15 @@ impl Opened {
         })
     }
 
+    /// The run's output was closed by its reader (`| head`): a store that
+    /// recorded lines before printing them owes the next run those that may
+    /// not have been read.
+    pub fn output_lost(&mut self) {
+        if let Opened::Redis(f) = self {
+            f.output_lost();
+        }
+    }
+
     /// Whether the run writes to a filter other processes may write too
     /// (where keys must match what the filter records).
     pub fn shared_writer(&self) -> bool {
@@ -177,13 +186,12 @@ fn open_redis(at: &AtRedis, keys: KeySpec) -> Result<RedisFilter> {
         None => RedisFilter::open(&at.loc, at.timeout, at.write)?,
     };
     if let Some(term) = at.journal {
-        let dir = crate::redis::journal_dir(&at.loc)?;
         let out = std::io::stdout();
-        let n = f.journal(&dir, term, &mut out.lock())?;
+        let (n, dir) = f.journal(term, &mut out.lock())?;
         if n > 0 {
             eprintln!(
                 "seen: printed {} line{} that an earlier run on this machine had recorded in {} \
-                 and was killed before writing (journal {})",
+                 and not written (it was killed, or its output closed early; journal {})",
                 indicatif::HumanCount(n),
                 if n == 1 { "" } else { "s" },
                 at.loc,

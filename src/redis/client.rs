@@ -64,10 +64,27 @@ impl Routed {
     }
 }
 
-/// Commands sent, whose replies [`Client::recv`] reads.
+/// Commands sent, whose replies [`Client::recv_raw`] reads.
 pub struct Sent {
     cmds: Vec<Routed>,
     by_node: Vec<Vec<(usize, bool)>>,
+}
+
+/// The replies read for commands sent, and the commands a node redirected
+/// (to send again with [`Client::finish`]).
+pub struct Raw {
+    cmds: Vec<Routed>,
+    replies: Vec<Option<Value>>,
+    again: Vec<(usize, Option<usize>)>,
+    refresh: bool,
+    wait: bool,
+}
+
+impl Raw {
+    /// Whether some commands must be sent again.
+    pub fn redirected(&self) -> bool {
+        !self.again.is_empty()
+    }
 }
 
 /// Why [`Client::exec`] gave no replies.
@@ -311,6 +328,18 @@ impl Client {
         }
     }
 
+    /// Runs one command on the node of `slot`, once (for a command that must
+    /// not run twice: a lost reply is an error).
+    ///
+    /// # Errors
+    /// The server's error, or no answer.
+    pub fn query_once(&mut self, slot: u16, cmd: Cmd) -> Result<Value> {
+        let mut v = self
+            .exec(vec![Routed::new(slot, &cmd)])
+            .map_err(Failure::into_error)?;
+        Ok(v.pop().expect("one reply"))
+    }
+
     /// Runs one command on the node of `slot` (for commands that may safely
     /// run twice, it is sent again after a lost connection, until the timeout).
     ///
@@ -335,7 +364,8 @@ impl Client {
     /// Runs `cmds` (one pipeline per node, every node's sent before any
     /// reply is read), following MOVED and ASK, waiting out TRYAGAIN and
     /// CLUSTERDOWN. Replies come in the order of `cmds`; a server error
-    /// other than those is a reply like any other.
+    /// other than those is a reply like any other. Nothing else may be in
+    /// flight.
     ///
     /// # Errors
     /// [`Failure::NotSent`] when a node could not be reached before anything
@@ -343,11 +373,12 @@ impl Client {
     /// this call may have run, or not).
     pub fn exec(&mut self, cmds: Vec<Routed>) -> Result<Vec<Value>, Failure> {
         let sent = self.send(cmds)?;
-        self.recv(sent)
+        let raw = self.recv_raw(sent)?;
+        self.finish(raw)
     }
 
     /// Sends `cmds` (one pipeline per node) without waiting for replies:
-    /// [`Client::recv`] reads them, so that the servers work while the
+    /// [`Client::recv_raw`] reads them, so that the servers work while the
     /// caller prepares the next batch.
     ///
     /// # Errors
@@ -356,6 +387,14 @@ impl Client {
         let todo: Vec<(usize, Option<usize>)> = (0..cmds.len()).map(|i| (i, None)).collect();
         let by_node = self.send_some(&cmds, &todo, false)?;
         Ok(Sent { cmds, by_node })
+    }
+
+    /// Forgets every connection (a failure left replies unread on some):
+    /// the next command opens new ones.
+    fn reset(&mut self) {
+        for n in &mut self.nodes {
+            n.conn = None;
+        }
     }
 
     /// Sends the commands `todo` of `cmds` (index, ASK target), grouped by
@@ -376,11 +415,11 @@ impl Client {
                 continue;
             }
             if let Err(e) = self.ensure(n) {
-                return Err(if sent_any {
-                    Failure::Lost(e)
-                } else {
-                    Failure::NotSent(e)
-                });
+                if sent_any {
+                    self.reset();
+                    return Err(Failure::Lost(e));
+                }
+                return Err(Failure::NotSent(e));
             }
             let mut packed = Vec::new();
             for &(i, asking) in list {
@@ -389,92 +428,111 @@ impl Client {
                 }
                 packed.extend_from_slice(&cmds[i].packed);
             }
-            let node = &mut self.nodes[n];
-            let conn = node.conn.as_mut().expect("ensured");
+            let conn = self.nodes[n].conn.as_mut().expect("ensured");
             if let Err(e) = conn.send_packed_command(&packed) {
-                node.conn = None;
+                let e = anyhow!("{}: {e}", at(&self.loc, &self.nodes[n].addr));
                 // A partial write may have delivered whole commands.
-                return Err(Failure::Lost(anyhow!("{}: {e}", at(&self.loc, &node.addr))));
+                self.reset();
+                return Err(Failure::Lost(e));
             }
             sent_any = true;
         }
         Ok(by_node)
     }
 
-    /// Reads the replies of commands sent with [`Client::send`], sending
-    /// again (and reading) those a node redirected.
+    /// Reads every reply of commands sent with [`Client::send`], sending
+    /// nothing: those a node redirected are left for [`Client::finish`]
+    /// (which sends them again once nothing else is in flight). After a
+    /// failure every connection is dropped (some owe replies).
     ///
     /// # Errors
-    /// As [`Client::exec`].
-    pub fn recv(&mut self, sent: Sent) -> Result<Vec<Value>, Failure> {
-        let Sent { cmds, mut by_node } = sent;
-        let mut replies: Vec<Option<Value>> = vec![None; cmds.len()];
-        let deadline = Instant::now() + self.timeout;
-        let mut rounds = 0;
-        loop {
-            rounds += 1;
-            let mut again = Vec::new();
-            let mut refresh = false;
-            let mut wait = false;
-            for (n, list) in by_node.iter().enumerate() {
-                for &(i, asking) in list {
-                    let node = &mut self.nodes[n];
-                    let conn = node.conn.as_mut().ok_or_else(|| {
-                        Failure::Lost(anyhow!("{}: connection lost", at(&self.loc, &node.addr)))
-                    })?;
-                    if asking && let Err(e) = conn.recv_response() {
-                        node.conn = None;
-                        return Err(Failure::Lost(anyhow!("{}: {e}", at(&self.loc, &node.addr))));
+    /// [`Failure::Lost`] when a reply did not come.
+    pub fn recv_raw(&mut self, sent: Sent) -> Result<Raw, Failure> {
+        let Sent { cmds, by_node } = sent;
+        let mut raw = Raw {
+            replies: vec![None; cmds.len()],
+            cmds,
+            again: Vec::new(),
+            refresh: false,
+            wait: false,
+        };
+        self.read_into(&by_node, &mut raw)?;
+        Ok(raw)
+    }
+
+    fn read_into(&mut self, by_node: &[Vec<(usize, bool)>], raw: &mut Raw) -> Result<(), Failure> {
+        for (n, list) in by_node.iter().enumerate() {
+            for &(i, asking) in list {
+                let read = |node: &mut Node| -> Result<Value, anyhow::Error> {
+                    let conn = node
+                        .conn
+                        .as_mut()
+                        .ok_or_else(|| anyhow!("connection lost"))?;
+                    if asking {
+                        conn.recv_response()?;
                     }
-                    let v = match conn.recv_response() {
-                        Ok(v) => v,
-                        Err(e) => {
-                            node.conn = None;
-                            return Err(Failure::Lost(anyhow!(
-                                "{}: {e}",
-                                at(&self.loc, &node.addr)
-                            )));
-                        }
-                    };
-                    match redirect(&v) {
-                        Some(Redirect::Moved) => {
-                            refresh = true;
-                            again.push((i, None));
-                        }
-                        Some(Redirect::Ask(addr)) => {
-                            let t = match self.node_index(&addr) {
-                                Some(t) => t,
-                                None => {
-                                    self.nodes.push(Node { addr, conn: None });
-                                    self.nodes.len() - 1
-                                }
-                            };
-                            again.push((i, Some(t)));
-                        }
-                        Some(Redirect::Wait) => {
-                            wait = true;
-                            again.push((i, None));
-                        }
-                        None => replies[i] = Some(v),
+                    Ok(conn.recv_response()?)
+                };
+                let v = match read(&mut self.nodes[n]) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        let e = anyhow!("{}: {e}", at(&self.loc, &self.nodes[n].addr));
+                        self.reset();
+                        return Err(Failure::Lost(e));
                     }
+                };
+                match redirect(&v) {
+                    Some(Redirect::Moved) => {
+                        raw.refresh = true;
+                        raw.again.push((i, None));
+                    }
+                    Some(Redirect::Ask(addr)) => {
+                        let t = match self.node_index(&addr) {
+                            Some(t) => t,
+                            None => {
+                                self.nodes.push(Node { addr, conn: None });
+                                self.nodes.len() - 1
+                            }
+                        };
+                        raw.again.push((i, Some(t)));
+                    }
+                    Some(Redirect::Wait) => {
+                        raw.wait = true;
+                        raw.again.push((i, None));
+                    }
+                    None => raw.replies[i] = Some(v),
                 }
             }
-            if again.is_empty() {
-                break;
-            }
-            if Instant::now() >= deadline || rounds > 1000 {
+        }
+        Ok(())
+    }
+
+    /// Sends again, in their order, the commands of `raw` that were
+    /// redirected (MOVED: after reading the slot map again; ASK: to the node
+    /// named, once; TRYAGAIN: after a pause), until all are answered. Nothing
+    /// else may be in flight.
+    ///
+    /// # Errors
+    /// As [`Client::exec`]; also when commands are still redirected after
+    /// the timeout.
+    pub fn finish(&mut self, mut raw: Raw) -> Result<Vec<Value>, Failure> {
+        let deadline = Instant::now() + self.timeout;
+        while !raw.again.is_empty() {
+            if Instant::now() >= deadline {
+                self.reset();
                 return Err(Failure::Lost(anyhow!(
                     "{}: {} commands were still redirected (MOVED, ASK, TRYAGAIN) after {:?}",
                     self.loc,
-                    again.len(),
+                    raw.again.len(),
                     self.timeout
                 )));
             }
-            if wait {
+            if raw.wait {
                 std::thread::sleep(Duration::from_millis(20));
             }
-            if refresh {
+            if raw.refresh {
                 if self.slots.is_none() {
+                    self.reset();
                     return Err(Failure::Lost(anyhow!(
                         "{} is a Redis Cluster node (it answered MOVED): write \
                          redis+cluster://{}:{}/{}",
@@ -485,13 +543,18 @@ impl Client {
                     )));
                 }
                 if let Err(e) = self.refresh_slots() {
+                    self.reset();
                     return Err(Failure::Lost(e));
                 }
             }
+            let mut again = std::mem::take(&mut raw.again);
             again.sort_unstable();
-            by_node = self.send_some(&cmds, &again, true)?;
+            (raw.refresh, raw.wait) = (false, false);
+            let by_node = self.send_some(&raw.cmds, &again, true)?;
+            self.read_into(&by_node, &mut raw)?;
         }
-        Ok(replies
+        Ok(raw
+            .replies
             .into_iter()
             .map(|v| v.expect("every command answered"))
             .collect())

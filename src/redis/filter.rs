@@ -22,7 +22,7 @@
 //! (bits are never cleared), so a key already in the filter, or repeated in
 //! the input, costs the server nothing. Lookups answer from those copies.
 
-use super::client::{Client, Failure, Routed, Sent, server_error, slot};
+use super::client::{Client, Failure, Raw, Routed, Sent, server_error, slot};
 use super::journal::Journal;
 use super::location::Location;
 use crate::file::format::{HEADER_LEN, Header, LayerEntry};
@@ -273,7 +273,12 @@ impl RedisFilter {
         }
         let pps = pages_per_shard(header.layers[0].layout.nblocks / BLOCKS_PER_PAGE);
         let meta = encode_meta(header, pps);
-        let v = client.query(
+        // The shards first, at their full size (`SET NX`: one a racing
+        // creator made is left as it is), then the meta key: a writer that
+        // finds the meta finds the shards.
+        let mut f = RedisFilter::assemble(client, (header.clone(), meta.clone(), pps), true)?;
+        f.make_shards(false)?;
+        let v = f.client.query_once(
             slot(loc.meta_key().as_bytes()),
             redis::cmd("SET")
                 .arg(loc.meta_key())
@@ -285,12 +290,9 @@ impl RedisFilter {
             return Err(e);
         }
         let made = v == Value::Okay;
-        let meta = read_meta(&mut client, loc)?
+        let meta = read_meta(&mut f.client, loc)?
             .ok_or_else(|| anyhow!("{loc}: the filter vanished as it was made"))?;
-        let mut f = RedisFilter::assemble(client, meta, true)?;
-        if made {
-            f.make_shards(false)?;
-        }
+        let f = RedisFilter::assemble(f.client, meta, true)?;
         Ok((f, made))
     }
 
@@ -331,21 +333,30 @@ impl RedisFilter {
         Ok(())
     }
 
-    /// Keeps a journal of the lines this run judges new in `dir`, after
-    /// printing to `out` what dead runs had journalled there and not
-    /// written. Returns how many lines that was.
+    /// Keeps a journal of the lines this run judges new (on this machine,
+    /// see `journal::dir_for`), after printing to `out` what dead runs had
+    /// journalled there and not written. Returns how many lines that was,
+    /// and the journal's directory.
     ///
     /// # Errors
     /// When the journal cannot be read or started, or `out` written.
     pub fn journal(
         &mut self,
-        dir: &std::path::Path,
         term: u8,
         out: &mut dyn std::io::Write,
-    ) -> Result<u64> {
-        let replayed = Journal::replay(dir, term, out)?;
-        self.journal = Some(Journal::start(dir)?);
-        Ok(replayed)
+    ) -> Result<(u64, std::path::PathBuf)> {
+        let dir = super::journal::dir_for(&self.location().name, &self.meta)?;
+        let replayed = Journal::replay(&dir, term, out)?;
+        self.journal = Some(Journal::start(&dir)?);
+        Ok((replayed, dir))
+    }
+
+    /// The run's output was closed by its reader: see
+    /// [`Journal::retract_recent`].
+    pub fn output_lost(&mut self) {
+        if let Some(j) = &mut self.journal {
+            j.retract_recent();
+        }
     }
 
     /// Ends the run's journal: removed when the run went well (`ok`), kept
@@ -458,12 +469,13 @@ impl RedisFilter {
         self.layers.iter().map(|l| l.keys.len()).sum()
     }
 
-    /// Shards missing on the server, per layer (for `verify`).
+    /// Shards missing on the server or of another length than the meta
+    /// says (for `verify`): their keys and what is wrong.
     ///
     /// # Errors
     /// A server error or a lost connection.
-    pub fn missing_shards(&mut self) -> Result<Vec<String>> {
-        let mut missing = Vec::new();
+    pub fn missing_shards(&mut self) -> Result<Vec<(String, String)>> {
+        let mut bad = Vec::new();
         for l in &self.layers {
             let cmds = l
                 .keys
@@ -473,12 +485,18 @@ impl RedisFilter {
                 .collect();
             let replies = self.client.exec(cmds).map_err(Failure::into_error)?;
             for (j, v) in replies.iter().enumerate() {
-                if !matches!(v, Value::Int(n) if *n as usize == l.range(j).len()) {
-                    missing.push(l.keys[j].clone());
+                let want = l.range(j).len();
+                match v {
+                    Value::Int(n) if *n as usize == want => {}
+                    Value::Int(0) => bad.push((l.keys[j].clone(), "is missing".to_string())),
+                    Value::Int(n) => {
+                        bad.push((l.keys[j].clone(), format!("has {n} bytes, not {want}")))
+                    }
+                    other => bad.push((l.keys[j].clone(), format!("cannot be read: {other:?}"))),
                 }
             }
         }
-        Ok(missing)
+        Ok(bad)
     }
 
     /// The bits of key `h` in layer `li` that are not known to be set, as
@@ -549,7 +567,7 @@ impl RedisFilter {
         let loc = self.client.location().clone();
         let s = slot(loc.meta_key().as_bytes());
         let newest = self.layers.len() - 1;
-        let v = self.client.query(
+        let v = self.client.query_once(
             s,
             redis::cmd("HINCRBY")
                 .arg(loc.count_key())
@@ -706,6 +724,16 @@ impl RedisFilter {
     /// docs); `out[i]` = key `i` was present. The batch goes out in parts of
     /// [`PART_KEYS`] keys, the next sent before the replies of the one
     /// before are read, so the servers work while this prepares.
+    ///
+    /// Once anything was sent this never fails: a part whose replies are lost
+    /// (or refused with an error) counts all its keys as new (printed,
+    /// perhaps twice, never lost); the parts after it are not sent, and their
+    /// keys are neither printed nor recorded (a later run meets them again);
+    /// the store is then broken and the run stops at its next chunk.
+    ///
+    /// # Errors
+    /// When nothing could be sent (the shards could not be read, or no node
+    /// reached): nothing was recorded.
     fn test_and_set(&mut self, hashes: &[Hash128], out: &mut [bool]) -> Result<u64> {
         let li = self.layers.len() - 1;
         let mut shards: Vec<usize> = hashes
@@ -717,11 +745,16 @@ impl RedisFilter {
             .collect();
         self.fetch(li, &mut shards)?;
         let mut new = vec![false; hashes.len()];
-        let mut in_flight: std::collections::VecDeque<(Sent, Vec<Vec<u32>>)> = Default::default();
-        let mut failure = None;
+        let mut t = Parts::default();
         let mut bits = Vec::new();
+        let mut sent_any = false;
         for start in (0..hashes.len()).step_by(PART_KEYS) {
             let end = (start + PART_KEYS).min(hashes.len());
+            if t.failed.is_some() {
+                // Not sent: not judged new, not recorded.
+                out[start..].fill(true);
+                break;
+            }
             // Per shard: the BITFIELD offsets, and which key each belongs to.
             let mut ops: std::collections::BTreeMap<usize, (Vec<u64>, Vec<u32>)> =
                 Default::default();
@@ -746,57 +779,59 @@ impl RedisFilter {
             let mut cmds = Vec::new();
             let mut owners = Vec::new();
             for (shard, (offs, who)) in ops {
-                for (offs, who) in offs.chunks(MAX_OPS).zip(who.chunks(MAX_OPS)) {
+                // A key's bits stay in one command (one atomic step).
+                let mut from = 0;
+                while from < offs.len() {
+                    let mut to = (from + MAX_OPS).min(offs.len());
+                    while to < offs.len() && who[to] == who[to - 1] {
+                        to += 1;
+                    }
                     cmds.push(Routed {
                         slot: l.slots[shard],
-                        packed: pack_bitfield_set(&l.keys[shard], offs),
+                        packed: pack_bitfield_set(&l.keys[shard], &offs[from..to]),
                     });
-                    owners.push(who.to_vec());
+                    owners.push(who[from..to].to_vec());
+                    from = to;
                 }
             }
-            if failure.is_some() || cmds.is_empty() {
-                // After a failure nothing more is sent: these keys are
-                // judged present only if known (`out`), else not judged.
-                if failure.is_some() {
-                    for who in &owners {
-                        for &i in who {
-                            out[i as usize] = false;
-                        }
-                    }
-                }
+            if cmds.is_empty() {
                 continue;
             }
             match self.client.send(cmds) {
-                Ok(sent) => in_flight.push_back((sent, owners)),
-                Err(f) => {
-                    if let Failure::Lost(_) = &f {
-                        // Some of it may have run: all count as new.
-                        for who in &owners {
-                            for &i in who {
-                                new[i as usize] = true;
-                            }
+                Ok(sent) => {
+                    sent_any = true;
+                    t.in_flight.push_back((sent, owners));
+                }
+                Err(Failure::NotSent(e)) => {
+                    if !sent_any {
+                        return Err(e);
+                    }
+                    // Not sent: not judged new, not recorded.
+                    for who in &owners {
+                        for &i in who {
+                            out[i as usize] = true;
                         }
                     }
-                    failure = Some(f);
+                    t.fail(e, &mut new);
+                }
+                Err(Failure::Lost(e)) => {
+                    // Some of it may have run: all count as new.
+                    t.mark(&owners, &mut new);
+                    t.fail(e, &mut new);
                 }
             }
-            while in_flight.len() > 1 || (failure.is_some() && !in_flight.is_empty()) {
-                let (sent, owners) = in_flight.pop_front().expect("in flight");
-                self.settle(sent, &owners, &mut new, &mut failure)?;
+            while t.in_flight.len() > 1 {
+                t.settle_front(&mut self.client, &mut new);
             }
         }
-        while let Some((sent, owners)) = in_flight.pop_front() {
-            self.settle(sent, &owners, &mut new, &mut failure)?;
+        while !t.in_flight.is_empty() {
+            t.settle_front(&mut self.client, &mut new);
         }
-        match failure {
-            Some(Failure::NotSent(e)) if !new.iter().any(|&n| n) => return Err(e),
-            Some(f) => {
-                self.broken = Some(f.into_error().context(
-                    "the connection was lost during a test-and-set: the lines of that batch were \
-                     all taken as new (some may be printed twice)",
-                ))
-            }
-            None => {}
+        if let Some(e) = t.failed {
+            self.broken = Some(e.context(
+                "a test-and-set failed: the lines it may have recorded were all taken as new \
+                 (some may be printed twice)",
+            ));
         }
         let mut count = 0;
         for (i, was_new) in new.iter().enumerate() {
@@ -806,48 +841,6 @@ impl RedisFilter {
             }
         }
         Ok(count)
-    }
-
-    /// Reads the replies of one part of a test-and-set: a key whose bit
-    /// came back 0 is new; when the replies are lost, every key of the part
-    /// counts as new.
-    ///
-    /// # Errors
-    /// A reply that is not a BITFIELD's.
-    fn settle(
-        &mut self,
-        sent: Sent,
-        owners: &[Vec<u32>],
-        new: &mut [bool],
-        failure: &mut Option<Failure>,
-    ) -> Result<()> {
-        let loc = self.client.location().clone();
-        match self.client.recv(sent) {
-            Ok(replies) => {
-                for (v, who) in replies.iter().zip(owners) {
-                    let Value::Array(old) = v else {
-                        return Err(server_error("BITFIELD", &loc, v)
-                            .unwrap_or_else(|| anyhow!("{loc}: unexpected BITFIELD reply")));
-                    };
-                    for (o, &i) in old.iter().zip(who.iter()) {
-                        if *o == Value::Int(0) {
-                            new[i as usize] = true;
-                        }
-                    }
-                }
-            }
-            Err(f) => {
-                for who in owners {
-                    for &i in who {
-                        new[i as usize] = true;
-                    }
-                }
-                if failure.is_none() {
-                    *failure = Some(f);
-                }
-            }
-        }
-        Ok(())
     }
 }
 
@@ -877,6 +870,106 @@ fn read_meta(client: &mut Client, loc: &Location) -> Result<Option<Meta>> {
     )?;
     read_counts(&counts, &mut header);
     Ok(Some((header, meta, pps)))
+}
+
+/// The parts of a test-and-set in flight (see [`RedisFilter::test_and_set`]).
+#[derive(Default)]
+struct Parts {
+    /// Sent, replies not read yet, with the key of each operation.
+    in_flight: std::collections::VecDeque<(Sent, Vec<Vec<u32>>)>,
+    /// The first failure.
+    failed: Option<anyhow::Error>,
+}
+
+impl Parts {
+    /// Every key of `owners` counts as new.
+    fn mark(&self, owners: &[Vec<u32>], new: &mut [bool]) {
+        for who in owners {
+            for &i in who {
+                new[i as usize] = true;
+            }
+        }
+    }
+
+    /// A failure: the parts still in flight may have run, and their replies
+    /// will not be read (the connections were dropped): their keys count as
+    /// new.
+    fn fail(&mut self, e: anyhow::Error, new: &mut [bool]) {
+        for (_, owners) in std::mem::take(&mut self.in_flight) {
+            self.mark(&owners, new);
+        }
+        self.failed.get_or_insert(e);
+    }
+
+    /// Reads the replies of the oldest part in flight. When a node
+    /// redirected some of its commands, every other part is read first, then
+    /// the redirected commands are sent again, in order.
+    fn settle_front(&mut self, client: &mut Client, new: &mut [bool]) {
+        let Some((sent, owners)) = self.in_flight.pop_front() else {
+            return;
+        };
+        let raw = match client.recv_raw(sent) {
+            Ok(raw) => raw,
+            Err(f) => {
+                self.mark(&owners, new);
+                return self.fail(f.into_error(), new);
+            }
+        };
+        if !raw.redirected() {
+            return self.apply(client, raw, &owners, new);
+        }
+        let mut raws = vec![(raw, owners)];
+        while let Some((sent, owners)) = self.in_flight.pop_front() {
+            match client.recv_raw(sent) {
+                Ok(raw) => raws.push((raw, owners)),
+                Err(f) => {
+                    for (_, o) in &raws {
+                        self.mark(o, new);
+                    }
+                    self.mark(&owners, new);
+                    return self.fail(f.into_error(), new);
+                }
+            }
+        }
+        for (raw, owners) in raws {
+            if self.failed.is_some() {
+                self.mark(&owners, new);
+                continue;
+            }
+            self.apply(client, raw, &owners, new);
+        }
+    }
+
+    /// Sends again what `raw` has redirected, then takes its replies: a key
+    /// whose bit came back 0 is new; a command answered with an error (or
+    /// whose reply is lost) counts all its keys as new and fails the run.
+    fn apply(&mut self, client: &mut Client, raw: Raw, owners: &[Vec<u32>], new: &mut [bool]) {
+        let loc = client.location().clone();
+        let replies = match client.finish(raw) {
+            Ok(r) => r,
+            Err(f) => {
+                self.mark(owners, new);
+                return self.fail(f.into_error(), new);
+            }
+        };
+        for (v, who) in replies.iter().zip(owners) {
+            match v {
+                Value::Array(old) => {
+                    for (o, &i) in old.iter().zip(who.iter()) {
+                        if *o == Value::Int(0) {
+                            new[i as usize] = true;
+                        }
+                    }
+                }
+                other => {
+                    self.mark(std::slice::from_ref(who), new);
+                    let e = server_error("BITFIELD", &loc, other)
+                        .unwrap_or_else(|| anyhow!("{loc}: unexpected BITFIELD reply"));
+                    self.failed.get_or_insert(e);
+                }
+            }
+        }
+    }
 }
 
 /// Fills the counters of `header` from an `HGETALL` of the count key.
@@ -928,18 +1021,32 @@ impl Store for RedisFilter {
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
-        if let Some(e) = self.broken.take() {
-            return Err(e);
-        }
         out.clear();
         out.resize(hashes.len(), false);
+        if self.broken.is_some() && self.journal.is_none() {
+            return Err(self.broken.take().expect("checked"));
+        }
+        if self.broken.is_some() {
+            // Stopping at the next chunk: nothing more is sent, so nothing
+            // more is judged new (or recorded).
+            out.fill(true);
+            if let Some(j) = &mut self.journal {
+                j.verdicts(out.iter().map(|_| false));
+            }
+            return Ok(0);
+        }
         if self.layers.len() > 1 {
             // Older layers take no more keys: a key in one is present.
             let mut older = Vec::new();
             let newest = self.layers.pop().expect("a layer");
             let r = self.lookup(hashes, &mut older);
             self.layers.push(newest);
-            r?;
+            if let Err(e) = r {
+                if let Some(j) = &mut self.journal {
+                    j.verdicts(hashes.iter().map(|_| false));
+                }
+                return Err(e);
+            }
             out.copy_from_slice(&older);
         }
         let done = self.test_and_set(hashes, out);
@@ -961,6 +1068,9 @@ impl Store for RedisFilter {
     }
 
     fn judging(&mut self, chunk: &Chunk) -> Result<()> {
+        if let Some(e) = self.broken.take() {
+            return Err(e);
+        }
         match &mut self.journal {
             Some(j) => j.chunk(chunk.records_bytes()),
             None => Ok(()),

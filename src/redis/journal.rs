@@ -11,16 +11,18 @@
 //! - `C`: the chunk's records, back to back (synced before the test-and-set);
 //! - `V`: one byte per record, 1 when it was judged new;
 //! - `W`: the chunk was written; payload: how many of its new records were
-//!   (u64; `u64::MAX` for all).
+//!   (u64; `u64::MAX` for all);
+//! - `R`: the chunk's output may not have been read after all (the reader of
+//!   a pipe went away): it counts as not written.
 //!
 //! A chunk with `C` and no `W` is replayed: its records judged new (all of
 //! them when its `V` is missing) after the first that were written.
 
-use super::location::Location;
 use anyhow::{Context, Result};
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Environment variable naming the directory of journals.
@@ -30,22 +32,28 @@ pub const DIR_ENV: &str = "SEEN_JOURNAL_DIR";
 const SEGMENT_BYTES: u64 = 64 << 20;
 /// "All of its new records were written."
 const ALL: u64 = u64::MAX;
+/// Output that may still sit unread in a pipe or socket buffer when the
+/// reader goes away (`| head`): the chunks written last, this many bytes of
+/// them, are printed again by the next run ([`Journal::retract_recent`]).
+const UNREAD_BYTES: u64 = 8 << 20;
 
-/// The directory of journals of the filter at `loc` on this machine.
-pub fn dir_for(loc: &Location) -> Result<PathBuf> {
+/// The directory of journals, on this machine, of the filter named `name`
+/// whose meta value is `meta` (the same filter however its location is
+/// written; another filter made under the same name gets another one).
+pub fn dir_for(name: &str, meta: &[u8]) -> Result<PathBuf> {
     let base = match std::env::var_os(DIR_ENV) {
         Some(d) if !d.is_empty() => PathBuf::from(d),
         _ => match (std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME")) {
             (Some(x), _) if !x.is_empty() => PathBuf::from(x).join("seen/journals"),
             (_, Some(h)) if !h.is_empty() => PathBuf::from(h).join(".local/state/seen/journals"),
             _ => anyhow::bail!(
-                "no directory for the journal of {loc}: set {DIR_ENV} (or HOME) to a directory \
-                 on this machine"
+                "no directory for the journal of Redis filter {name}: set {DIR_ENV} (or HOME) \
+                 to a directory on this machine"
             ),
         },
     };
-    let id = xxhash_rust::xxh3::xxh3_64(loc.to_string().as_bytes());
-    Ok(base.join(format!("{}-{id:016x}", loc.name)))
+    let id = xxhash_rust::xxh3::xxh3_64(meta);
+    Ok(base.join(format!("{name}-{id:016x}")))
 }
 
 /// One file of a run's journal.
@@ -68,6 +76,15 @@ pub struct Journal {
     /// Verdicts of the newest chunk, not yet written down.
     verdicts: Vec<u8>,
     files_made: u64,
+    /// This run's files are `run-{run}-{n}`: the start time and the process.
+    run: String,
+    /// A chunk was written only in part (the sink stopped).
+    partial: bool,
+    /// Bytes of the chunks journalled and not yet written, oldest first.
+    pending: VecDeque<u64>,
+    /// The chunks written last (number, bytes), as many as cover
+    /// [`UNREAD_BYTES`].
+    recent: VecDeque<(u64, u64)>,
 }
 
 fn put(file: &mut File, kind: u8, seq: u64, payload: &[&[u8]]) -> std::io::Result<u64> {
@@ -101,6 +118,16 @@ impl Journal {
             acked: 0,
             verdicts: Vec::new(),
             files_made: 0,
+            run: format!(
+                "{:020}-{}",
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos()),
+                std::process::id()
+            ),
+            partial: false,
+            pending: VecDeque::new(),
+            recent: VecDeque::new(),
         })
     }
 
@@ -111,12 +138,14 @@ impl Journal {
             .is_none_or(|s| s.bytes >= SEGMENT_BYTES);
         if full {
             self.files_made += 1;
+            // Names sort in the order runs started, then in the order of
+            // their files; never one that exists (another machine's run on a
+            // shared directory).
             let path = self
                 .dir
-                .join(format!("run-{}-{}", std::process::id(), self.files_made));
+                .join(format!("run-{}-{:06}", self.run, self.files_made));
             let file = OpenOptions::new()
-                .create(true)
-                .truncate(true)
+                .create_new(true)
                 .write(true)
                 .open(&path)
                 .with_context(|| format!("cannot create the journal {}", path.display()))?;
@@ -163,6 +192,7 @@ impl Journal {
             .with_context(|| format!("cannot write the journal {}", s.path.display()))?;
         s.end = seq + 1;
         self.chunks += 1;
+        self.pending.push_back(records.len() as u64);
         Ok(())
     }
 
@@ -182,6 +212,7 @@ impl Journal {
             self.flush_verdicts()?;
         }
         self.acked += 1;
+        self.partial |= new.is_some();
         let n = new.map_or(ALL, |n| n as u64);
         let Some(s) = self
             .segments
@@ -192,17 +223,47 @@ impl Journal {
         };
         s.bytes += put(&mut s.file, b'W', seq, &[&n.to_le_bytes()])
             .with_context(|| format!("cannot write the journal {}", s.path.display()))?;
-        // Files whose chunks were all written go (never the one being filled).
-        while self.segments.len() > 1 && self.segments[0].end <= self.acked {
+        let bytes = self.pending.pop_front().unwrap_or(0);
+        self.recent.push_back((seq, bytes));
+        while self.recent.len() > 1
+            && self.recent.iter().skip(1).map(|r| r.1).sum::<u64>() >= UNREAD_BYTES
+        {
+            self.recent.pop_front();
+        }
+        // Files whose chunks were all written go (never the one being
+        // filled, nor one with chunks that could still be retracted).
+        let keep_from = self.recent.front().map_or(self.acked, |r| r.0);
+        while self.segments.len() > 1 && self.segments[0].end <= keep_from {
             let s = self.segments.pop_front().expect("a segment");
             let _ = std::fs::remove_file(&s.path);
         }
         Ok(())
     }
 
-    /// Ends the journal of a run that went well: its files go. A run that
-    /// failed keeps them (see [`Journal::keep`]).
+    /// The output was closed by its reader (`| head`): what the chunks
+    /// written last wrote may never have been read (it sat in a pipe's
+    /// buffer), so they count as not written and the next run prints their
+    /// new records again (perhaps twice, never lost).
+    pub fn retract_recent(&mut self) {
+        for &(seq, _) in &self.recent {
+            if let Some(s) = self
+                .segments
+                .iter_mut()
+                .find(|s| (s.first..s.end).contains(&seq))
+            {
+                let _ = put(&mut s.file, b'R', seq, &[]);
+            }
+        }
+        self.partial = true;
+    }
+
+    /// Ends the journal of a run that went well: its files go, unless some
+    /// lines judged new were not written (the sink stopped early): then they
+    /// stay for the next run, as after a failure ([`Journal::keep`]).
     pub fn close(mut self) {
+        if self.partial || self.acked < self.chunks {
+            return self.keep();
+        }
         for s in self.segments.drain(..) {
             let _ = std::fs::remove_file(&s.path);
         }
@@ -235,11 +296,8 @@ impl Journal {
                     .is_some_and(|n| n.to_string_lossy().starts_with("run-"))
             })
             .collect();
-        // Oldest first: a run's files in the order it made them.
-        paths.sort_by_key(|p| {
-            let meta = std::fs::metadata(p).ok();
-            (meta.and_then(|m| m.modified().ok()), p.clone())
-        });
+        // Oldest run first, each run's files in the order it made them.
+        paths.sort();
         let mut held = Vec::new();
         let mut bytes = Vec::new();
         for p in &paths {
@@ -249,6 +307,10 @@ impl Journal {
             if rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err()
             {
                 continue; // a live run's
+            }
+            // Replayed and removed by another run since we listed it.
+            if f.metadata().is_ok_and(|m| m.nlink() == 0) {
+                continue;
             }
             let mut b = Vec::new();
             f.read_to_end(&mut b)
@@ -304,6 +366,11 @@ fn replay_one(b: &[u8], term: u8, out: &mut dyn Write) -> Result<u64> {
             b'W' if len == 8 => {
                 if let Some(e) = chunks.get_mut(&seq) {
                     e.written = Some(u64::from_le_bytes(payload.try_into().expect("8")));
+                }
+            }
+            b'R' => {
+                if let Some(e) = chunks.get_mut(&seq) {
+                    e.written = None;
                 }
             }
             _ => break,
@@ -370,6 +437,37 @@ mod tests {
         // Replayed journals are gone.
         let mut out = Vec::new();
         assert_eq!(Journal::replay(dir.path(), b'\n', &mut out).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_run_that_stopped_early_keeps_what_it_owes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::start(dir.path()).unwrap();
+        j.chunk(b"a\nb\nc\n").unwrap();
+        j.verdicts([true, true, true]);
+        j.chunk(b"d\n").unwrap();
+        j.verdicts([true]);
+        j.written(Some(1)).unwrap();
+        j.close();
+        let mut out = Vec::new();
+        Journal::replay(dir.path(), b'\n', &mut out).unwrap();
+        assert_eq!(out, b"b\nc\nd\n");
+    }
+
+    #[test]
+    fn a_closed_output_takes_back_the_last_chunks() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::start(dir.path()).unwrap();
+        for r in [&b"a\n"[..], b"b\n", b"c\n"] {
+            j.chunk(r).unwrap();
+            j.verdicts([true]);
+            j.written(None).unwrap();
+        }
+        j.retract_recent();
+        j.close();
+        let mut out = Vec::new();
+        Journal::replay(dir.path(), b'\n', &mut out).unwrap();
+        assert_eq!(out, b"a\nb\nc\n");
     }
 
     #[test]

@@ -13,5 +13,5 @@ mod journal;
 mod location;
 
 pub use filter::{ROOM, RedisFilter, first_layer, pages_per_shard};
-pub use journal::{DIR_ENV as JOURNAL_DIR_ENV, Journal, dir_for as journal_dir};
+pub use journal::{DIR_ENV as JOURNAL_DIR_ENV, Journal};
 pub use location::{Location, PASSWORD_ENV, is_location, redact};

@@ -341,7 +341,7 @@ fn a_killed_writers_lines_come_back_with_its_next_run() {
         .filter(|l| !l.is_empty())
         .count();
     assert!(owed > 0, "the killed run owed nothing: {}", a2.stderr);
-    a2.stderr_has("was killed before writing");
+    a2.stderr_has("and not written (it was killed");
     let mut got: HashSet<Vec<u8>> = HashSet::new();
     let whole = a1.iter().rposition(|&x| x == b'\n').map_or(0, |i| i + 1);
     for out in [&a1[..whole], &b.stdout[..], &a2.stdout[..]] {
@@ -470,7 +470,9 @@ fn resharding_during_a_run_changes_nothing() {
     let loc = format!("redis+cluster://{nodes}/{}", unique("reshard"));
     let d = tmp();
     let j = journal(&d);
-    let data = urls(150_000, 6);
+    // Big chunks (the default), so each batch goes out in several parts
+    // with more than one in flight when a node redirects.
+    let data = urls(600_000, 6);
     let input = write(&d, "in.txt", &data);
     let first = nodes.split(',').next().unwrap().to_string();
     let id = |addr: &str| -> String {
@@ -482,8 +484,7 @@ fn resharding_during_a_run_changes_nothing() {
     let (from, to) = (id(addrs[0]), id(addrs[2]));
     let mut writer = command(d.path())
         .env("SEEN_JOURNAL_DIR", &j)
-        .env("SEEN_CHUNK_BYTES", "16384")
-        .args(["dedup", "-n", "300k", "-p", "1e-9", "-f", &loc])
+        .args(["dedup", "-n", "600k", "-p", "1e-9", "-f", &loc])
         .arg(&input)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -526,6 +527,131 @@ fn resharding_during_a_run_changes_nothing() {
         .unwrap();
     assert!(writer.wait().unwrap().success(), "{err}");
     crate::common::assert_same(&got, &reference(&data, b'\n', false), "reshard");
+}
+
+/// A `redis-server` of a test's own, on a free port, in `dir`; killed when
+/// dropped.
+struct Private {
+    child: std::process::Child,
+    addr: String,
+}
+
+impl Private {
+    fn start(dir: &std::path::Path) -> Private {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = std::process::Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .arg("--dir")
+            .arg(dir)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let addr = format!("127.0.0.1:{port}");
+        for _ in 0..400 {
+            if let Ok(c) = redis::Client::open(format!("redis://{addr}/"))
+                && let Ok(mut c) = c.get_connection()
+                && redis::cmd("PING").query::<String>(&mut c).is_ok()
+            {
+                return Private { child, addr };
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let mut child = child;
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("redis-server did not start");
+    }
+
+    fn conn(&self) -> redis::Connection {
+        redis::Client::open(format!("redis://{}/", self.addr))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+}
+
+impl Drop for Private {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A server that refuses writes mid-run (over its `maxmemory`): the run
+/// stops with exit 2 naming the error, and no line is lost: the next run
+/// prints what this one recorded and did not print.
+#[test]
+fn a_server_error_mid_run_loses_no_line() {
+    if server("SEEN_TEST_REDIS").is_none() {
+        return;
+    }
+    let d = tmp();
+    let srv = Private::start(d.path());
+    let loc = format!("redis://{}/oom", srv.addr);
+    let j = journal(&d);
+    let first = crate::common::numbered("a", 0..20_000);
+    let second = crate::common::numbered("b", 0..20_000);
+    let mut w = command(d.path())
+        .env("SEEN_JOURNAL_DIR", &j)
+        .args(["dedup", "-n", "100k", "-p", "1e-9", "-f", &loc])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = w.stdin.take().unwrap();
+    let mut stdout = w.stdout.take().unwrap();
+    stdin.write_all(&first).unwrap();
+    stdin.flush().unwrap();
+    let mut got = vec![0u8; first.len()];
+    stdout.read_exact(&mut got).unwrap();
+    assert_eq!(got, first);
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg("1mb")
+        .query(&mut srv.conn())
+        .unwrap();
+    let _ = stdin.write_all(&second);
+    drop(stdin);
+    let mut rest = Vec::new();
+    stdout.read_to_end(&mut rest).unwrap();
+    let mut err = String::new();
+    w.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(w.wait().unwrap().code(), Some(2), "{err}");
+    assert!(err.contains("OOM"), "{err}");
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg("0")
+        .query(&mut srv.conn())
+        .unwrap();
+    let all: Vec<u8> = [first.clone(), second.clone()].concat();
+    let next = seen_env(
+        d.path(),
+        &[("SEEN_JOURNAL_DIR", j.as_str())],
+        ["dedup", "-f", &loc],
+        &all,
+    );
+    next.code(0);
+    let mut printed: HashSet<&[u8]> = HashSet::new();
+    for out in [&got[..], &rest[..], &next.stdout[..]] {
+        printed.extend(out.split(|&b| b == b'\n').filter(|l| !l.is_empty()));
+    }
+    assert_eq!(printed.len(), 40_000, "lines lost; {}", next.stderr);
 }
 
 /// A server that dies during a run: exit 2, naming it; what was printed
@@ -687,4 +813,62 @@ fn a_full_filter_says_so() {
     r.code(0).stderr_has("past the 1,000 it was sized for");
     let v = seen_env(d.path(), &env, ["stats", "--json", &loc], b"");
     assert_eq!(v.code(0).stdout_json()["growth"], serde_json::Value::Null);
+}
+
+/// Lines recorded and not printed because the output closed early (`| head`)
+/// are printed by the next run; `-m` is refused (its lines would be owed).
+#[test]
+fn a_closed_output_owes_its_lines_to_the_next_run() {
+    let Some(loc) = standalone("head") else {
+        return;
+    };
+    let d = tmp();
+    let j = journal(&d);
+    let data = crate::common::numbered("l", 0..50_000);
+    write(&d, "in.txt", &data);
+    // `seen dedup … | head -c 100`: the reader goes away after 100 bytes.
+    let mut child = command(d.path())
+        .env("SEEN_JOURNAL_DIR", &j)
+        .env("SEEN_CHUNK_BYTES", "16384")
+        .args(["dedup", "-n", "100k", "-p", "1e-9", "-f", &loc, "in.txt"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = vec![0u8; 100];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let whole = first.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let next = seen_env(
+        d.path(),
+        &[("SEEN_JOURNAL_DIR", j.as_str())],
+        ["dedup", "-f", &loc, "in.txt"],
+        b"",
+    );
+    next.code(0).stderr_has("its output closed early");
+    let mut got: HashSet<&[u8]> = next
+        .stdout
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
+    got.extend(
+        first[..whole]
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty()),
+    );
+    assert_eq!(got.len(), 50_000, "{}", next.stderr);
+    seen_env(
+        d.path(),
+        &[("SEEN_JOURNAL_DIR", j.as_str())],
+        ["dedup", "-m", "3", "-f", &loc],
+        b"x\n",
+    )
+    .code(2)
+    .no_stdout()
+    .stderr_has("-m 3 does not work with a Redis filter");
 }
