@@ -8,8 +8,9 @@
 #
 # Exports SEEN_TEST_REDIS (host:port) and SEEN_TEST_REDIS_CLUSTER
 # (host:port,host:port,host:port) to the command. Ports: SEEN_REDIS_PORT
-# (default 6390) and SEEN_CLUSTER_PORT (default 7101; the Cluster uses the
-# three ports from there, and the same plus 10000 for its bus).
+# (default: the first free from 6390) and SEEN_CLUSTER_PORT (default: the
+# first free from 7101; the Cluster uses the three ports from there, and the
+# same plus 10000 for its bus).
 set -euo pipefail
 
 if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
@@ -20,10 +21,26 @@ if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/nul
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server >&2
 fi
 
-port=${SEEN_REDIS_PORT:-6390}
-cport=${SEEN_CLUSTER_PORT:-7101}
+in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# Ports: as given, else the first free ones from 6390 and 7101 (a leftover
+# server on the default ports does not stop the tests).
+if [ -n "${SEEN_REDIS_PORT:-}" ]; then
+    port=$SEEN_REDIS_PORT
+else
+    port=6390
+    while in_use "$port"; do port=$((port + 1)); done
+fi
+if [ -n "${SEEN_CLUSTER_PORT:-}" ]; then
+    cport=$SEEN_CLUSTER_PORT
+else
+    cport=7101
+    while in_use "$cport" || in_use $((cport + 1)) || in_use $((cport + 2)) ||
+        in_use $((cport + 10000)) || in_use $((cport + 10001)) || in_use $((cport + 10002)); do
+        cport=$((cport + 3))
+    done
+fi
 for p in "$port" "$cport" $((cport + 1)) $((cport + 2)) $((cport + 10000)) $((cport + 10001)) $((cport + 10002)); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+    if in_use "$p"; then
         echo "port $p is in use on 127.0.0.1: set SEEN_REDIS_PORT / SEEN_CLUSTER_PORT to free ones" >&2
         exit 1
     fi

@@ -1,9 +1,11 @@
 //! Connections to a standalone server or to the masters of a Redis Cluster,
 //! with this crate's own slot routing: commands go out as one pipeline per
 //! node, and a command a node refuses with MOVED or ASK (so it did not run)
-//! is sent again where the node says. Nothing here ever sends a command
-//! twice after its reply was lost: the caller decides what a lost reply
-//! means (for a test-and-set, every key of it counts as new).
+//! is sent again where the node says. A command whose reply was lost is
+//! sent again only through [`Client::query`], which callers use only for
+//! commands that may run twice (`GET`, `HGETALL`, `HSET` of a time); for the
+//! rest the caller decides what a lost reply means (for a test-and-set,
+//! every key of it counts as new).
 //!
 //! The `redis` crate's own cluster client is not used: its pipelines do not
 //! follow MOVED/ASK, and its single commands silently run again after a
