@@ -443,6 +443,17 @@ impl RedisFilter {
         Ok(())
     }
 
+    /// Reads the shards of layer `li` that keys `hashes` fall in and this run
+    /// has not read yet.
+    fn fetch_for(&mut self, li: usize, hashes: &[Hash128]) -> Result<()> {
+        let l = &self.layers[li];
+        let mut shards: Vec<usize> = hashes
+            .iter()
+            .map(|&h| l.shard_of(l.entry.layout.blocks(h)[0]))
+            .collect();
+        self.fetch(li, &mut shards)
+    }
+
     /// Reads every shard (for `stats`, `verify` and copies): the layers'
     /// bits, as a file holds them.
     ///
@@ -538,14 +549,7 @@ impl RedisFilter {
         out.resize(hashes.len(), false);
         let mut bits = Vec::new();
         for li in 0..self.layers.len() {
-            let mut shards: Vec<usize> = hashes
-                .iter()
-                .map(|&h| {
-                    let l = &self.layers[li];
-                    l.shard_of(l.entry.layout.blocks(h)[0])
-                })
-                .collect();
-            self.fetch(li, &mut shards)?;
+            self.fetch_for(li, hashes)?;
             for (i, &h) in hashes.iter().enumerate() {
                 if !out[i] {
                     self.unknown_bits(li, h, &mut bits);
@@ -736,14 +740,7 @@ impl RedisFilter {
     /// reached): nothing was recorded.
     fn test_and_set(&mut self, hashes: &[Hash128], out: &mut [bool]) -> Result<u64> {
         let li = self.layers.len() - 1;
-        let mut shards: Vec<usize> = hashes
-            .iter()
-            .map(|&h| {
-                let l = &self.layers[li];
-                l.shard_of(l.entry.layout.blocks(h)[0])
-            })
-            .collect();
-        self.fetch(li, &mut shards)?;
+        self.fetch_for(li, hashes)?;
         let mut new = vec![false; hashes.len()];
         let mut t = Parts::default();
         let mut bits = Vec::new();

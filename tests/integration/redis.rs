@@ -662,39 +662,10 @@ fn a_server_lost_mid_run_stops_the_run() {
         return;
     }
     let d = tmp();
-    // A server of this test's own, on a free port.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut srv = std::process::Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .arg("--dir")
-        .arg(d.path())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let loc = format!("redis://127.0.0.1:{port}/lost");
-    let addr = format!("127.0.0.1:{port}");
-    let mut ready = false;
-    for _ in 0..400 {
-        if std::net::TcpStream::connect(&addr).is_ok() {
-            ready = true;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    assert!(ready, "redis-server did not start");
+    // A server of this test's own.
+    let mut srv = Private::start(d.path());
+    let addr = srv.addr.clone();
+    let loc = format!("redis://{addr}/lost");
     let mut w = command(d.path())
         .env("SEEN_JOURNAL_DIR", d.path().join("j"))
         .args(["dedup", "--redis-timeout", "300ms", "-n", "10k", "-f", &loc])
@@ -710,8 +681,8 @@ fn a_server_lost_mid_run_stops_the_run() {
     let mut buf = [0u8; 6];
     stdout.read_exact(&mut buf).unwrap();
     assert_eq!(&buf, b"first\n");
-    srv.kill().unwrap();
-    srv.wait().unwrap();
+    srv.child.kill().unwrap();
+    srv.child.wait().unwrap();
     let _ = stdin.write_all(b"second\nfirst\n");
     drop(stdin);
     let mut rest = Vec::new();
