@@ -11,7 +11,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 /// Seconds since the Unix epoch (a header's `created` and `updated`).
-pub(super) fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())

@@ -36,6 +36,7 @@ mod path;
 mod read;
 mod write;
 
+pub(crate) use header::now;
 pub use lock::wait_for_locks_at_most;
 pub use memory::MemFilter;
 pub use new::NewFilter;

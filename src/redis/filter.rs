@@ -29,7 +29,6 @@ use crate::file::format::{HEADER_LEN, Header, LayerEntry};
 use crate::filter::sizing::{Plan, Spec};
 use crate::filter::{BLOCK_BYTES, BLOCKS_PER_PAGE};
 use crate::hash::Hash128;
-use crate::keys::KeySpec;
 use crate::pipeline::{Chunk, Store};
 use anyhow::{Context, Result, anyhow, bail};
 use redis::Value;
@@ -114,13 +113,6 @@ pub fn pages_per_shard(pages: u64) -> u64 {
     pow.clamp(1, MAX_SHARD_PAGES)
 }
 
-/// The seconds since the Unix epoch.
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 /// One layer of a Redis filter and what this run knows of its bits.
 struct Layer {
     entry: LayerEntry,
@@ -136,13 +128,25 @@ struct Layer {
     fetched: Vec<bool>,
 }
 
+/// The key names of the shards of layer `i`, with their slots.
+fn shard_keys(loc: &Location, i: usize, entry: &LayerEntry, pps: u64) -> Vec<(String, u16)> {
+    let n = entry.layout.bytes().div_ceil(pps * PAGE_BYTES);
+    (0..n)
+        .map(|j| {
+            let k = loc.shard_key(i, j);
+            let s = slot(k.as_bytes());
+            (k, s)
+        })
+        .collect()
+}
+
 impl Layer {
     fn new(loc: &Location, i: usize, entry: LayerEntry, pps: u64) -> Result<Layer> {
         let bytes = entry.layout.bytes();
         let shard_bytes = pps * PAGE_BYTES;
-        let n = bytes.div_ceil(shard_bytes);
-        let keys: Vec<String> = (0..n).map(|j| loc.shard_key(i, j)).collect();
-        let slots = keys.iter().map(|k| slot(k.as_bytes())).collect();
+        let (keys, slots): (Vec<String>, Vec<u16>) =
+            shard_keys(loc, i, &entry, pps).into_iter().unzip();
+        let n = keys.len();
         let known = memmap2::MmapMut::map_anon(bytes as usize)
             .with_context(|| format!("cannot allocate {bytes} bytes for a copy of {loc}"))?;
         Ok(Layer {
@@ -151,7 +155,7 @@ impl Layer {
             slots,
             shard_bytes,
             known,
-            fetched: vec![false; n as usize],
+            fetched: vec![false; n],
         })
     }
 
@@ -277,7 +281,7 @@ impl RedisFilter {
         // creator made is left as it is), then the meta key: a writer that
         // finds the meta finds the shards.
         let mut f = RedisFilter::assemble(client, (header.clone(), meta.clone(), pps), true)?;
-        f.make_shards(false)?;
+        f.store_shards(None)?;
         let v = f.client.query_once(
             slot(loc.meta_key().as_bytes()),
             redis::cmd("SET")
@@ -296,21 +300,23 @@ impl RedisFilter {
         Ok((f, made))
     }
 
-    /// Stores every shard of every layer as zeros (`SET … NX`: a shard a
-    /// writer has already touched is left as it is), so the server allocates
-    /// each once, at its full size; with `replace`, overwrites them.
-    fn make_shards(&mut self, replace: bool) -> Result<()> {
+    /// Stores every shard of every layer at its full size, so the server
+    /// allocates each once: the bytes of `bits` (one slice per layer, as in
+    /// a file), overwriting; without, zeros with `SET … NX` (a shard a writer
+    /// has already touched is left as it is).
+    fn store_shards(&mut self, bits: Option<&[&[u8]]>) -> Result<()> {
         let mut batch = Vec::new();
         let mut bytes = 0;
         for li in 0..self.layers.len() {
             for j in 0..self.layers[li].keys.len() {
                 let l = &self.layers[li];
-                let len = l.range(j).len();
+                let r = l.range(j);
+                let len = r.len();
                 let mut cmd = redis::cmd("SET");
-                cmd.arg(&l.keys[j]).arg(vec![0u8; len]);
-                if !replace {
-                    cmd.arg("NX");
-                }
+                match bits {
+                    Some(bits) => cmd.arg(&l.keys[j]).arg(&bits[li][r]),
+                    None => cmd.arg(&l.keys[j]).arg(vec![0u8; len]).arg("NX"),
+                };
                 batch.push(Routed::new(l.slots[j], &cmd));
                 bytes += len;
                 if bytes >= 64 << 20 {
@@ -395,11 +401,6 @@ impl RedisFilter {
     /// Where it lives.
     pub fn location(&self) -> &Location {
         self.client.location()
-    }
-
-    /// Keys it records.
-    pub fn keys(&self) -> KeySpec {
-        self.header.keys
     }
 
     /// Reads the shards of layer `li` touched by `blocks` that this run has
@@ -542,13 +543,13 @@ impl RedisFilter {
         l.known[byte as usize] |= 1 << (7 - off % 8);
     }
 
-    /// Looks keys up in the layers from `first` on, from the copies read
-    /// (each shard as it was when first read, plus what this run set).
-    fn lookup(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
+    /// Looks keys up in the first `upto` layers, from the copies read (each
+    /// shard as it was when first read, plus what this run set).
+    fn lookup(&mut self, upto: usize, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
         out.clear();
         out.resize(hashes.len(), false);
         let mut bits = Vec::new();
-        for li in 0..self.layers.len() {
+        for li in 0..upto {
             self.fetch_for(li, hashes)?;
             for (i, &h) in hashes.iter().enumerate() {
                 if !out[i] {
@@ -595,7 +596,7 @@ impl RedisFilter {
             }
         }
         self.added = 0;
-        let t = now();
+        let t = crate::file::now();
         let v = self.client.query(
             s,
             redis::cmd("HSET")
@@ -637,8 +638,7 @@ impl RedisFilter {
     ) -> Result<()> {
         let mut client = Client::connect(loc, timeout)?;
         let meta_slot = slot(loc.meta_key().as_bytes());
-        if let Some(old) = read_meta(&mut client, loc)? {
-            let old = RedisFilter::assemble(Client::connect(loc, timeout)?, old, false)?;
+        if let Some((old, _, old_pps)) = read_meta(&mut client, loc)? {
             if !replace {
                 bail!(
                     "{loc} already exists: pass --force to replace it, or add to it with \
@@ -650,42 +650,16 @@ impl RedisFilter {
                 meta_slot,
                 redis::cmd("DEL").arg(loc.meta_key()).arg(loc.count_key()),
             )];
-            for l in &old.layers {
-                for (k, &s) in l.keys.iter().zip(&l.slots) {
+            for (i, l) in old.layers.iter().enumerate() {
+                for (k, s) in shard_keys(loc, i, l, old_pps) {
                     cmds.push(Routed::new(s, redis::cmd("DEL").arg(k)));
                 }
             }
             client.exec(cmds).map_err(Failure::into_error)?;
         }
         let pps = pages_per_shard(header.layers[0].layout.nblocks / BLOCKS_PER_PAGE);
-        let mut f = RedisFilter {
-            client,
-            header: header.clone(),
-            meta: Vec::new(),
-            layers: Vec::new(),
-            added: 0,
-            broken: None,
-            write: true,
-            journal: None,
-        };
-        let mut batch = Vec::new();
-        let mut bytes = 0;
-        for (li, (entry, bits)) in header.layers.iter().zip(layers).enumerate() {
-            let l = Layer::new(loc, li, *entry, pps)?;
-            for j in 0..l.keys.len() {
-                let r = l.range(j);
-                bytes += r.len();
-                batch.push(Routed::new(
-                    l.slots[j],
-                    redis::cmd("SET").arg(&l.keys[j]).arg(&bits[r]),
-                ));
-                if bytes >= 64 << 20 {
-                    f.run_sets(std::mem::take(&mut batch))?;
-                    bytes = 0;
-                }
-            }
-        }
-        f.run_sets(batch)?;
+        let mut f = RedisFilter::assemble(client, (header.clone(), Vec::new(), pps), true)?;
+        f.store_shards(Some(layers))?;
         let mut cmds = Vec::new();
         for (li, l) in header.layers.iter().enumerate() {
             cmds.push(Routed::new(
@@ -1014,7 +988,7 @@ impl Store for RedisFilter {
         if let Some(e) = self.broken.take() {
             return Err(e);
         }
-        self.lookup(hashes, out)
+        self.lookup(self.layers.len(), hashes, out)
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
@@ -1035,10 +1009,7 @@ impl Store for RedisFilter {
         if self.layers.len() > 1 {
             // Older layers take no more keys: a key in one is present.
             let mut older = Vec::new();
-            let newest = self.layers.pop().expect("a layer");
-            let r = self.lookup(hashes, &mut older);
-            self.layers.push(newest);
-            if let Err(e) = r {
+            if let Err(e) = self.lookup(self.layers.len() - 1, hashes, &mut older) {
                 if let Some(j) = &mut self.journal {
                     j.verdicts(hashes.iter().map(|_| false));
                 }
