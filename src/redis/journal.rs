@@ -87,18 +87,13 @@ pub struct Journal {
     recent: VecDeque<(u64, u64)>,
 }
 
-fn put(file: &mut File, kind: u8, seq: u64, payload: &[&[u8]]) -> std::io::Result<u64> {
-    let len: usize = payload.iter().map(|p| p.len()).sum();
-    let mut head = [0u8; 17];
-    head[0] = kind;
-    head[1..9].copy_from_slice(&seq.to_le_bytes());
-    head[9..17].copy_from_slice(&(len as u64).to_le_bytes());
-    let mut parts = vec![std::io::IoSlice::new(&head)];
-    parts.extend(payload.iter().map(|p| std::io::IoSlice::new(p)));
-    let mut buf = Vec::with_capacity(17 + len);
-    for p in &parts {
-        buf.extend_from_slice(p);
-    }
+fn put(file: &mut File, kind: u8, seq: u64, payload: &[u8]) -> std::io::Result<u64> {
+    // One write per record: the head and its payload.
+    let mut buf = Vec::with_capacity(17 + payload.len());
+    buf.push(kind);
+    buf.extend_from_slice(&seq.to_le_bytes());
+    buf.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    buf.extend_from_slice(payload);
     file.write_all(&buf)?;
     Ok(buf.len() as u64)
 }
@@ -174,7 +169,7 @@ impl Journal {
             .iter_mut()
             .find(|s| (s.first..s.end).contains(&seq))
             .expect("the chunk's segment");
-        s.bytes += put(&mut s.file, b'V', seq, &[&v])
+        s.bytes += put(&mut s.file, b'V', seq, &v)
             .with_context(|| format!("cannot write the journal {}", s.path.display()))?;
         Ok(())
     }
@@ -187,7 +182,7 @@ impl Journal {
         self.flush_verdicts()?;
         let seq = self.chunks;
         let s = self.newest()?;
-        s.bytes += put(&mut s.file, b'C', seq, &[records])
+        s.bytes += put(&mut s.file, b'C', seq, records)
             .and_then(|n| s.file.sync_data().map(|()| n))
             .with_context(|| format!("cannot write the journal {}", s.path.display()))?;
         s.end = seq + 1;
@@ -221,7 +216,7 @@ impl Journal {
         else {
             return Ok(());
         };
-        s.bytes += put(&mut s.file, b'W', seq, &[&n.to_le_bytes()])
+        s.bytes += put(&mut s.file, b'W', seq, &n.to_le_bytes())
             .with_context(|| format!("cannot write the journal {}", s.path.display()))?;
         let bytes = self.pending.pop_front().unwrap_or(0);
         self.recent.push_back((seq, bytes));
