@@ -91,7 +91,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__build)
-            opts="-o -p -z -j -k -t -i -q -n -h --output --fpp --growth --no-grow --fixed --force --add --summary --json --seed --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --redis-timeout --progress --quiet --capacity --help"
+            opts="-o -p -z -j -k -t -i -q -n -h --output --fpp --growth --no-grow --fixed --force --add --summary --json --seed --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --redis-timeout --redis-wait --progress --quiet --capacity --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -153,6 +153,10 @@ _seen() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --capacity)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -183,7 +187,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__copy)
-            opts="-q -h --force --wait --redis-timeout --progress --quiet --help"
+            opts="-q -h --force --wait --redis-timeout --redis-wait --progress --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -197,6 +201,10 @@ _seen() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -205,7 +213,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__dedup)
-            opts="-f -p -d -D -m -z -j -k -t -i -q -n -h --filter --fpp --growth --no-grow --fixed --summary --commit-every --json --repeated --all-repeated --max-count --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --redis-timeout --progress --quiet --capacity --help"
+            opts="-f -p -d -D -m -z -j -k -t -i -q -n -h --filter --fpp --growth --no-grow --fixed --summary --commit-every --json --repeated --all-repeated --max-count --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --redis-timeout --redis-wait --progress --quiet --capacity --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -272,6 +280,10 @@ _seen() {
                     return 0
                     ;;
                 --redis-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-wait)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -469,7 +481,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__query)
-            opts="-f -v -c -q -z -j -k -t -i -h --file --as-keys --invert-match --count --silent --quiet --all --json --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --redis-timeout --progress --help"
+            opts="-f -v -c -q -z -j -k -t -i -h --file --as-keys --invert-match --count --silent --quiet --all --json --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --redis-timeout --redis-wait --progress --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -515,6 +527,10 @@ _seen() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -523,7 +539,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__stats)
-            opts="-q -h --json --max-fpp --max-fill --wait --redis-timeout --progress --quiet --help"
+            opts="-q -h --json --max-fpp --max-fill --wait --redis-timeout --redis-wait --progress --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -545,6 +561,10 @@ _seen() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --redis-wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -553,7 +573,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__verify)
-            opts="-q -h --repair --wait --redis-timeout --progress --quiet --help"
+            opts="-q -h --repair --wait --redis-timeout --redis-wait --progress --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -564,6 +584,10 @@ _seen() {
                     return 0
                     ;;
                 --redis-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-wait)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -267,14 +267,26 @@ pub struct LockArgs {
     /// 10s, 1min) [default: 10s].
     #[arg(long, value_name = "DURATION", value_parser = parse_wait)]
     pub redis_timeout: Option<std::time::Duration>,
+
+    /// With a Redis filter that this run writes: before printing a batch's
+    /// lines, wait until N replicas of each server hold its writes (Redis
+    /// WAIT, for at most --redis-timeout), so that a failover cannot forget
+    /// lines already printed; fewer replicas in time: exit 2 [default: 0, no
+    /// wait].
+    #[arg(long, value_name = "N")]
+    pub redis_wait: Option<u32>,
 }
 
 impl LockArgs {
-    /// The `--redis-timeout`, or its default.
-    pub fn redis_timeout(&self) -> std::time::Duration {
-        self.redis_timeout
-            .unwrap_or(std::time::Duration::from_secs(10))
-            .max(std::time::Duration::from_millis(1))
+    /// The `--redis-timeout` and `--redis-wait`, or their defaults.
+    pub fn redis(&self) -> crate::redis::Link {
+        crate::redis::Link {
+            timeout: self
+                .redis_timeout
+                .unwrap_or(std::time::Duration::from_secs(10))
+                .max(std::time::Duration::from_millis(1)),
+            replicas: self.redis_wait.unwrap_or(0),
+        }
     }
 }
 

@@ -42,7 +42,7 @@ fn plan(a: BuildArgs) -> Result<Job> {
             create: None,
             write: true,
             journal: None,
-            timeout: a.lock.redis_timeout(),
+            link: a.lock.redis(),
         })
     } else if a.add {
         if a.size.any() || a.seed.is_some() {
@@ -82,7 +82,7 @@ fn plan(a: BuildArgs) -> Result<Job> {
                 },
                 seed: a.seed.unwrap_or(DEFAULT_SEED),
                 replace: a.force,
-                timeout: a.lock.redis_timeout(),
+                link: a.lock.redis(),
             },
             None => Where::Create {
                 path: a.output.clone(),

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 /// A source that is not a usable filter, a target that may not be written,
 /// or a server that cannot be reached.
 pub fn run(a: CopyArgs) -> Result<ExitCode> {
-    let timeout = a.lock.redis_timeout();
+    let link = a.lock.redis();
     let to_redis = redis_location(&a.to)?;
     // Refuse a target that may not be written before reading anything.
     if to_redis.is_none() {
@@ -41,11 +41,11 @@ pub fn run(a: CopyArgs) -> Result<ExitCode> {
     } else if let Some(loc) = &to_redis
         && !a.force
     {
-        RedisFilter::refuse_existing(loc, timeout)?;
+        RedisFilter::refuse_existing(loc, link)?;
     }
     let (header, bits): (Header, Vec<Vec<u8>>) = match redis_location(&a.from)? {
         Some(loc) => {
-            let mut f = RedisFilter::open(&loc, timeout, false)?;
+            let mut f = RedisFilter::open(&loc, link, false)?;
             let header = f.header().clone();
             let progress = Progress::start(a.progress.into(), Some(header.bit_bytes()), "", false);
             let bits = f
@@ -67,7 +67,7 @@ pub fn run(a: CopyArgs) -> Result<ExitCode> {
     };
     let bits: Vec<&[u8]> = bits.iter().map(Vec::as_slice).collect();
     match to_redis {
-        Some(loc) => RedisFilter::upload(&loc, timeout, &header, &bits, a.force)?,
+        Some(loc) => RedisFilter::upload(&loc, link, &header, &bits, a.force)?,
         None => NewFilter::copy_of(&a.to, &header, &bits)?.finish(a.force)?,
     }
     Ok(ExitCode::SUCCESS)

@@ -99,7 +99,7 @@ fn plan(a: DedupArgs) -> Result<Job> {
                 }),
                 write: true,
                 journal: (!(a.repeated || a.all_repeated)).then_some(opts.term),
-                timeout: a.lock.redis_timeout(),
+                link: a.lock.redis(),
             });
             (store, Mode::Insert)
         }

@@ -26,7 +26,7 @@ fn filter_at(a: &QueryArgs) -> Result<Where> {
             create: None,
             write: false,
             journal: None,
-            timeout: a.lock.redis_timeout(),
+            link: a.lock.redis(),
         }),
         None => Where::Read(a.filter.clone()),
     })

@@ -465,7 +465,7 @@ fn layer_table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
 pub fn run(a: StatsArgs) -> Result<ExitCode> {
     let s = match super::redis_location(&a.filter)? {
         Some(loc) => {
-            let mut f = crate::redis::RedisFilter::open(&loc, a.lock.redis_timeout(), false)?;
+            let mut f = crate::redis::RedisFilter::open(&loc, a.lock.redis(), false)?;
             let total = f.header().bit_bytes();
             // Read, then count: each half of the bar.
             let progress = Progress::start(a.progress.into(), Some(2 * total), "", false);

@@ -121,7 +121,7 @@ fn verify_redis(loc: &crate::redis::Location, a: &VerifyArgs) -> Result<ExitCode
              nothing to repair that way (a lost shard means rebuilding it)"
         );
     }
-    let mut f = crate::redis::RedisFilter::open(loc, a.lock.redis_timeout(), false)?;
+    let mut f = crate::redis::RedisFilter::open(loc, a.lock.redis(), false)?;
     let bad = f.missing_shards()?;
     let shards = f.shard_count();
     let mut out = crate::output::stdout();

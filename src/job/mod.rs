@@ -16,11 +16,10 @@ use crate::input::{Source, total_bytes};
 use crate::keys::KeySpec;
 use crate::pipeline::{self, Chunk, Counts, Mode, Options, Taken};
 use crate::progress::{Progress, Show};
-use crate::redis::Location;
+use crate::redis::{Link, Location};
 use crate::report::Summary;
 use anyhow::Result;
 use std::path::PathBuf;
-use std::time::Duration;
 pub(crate) use stores::Opened;
 
 /// The plan of one run.
@@ -84,7 +83,7 @@ pub(crate) enum Where {
         spec: Spec,
         seed: u64,
         replace: bool,
-        timeout: Duration,
+        link: Link,
     },
 }
 
@@ -101,8 +100,8 @@ pub(crate) struct AtRedis {
     /// byte (`dedup`): what a killed run judged new and did not write is
     /// printed by the next run on this machine.
     pub journal: Option<u8>,
-    /// `--redis-timeout`.
-    pub timeout: Duration,
+    /// `--redis-timeout`, `--redis-wait`.
+    pub link: Link,
 }
 
 /// How to make a missing filter file that `dedup -f` names.

@@ -7,10 +7,9 @@ use crate::file::{MemFilter, NewFilter, ReadFilter, Target, WriteFilter, check_t
 use crate::hash::{DEFAULT_SEED, Hash128};
 use crate::keys::KeySpec;
 use crate::pipeline::{Chunk, Store};
-use crate::redis::{Location, RedisFilter};
+use crate::redis::{Link, Location, RedisFilter};
 use anyhow::{Result, bail};
 use std::path::Path;
-use std::time::Duration;
 
 /// An open store of any kind.
 pub(crate) enum Opened {
@@ -26,7 +25,7 @@ pub(crate) enum Opened {
     Redis(RedisFilter),
     /// A new filter in memory, stored in Redis at the end of a run that
     /// went well.
-    RedisNew(MemFilter, Location, bool, Duration),
+    RedisNew(MemFilter, Location, bool, Link),
 }
 
 impl Opened {
@@ -70,16 +69,16 @@ impl Opened {
                 spec,
                 seed,
                 replace,
-                timeout,
+                link,
             } => {
                 if !replace {
                     // Say it now, not after the lines are read.
-                    RedisFilter::refuse_existing(loc, *timeout)?;
+                    RedisFilter::refuse_existing(loc, *link)?;
                 }
                 let first = crate::redis::first_layer(spec)?;
                 let mut f = MemFilter::with_first(spec, &first, *seed)?;
                 f.set_keys(keys);
-                Opened::RedisNew(f, loc.clone(), *replace, *timeout)
+                Opened::RedisNew(f, loc.clone(), *replace, *link)
             }
         })
     }
@@ -144,16 +143,22 @@ impl Opened {
             Opened::Memory(f) => Ok(ok.then(|| f.header().clone())),
             Opened::Read(f) => Ok(ok.then(|| f.header().clone())),
             Opened::Redis(mut f) => {
-                f.end_journal(ok);
+                // A failure in the run's last batch is reported here.
+                let broken = f.take_broken();
+                f.end_journal(ok && broken.is_none());
                 // What was recorded stays recorded, whatever happened.
-                f.commit()?;
+                let committed = f.commit();
+                if let Some(e) = broken {
+                    return Err(e);
+                }
+                committed?;
                 Ok(ok.then(|| f.header().clone()))
             }
-            Opened::RedisNew(f, loc, replace, timeout) if ok => {
+            Opened::RedisNew(f, loc, replace, link) if ok => {
                 let bits: Vec<&[u8]> = (0..f.header().layers.len())
                     .map(|i| f.layer_bits(i))
                     .collect();
-                RedisFilter::upload(&loc, timeout, f.header(), &bits, replace)?;
+                RedisFilter::upload(&loc, link, f.header(), &bits, replace)?;
                 Ok(Some(f.header().clone()))
             }
             Opened::RedisNew(..) => Ok(None),
@@ -171,7 +176,7 @@ fn open_redis(at: &AtRedis, keys: KeySpec) -> Result<RedisFilter> {
         Some(new) => {
             let first = crate::redis::first_layer(&new.spec)?;
             let header = crate::file::new_header(&new.spec, &first, new.seed, keys);
-            let (f, made) = RedisFilter::open_or_create(&at.loc, at.timeout, &header)?;
+            let (f, made) = RedisFilter::open_or_create(&at.loc, at.link, &header)?;
             if made && new.announce {
                 eprintln!(
                     "seen: created {} for {} distinct lines at false-positive rate {:e} \
@@ -183,7 +188,7 @@ fn open_redis(at: &AtRedis, keys: KeySpec) -> Result<RedisFilter> {
             }
             f
         }
-        None => RedisFilter::open(&at.loc, at.timeout, at.write)?,
+        None => RedisFilter::open(&at.loc, at.link, at.write)?,
     };
     if let Some(term) = at.journal {
         let out = std::io::stdout();

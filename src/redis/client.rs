@@ -108,6 +108,16 @@ impl Failure {
     }
 }
 
+/// How a run talks to its servers.
+#[derive(Clone, Copy, Debug)]
+pub struct Link {
+    /// `--redis-timeout`: the longest wait for an answer or a reconnection.
+    pub timeout: Duration,
+    /// `--redis-wait`: replicas of each master that must hold a batch's
+    /// writes (Redis `WAIT`) before its lines are printed; 0: no wait.
+    pub replicas: u32,
+}
+
 /// One server (a standalone one, or a Cluster master).
 struct Node {
     addr: (String, u16),
@@ -118,9 +128,57 @@ struct Node {
 pub struct Client {
     loc: Location,
     timeout: Duration,
+    replicas: u32,
     nodes: Vec<Node>,
     /// Cluster only: the node serving each slot.
     slots: Option<Vec<u16>>,
+    /// TLS only: the certificates given in the environment (see [`TLS_ENV`]).
+    certs: Option<Box<redis::TlsCertificates>>,
+}
+
+/// Environment variables naming PEM files for TLS (`rediss://`): the
+/// certificate authorities to trust instead of the system's, and the client
+/// certificate and key a server may ask for (Redis asks by default).
+pub const TLS_ENV: [&str; 3] = ["SEEN_REDIS_CA", "SEEN_REDIS_CERT", "SEEN_REDIS_KEY"];
+
+/// The TLS certificates named by [`TLS_ENV`], read once; `None` when none is
+/// set (the system's authorities, no client certificate).
+fn tls_certificates() -> Result<Option<redis::TlsCertificates>> {
+    let read = |var: &str| -> Result<Option<Vec<u8>>> {
+        match std::env::var_os(var).filter(|v| !v.is_empty()) {
+            None => Ok(None),
+            Some(path) => std::fs::read(&path).map(Some).with_context(|| {
+                format!(
+                    "cannot read {var}={}: it must name a PEM file",
+                    path.display()
+                )
+            }),
+        }
+    };
+    let [ca, cert, key] = TLS_ENV;
+    let root_cert = read(ca)?;
+    if let Some(pem) = &root_cert
+        && !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----")
+    {
+        bail!(
+            "{ca}={} holds no certificate: it must name a PEM file of the authorities to trust",
+            std::env::var_os(ca).unwrap_or_default().display()
+        );
+    }
+    let client_tls = match (read(cert)?, read(key)?) {
+        (Some(client_cert), Some(client_key)) => Some(redis::ClientTlsConfig {
+            client_cert,
+            client_key,
+        }),
+        (None, None) => None,
+        _ => bail!("{cert} and {key} go together: set both (a client certificate and its key)"),
+    };
+    Ok(
+        (root_cert.is_some() || client_tls.is_some()).then_some(redis::TlsCertificates {
+            client_tls,
+            root_cert,
+        }),
+    )
 }
 
 impl Client {
@@ -129,12 +187,18 @@ impl Client {
     ///
     /// # Errors
     /// A server that cannot be reached or refuses us, naming its address.
-    pub fn connect(loc: &Location, timeout: Duration) -> Result<Client> {
+    pub fn connect(loc: &Location, link: Link) -> Result<Client> {
         let mut client = Client {
             loc: loc.clone(),
-            timeout,
+            timeout: link.timeout,
+            replicas: link.replicas,
             nodes: Vec::new(),
             slots: None,
+            certs: if loc.tls {
+                tls_certificates()?.map(Box::new)
+            } else {
+                None
+            },
         };
         if loc.cluster {
             client.refresh_slots()?;
@@ -166,31 +230,70 @@ impl Client {
         if let Some(p) = &self.loc.password {
             settings = settings.set_password(p);
         }
-        let info = redis::ConnectionAddr::Tcp(addr.0.clone(), addr.1);
+        let info = if self.loc.tls {
+            redis::ConnectionAddr::TcpTls {
+                host: addr.0.clone(),
+                port: addr.1,
+                insecure: false,
+                tls_params: None,
+            }
+        } else {
+            redis::ConnectionAddr::Tcp(addr.0.clone(), addr.1)
+        };
         let info = redis::IntoConnectionInfo::into_connection_info(info)
             .map(|i| i.set_redis_settings(settings))
             .with_context(|| self.at(addr))?;
-        let conn = redis::Client::open(info)
+        let client = match &self.certs {
+            Some(certs) => redis::Client::build_with_tls(info, (**certs).clone()),
+            None => redis::Client::open(info),
+        };
+        let conn = client
             .and_then(|c| c.get_connection_with_timeout(self.timeout))
             .map_err(|e| {
                 anyhow!(
-                    "cannot connect to Redis at {}:{} ({}): {}: check that the server runs \
-                     and listens there{}",
+                    "cannot connect to Redis at {}:{} ({}): {e}: {}",
                     addr.0,
                     addr.1,
                     self.loc,
-                    e,
-                    if self.loc.password.is_none() {
-                        ", and give its password in SEEN_REDIS_PASSWORD if it has one"
-                    } else {
-                        ""
-                    }
+                    self.connect_hint(&e.to_string())
                 )
             })?;
         conn.set_read_timeout(Some(self.timeout))
             .and_then(|()| conn.set_write_timeout(Some(self.timeout)))
             .with_context(|| self.at(addr))?;
         Ok(conn)
+    }
+
+    /// What to do about a connection that failed with `e`.
+    fn connect_hint(&self, e: &str) -> String {
+        let [ca, cert, key] = TLS_ENV;
+        if e.contains("CertificateRequired") || e.contains("certificate required") {
+            return format!(
+                "the server asks for a client certificate: name it and its key (PEM files) in \
+                 {cert} and {key}"
+            );
+        }
+        if e.contains("NotValidForName") {
+            return "the server's certificate is not valid for that host name: write the name \
+                    it was issued for"
+                .into();
+        }
+        if e.contains("peer certificate") {
+            return format!(
+                "the server's certificate is not trusted here: name the authority that signed \
+                 it (a PEM file) in {ca}"
+            );
+        }
+        let mut hint = String::from("check that the server runs and listens there");
+        hint.push_str(if self.loc.tls {
+            " and speaks TLS (else write redis://)"
+        } else {
+            " (a server that speaks only TLS needs rediss://)"
+        });
+        if self.loc.password.is_none() {
+            hint.push_str(", and give its password in SEEN_REDIS_PASSWORD if it has one");
+        }
+        hint
     }
 
     fn at(&self, addr: &(String, u16)) -> String {
@@ -225,9 +328,10 @@ impl Client {
                 Ok(v) => return self.install_slots(seed, &v),
                 Err(e) if e.kind() == redis::ErrorKind::Server(ServerErrorKind::ResponseError) => {
                     bail!(
-                        "{} is not a Redis Cluster node ({e}): write redis://{}:{}/{} for a \
+                        "{} is not a Redis Cluster node ({e}): write {}://{}:{}/{} for a \
                          standalone server",
                         self.at(seed),
+                        if self.loc.tls { "rediss" } else { "redis" },
                         seed.0,
                         seed.1,
                         self.loc.name
@@ -328,6 +432,75 @@ impl Client {
                 }
             }
         }
+    }
+
+    /// With `--redis-wait N`: waits until N replicas of every master this
+    /// client talks to hold its writes so far (Redis `WAIT`, every master's
+    /// sent before any reply is read). Nothing else may be in flight.
+    ///
+    /// # Errors
+    /// Fewer replicas acknowledged within the timeout, or a lost connection
+    /// (the writes are on the masters either way).
+    pub fn wait_replicas(&mut self) -> Result<()> {
+        if self.replicas == 0 {
+            return Ok(());
+        }
+        let wait = redis::cmd("WAIT")
+            .arg(self.replicas)
+            .arg(u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX))
+            .get_packed_command();
+        let mut asked = Vec::new();
+        for (n, node) in self.nodes.iter_mut().enumerate() {
+            if let Some(conn) = node.conn.as_mut() {
+                // The server answers WAIT at its timeout: read a little longer.
+                let longer = self.timeout + Duration::from_secs(2);
+                if let Err(e) = conn
+                    .set_read_timeout(Some(longer))
+                    .and_then(|()| conn.send_packed_command(&wait))
+                {
+                    let e = anyhow!("{}: WAIT: {e}", at(&self.loc, &node.addr));
+                    self.reset();
+                    return Err(e);
+                }
+                asked.push(n);
+            }
+        }
+        let mut short = None;
+        for n in asked {
+            let node = &mut self.nodes[n];
+            let conn = node.conn.as_mut().expect("asked");
+            let reply = conn
+                .recv_response()
+                .and_then(|v| conn.set_read_timeout(Some(self.timeout)).map(|()| v))
+                .map_err(|e| anyhow!("{}: WAIT: {e}", at(&self.loc, &node.addr)));
+            match reply {
+                Ok(Value::Int(k)) if k >= i64::from(self.replicas) => {}
+                Ok(Value::Int(k)) => {
+                    short.get_or_insert((n, k));
+                }
+                Ok(other) => {
+                    let e = server_error("WAIT", &self.loc, &other)
+                        .unwrap_or_else(|| anyhow!("{}: unexpected WAIT reply", self.loc));
+                    self.reset();
+                    return Err(e);
+                }
+                Err(e) => {
+                    self.reset();
+                    return Err(e);
+                }
+            }
+        }
+        if let Some((n, k)) = short {
+            bail!(
+                "{}: only {k} of the {} replicas asked for (--redis-wait) acknowledged the \
+                 writes within {:?}: they are on the master, but a failover now could lose \
+                 them (and print their lines again); check the replicas (INFO replication)",
+                at(&self.loc, &self.nodes[n].addr),
+                self.replicas,
+                self.timeout
+            );
+        }
+        Ok(())
     }
 
     /// Runs one command on the node of `slot`, once (for a command that must
@@ -537,8 +710,9 @@ impl Client {
                     self.reset();
                     return Err(Failure::Lost(anyhow!(
                         "{} is a Redis Cluster node (it answered MOVED): write \
-                         redis+cluster://{}:{}/{}",
+                         {}+cluster://{}:{}/{}",
                         self.loc,
+                        if self.loc.tls { "rediss" } else { "redis" },
                         self.loc.nodes[0].0,
                         self.loc.nodes[0].1,
                         self.loc.name

@@ -22,7 +22,7 @@
 //! (bits are never cleared), so a key already in the filter, or repeated in
 //! the input, costs the server nothing. Lookups answer from those copies.
 
-use super::client::{Client, Failure, Raw, Routed, Sent, server_error, slot};
+use super::client::{Client, Failure, Link, Raw, Routed, Sent, server_error, slot};
 use super::journal::Journal;
 use super::location::Location;
 use crate::file::format::{HEADER_LEN, Header, LayerEntry};
@@ -32,7 +32,6 @@ use crate::hash::Hash128;
 use crate::pipeline::{Chunk, Store};
 use anyhow::{Context, Result, anyhow, bail};
 use redis::Value;
-use std::time::Duration;
 
 /// Bytes of a page (the unit of a shard).
 const PAGE_BYTES: u64 = BLOCKS_PER_PAGE * BLOCK_BYTES as u64;
@@ -228,8 +227,8 @@ impl RedisFilter {
     /// # Errors
     /// No filter there, a server that cannot be reached, or a meta key that
     /// is not a filter's.
-    pub fn open(loc: &Location, timeout: Duration, write: bool) -> Result<RedisFilter> {
-        let mut client = Client::connect(loc, timeout)?;
+    pub fn open(loc: &Location, link: Link, write: bool) -> Result<RedisFilter> {
+        let mut client = Client::connect(loc, link)?;
         match read_meta(&mut client, loc)? {
             Some(meta) => RedisFilter::assemble(client, meta, write),
             None => bail!(
@@ -268,10 +267,10 @@ impl RedisFilter {
     /// As [`RedisFilter::open`].
     pub fn open_or_create(
         loc: &Location,
-        timeout: Duration,
+        link: Link,
         header: &Header,
     ) -> Result<(RedisFilter, bool)> {
-        let mut client = Client::connect(loc, timeout)?;
+        let mut client = Client::connect(loc, link)?;
         if let Some(meta) = read_meta(&mut client, loc)? {
             return Ok((RedisFilter::assemble(client, meta, true)?, false));
         }
@@ -373,6 +372,12 @@ impl RedisFilter {
         }
     }
 
+    /// The failure that stopped this run's test-and-sets, if one did and
+    /// no later call reported it (it may strike in the last batch).
+    pub fn take_broken(&mut self) -> Option<anyhow::Error> {
+        self.broken.take()
+    }
+
     /// Whether this run records keys.
     pub fn writes(&self) -> bool {
         self.write
@@ -382,8 +387,8 @@ impl RedisFilter {
     ///
     /// # Errors
     /// A filter at `loc`, or a server that cannot be reached.
-    pub fn refuse_existing(loc: &Location, timeout: Duration) -> Result<()> {
-        let mut client = Client::connect(loc, timeout)?;
+    pub fn refuse_existing(loc: &Location, link: Link) -> Result<()> {
+        let mut client = Client::connect(loc, link)?;
         if read_meta(&mut client, loc)?.is_some() {
             bail!(
                 "{loc} already exists: pass --force to replace it, or add to it with \
@@ -631,12 +636,12 @@ impl RedisFilter {
     /// connection.
     pub fn upload(
         loc: &Location,
-        timeout: Duration,
+        link: Link,
         header: &Header,
         layers: &[&[u8]],
         replace: bool,
     ) -> Result<()> {
-        let mut client = Client::connect(loc, timeout)?;
+        let mut client = Client::connect(loc, link)?;
         let meta_slot = slot(loc.meta_key().as_bytes());
         if let Some((old, _, old_pps)) = read_meta(&mut client, loc)? {
             if !replace {
@@ -685,6 +690,7 @@ impl RedisFilter {
                 .arg("NX"),
         ));
         let replies = f.client.exec(cmds).map_err(Failure::into_error)?;
+        f.client.wait_replicas()?;
         if replies.last() != Some(&Value::Okay) {
             bail!(
                 "{loc} was made by another process while this one was being stored: run again with --force to replace it"
@@ -803,6 +809,10 @@ impl RedisFilter {
                 "a test-and-set failed: the lines it may have recorded were all taken as new \
                  (some may be printed twice)",
             ));
+        } else if sent_any && let Err(e) = self.client.wait_replicas() {
+            // The verdicts stand (the bits are on the masters): this batch's
+            // lines are printed, and the run stops at the next.
+            self.broken = Some(e);
         }
         let mut count = 0;
         for (i, was_new) in new.iter().enumerate() {

@@ -6,7 +6,12 @@ use anyhow::{Result, bail};
 use std::fmt;
 
 /// The schemes a filter location may start with.
-pub const SCHEMES: [&str; 3] = ["redis://", "rediss://", "redis+cluster://"];
+pub const SCHEMES: [&str; 4] = [
+    "redis://",
+    "rediss://",
+    "redis+cluster://",
+    "rediss+cluster://",
+];
 
 /// Environment variable holding the password when the location has none.
 pub const PASSWORD_ENV: &str = "SEEN_REDIS_PASSWORD";
@@ -23,6 +28,8 @@ pub struct Location {
     pub nodes: Vec<(String, u16)>,
     /// The nodes are seeds of a Redis Cluster.
     pub cluster: bool,
+    /// Connections use TLS (`rediss://`).
+    pub tls: bool,
     /// Database number (standalone only).
     pub db: i64,
     /// ACL user, if any.
@@ -42,12 +49,9 @@ impl fmt::Debug for Location {
 /// The location as a user may write it again, without the password.
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let scheme = if self.cluster {
-            "redis+cluster"
-        } else {
-            "redis"
-        };
-        write!(f, "{scheme}://")?;
+        let scheme = if self.tls { "rediss" } else { "redis" };
+        let cluster = if self.cluster { "+cluster" } else { "" };
+        write!(f, "{scheme}{cluster}://")?;
         if let Some(u) = &self.user {
             write!(f, "{u}@")?;
         }
@@ -81,19 +85,17 @@ impl Location {
 
     fn parse_with(s: &str, env_password: Option<String>) -> Result<Location> {
         const FORM: &str = "redis://[USER[:PASSWORD]@]HOST[:PORT][/DB]/NAME or \
-                            redis+cluster://HOST:PORT[,HOST:PORT…]/NAME";
-        let (rest, cluster) = if let Some(r) = s.strip_prefix("redis+cluster://") {
-            (r, true)
-        } else if let Some(r) = s.strip_prefix("redis://") {
-            (r, false)
-        } else if s.starts_with("rediss://") {
-            bail!(
-                "{}: TLS (rediss://) is not supported yet: reach the server over redis:// \
-                 (e.g. through a TLS tunnel such as stunnel)",
-                redact(s)
-            );
-        } else {
+                            redis+cluster://HOST:PORT[,HOST:PORT...]/NAME (rediss:// and \
+                            rediss+cluster:// for TLS)";
+        let Some((scheme, rest)) = s.split_once("://") else {
             bail!("{}: not a Redis location: write {FORM}", redact(s));
+        };
+        let (tls, cluster) = match scheme {
+            "redis" => (false, false),
+            "rediss" => (true, false),
+            "redis+cluster" => (false, true),
+            "rediss+cluster" => (true, true),
+            _ => bail!("{}: not a Redis location: write {FORM}", redact(s)),
         };
         let (auth, rest) = match rest.rsplit_once('@') {
             Some((a, r)) => (Some(a), r),
@@ -141,13 +143,14 @@ impl Location {
         }
         if nodes.len() > 1 && !cluster {
             bail!(
-                "{}: several hosts are seeds of a Cluster: write redis+cluster://{hosts}/{name}",
+                "{}: several hosts are seeds of a Cluster: write {scheme}+cluster://{hosts}/{name}",
                 redact(s)
             );
         }
         Ok(Location {
             nodes,
             cluster,
+            tls,
             db,
             user,
             password,
@@ -203,6 +206,13 @@ mod tests {
         assert_eq!(l.to_string(), "redis+cluster://a:1,b:2/x.y");
         assert_eq!(l.shard_key(0, 17), "seen:{x.y:0:17}:b");
         assert_eq!(l.meta_key(), "seen:{x.y}:meta");
+        assert!(!l.tls);
+        let l = Location::parse_with("rediss://h:6380/crawl", None).unwrap();
+        assert!(l.tls && !l.cluster);
+        assert_eq!(l.to_string(), "rediss://h:6380/crawl");
+        let l = Location::parse_with("rediss+cluster://a:1,b:2/c", None).unwrap();
+        assert!(l.tls && l.cluster);
+        assert_eq!(l.to_string(), "rediss+cluster://a:1,b:2/c");
     }
 
     #[test]
@@ -228,7 +238,8 @@ mod tests {
             "redis://h/x/n",
             "redis://a:1,b:2/n",
             "redis://h:0/n",
-            "rediss://h/n",
+            "redis-cluster://h:1/n",
+            "rediss+cluster://",
             "redis+cluster://h:1/0/n",
         ] {
             assert!(Location::parse_with(bad, None).is_err(), "{bad}");

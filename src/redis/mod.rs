@@ -12,6 +12,7 @@ mod filter;
 mod journal;
 mod location;
 
+pub use client::{Link, TLS_ENV};
 pub use filter::{ROOM, RedisFilter, first_layer, pages_per_shard};
 pub use journal::{DIR_ENV as JOURNAL_DIR_ENV, Journal};
 pub use location::{Location, PASSWORD_ENV, is_location, redact};

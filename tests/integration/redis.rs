@@ -843,3 +843,162 @@ fn a_closed_output_owes_its_lines_to_the_next_run() {
     .no_stdout()
     .stderr_has("-m 3 does not work with a Redis filter");
 }
+
+/// The certificates `scripts/with-redis.sh` made for its TLS servers, as
+/// the environment a run needs: (CA, client certificate, client key).
+fn tls_env() -> Option<[(&'static str, String); 3]> {
+    let dir = server("SEEN_TEST_REDIS_TLS_DIR")?;
+    let f = |name: &str| format!("{dir}/{name}");
+    Some([
+        ("SEEN_REDIS_CA", f("ca.crt")),
+        ("SEEN_REDIS_CERT", f("client.crt")),
+        ("SEEN_REDIS_KEY", f("client.key")),
+    ])
+}
+
+/// `rediss://` and `rediss+cluster://`: the same filter over TLS, checked
+/// against the test CA, with the client certificate Redis asks for; each
+/// missing piece is named in the error.
+#[test]
+fn tls_locations_dedup_and_say_what_is_missing() {
+    let (Some(tls), Some(tcluster), Some(certs)) = (
+        server("SEEN_TEST_REDIS_TLS"),
+        server("SEEN_TEST_REDIS_TLS_CLUSTER"),
+        tls_env(),
+    ) else {
+        return;
+    };
+    let all: Vec<(&str, &str)> = certs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    for loc in [
+        format!("rediss://{tls}/{}", unique("tls")),
+        format!("rediss+cluster://{tcluster}/{}", unique("tls")),
+    ] {
+        let d = tmp();
+        let j = journal(&d);
+        let mut env = all.clone();
+        env.push(("SEEN_JOURNAL_DIR", j.as_str()));
+        let data = urls(20_000, 11);
+        seen_env(d.path(), &env, ["dedup", "-n", "50k", "-f", &loc], &data)
+            .ok()
+            .stdout(&reference(&data, b'\n', false));
+        seen_env(d.path(), &env, ["dedup", "-f", &loc], &data)
+            .ok()
+            .no_stdout();
+        let lines = data.iter().filter(|&&b| b == b'\n').count();
+        seen_env(d.path(), &env, ["query", "-c", &loc], &data)
+            .ok()
+            .stdout(format!("{lines}\n").as_bytes());
+        // Without the CA: the server's certificate is not trusted.
+        let no_ca: Vec<(&str, &str)> = env
+            .iter()
+            .map(|&(k, v)| (k, if k == "SEEN_REDIS_CA" { "" } else { v }))
+            .collect();
+        seen_env(d.path(), &no_ca, ["stats", &loc], b"").error("SEEN_REDIS_CA");
+        // Without a client certificate: the server asks for one.
+        let no_cert: Vec<(&str, &str)> = env
+            .iter()
+            .filter(|(k, _)| !k.starts_with("SEEN_REDIS_CERT") && !k.starts_with("SEEN_REDIS_KEY"))
+            .copied()
+            .collect();
+        seen_env(d.path(), &no_cert, ["stats", &loc], b"")
+            .error("SEEN_REDIS_CERT and SEEN_REDIS_KEY");
+        // A key without its certificate, and a CA file with no certificate.
+        let half: Vec<(&str, &str)> = env
+            .iter()
+            .filter(|(k, _)| *k != "SEEN_REDIS_CERT")
+            .copied()
+            .collect();
+        seen_env(d.path(), &half, ["stats", &loc], b"").error("go together");
+        let key_as_ca: Vec<(&str, &str)> = env
+            .iter()
+            .map(|&(k, v)| (k, if k == "SEEN_REDIS_CA" { all[2].1 } else { v }))
+            .collect();
+        seen_env(d.path(), &key_as_ca, ["stats", &loc], b"").error("holds no certificate");
+    }
+    // Plain redis:// to a TLS port: the error points to rediss://.
+    let d = tmp();
+    seen_env(
+        d.path(),
+        &[],
+        [
+            "stats",
+            "--redis-timeout",
+            "2s",
+            &format!("redis://{tls}/x"),
+        ],
+        b"",
+    )
+    .error("rediss://");
+}
+
+/// `--redis-wait N`: a batch's lines are printed only once N replicas hold
+/// its bits, so the replica answers for every printed line; asking for more
+/// replicas than there are stops the run with exit 2 after printing what
+/// was judged, and nothing is lost.
+#[test]
+fn redis_wait_holds_lines_until_replicas_have_them() {
+    let (Some(primary), Some(replica)) =
+        (server("SEEN_TEST_REDIS"), server("SEEN_TEST_REDIS_REPLICA"))
+    else {
+        return;
+    };
+    let d = tmp();
+    let j = journal(&d);
+    let env = [("SEEN_JOURNAL_DIR", j.as_str())];
+    let name = unique("wait");
+    let loc = format!("redis://{primary}/{name}");
+    let data = urls(40_000, 13);
+    seen_env(
+        d.path(),
+        &env,
+        ["dedup", "--redis-wait", "1", "-n", "100k", "-f", &loc],
+        &data,
+    )
+    .ok()
+    .stdout(&reference(&data, b'\n', false));
+    // The replica already holds every bit of every printed line.
+    let lines = data.iter().filter(|&&b| b == b'\n').count();
+    seen_env(
+        d.path(),
+        &env,
+        ["query", "-c", &format!("redis://{replica}/{name}")],
+        &data,
+    )
+    .ok()
+    .stdout(format!("{lines}\n").as_bytes());
+
+    // Two replicas asked for, one there: exit 2, naming the shortfall.
+    let loc = format!("redis://{primary}/{}", unique("wait2"));
+    let run = seen_env(
+        d.path(),
+        &env,
+        [
+            "dedup",
+            "--redis-wait",
+            "2",
+            "--redis-timeout",
+            "200ms",
+            "-n",
+            "100k",
+            "-f",
+            &loc,
+        ],
+        &data,
+    );
+    run.error("only 1 of the 2 replicas");
+    // What it printed plus what the next run prints: every line, once.
+    let next = seen_env(d.path(), &env, ["dedup", "-f", &loc], &data);
+    next.ok();
+    let got: Vec<&[u8]> = run
+        .stdout
+        .split(|&b| b == b'\n')
+        .chain(next.stdout.split(|&b| b == b'\n'))
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert_eq!(got.len(), distinct(&data, b'\n'));
+    assert_eq!(
+        got.iter().collect::<HashSet<_>>().len(),
+        got.len(),
+        "a line printed twice"
+    );
+}
