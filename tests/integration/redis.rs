@@ -459,47 +459,63 @@ fn build_makes_and_replaces_only_when_told() {
         .stderr_has("no such filter");
 }
 
-/// MOVED and ASK during a run: slots move between masters
-/// (`redis-cli --cluster reshard`) while a writer runs; its output is still
-/// exactly awk's.
+/// MOVED and ASK during a run. A writer reads the slot map when it starts;
+/// after its first third is printed, 1500 slots move to another master
+/// (`redis-cli --cluster reshard`), so its next commands to them are
+/// answered MOVED (the test checks that shard keys did move); during the
+/// second third, slots move back while it runs (MOVED and ASK). Its output
+/// is still exactly awk's.
 #[test]
 fn resharding_during_a_run_changes_nothing() {
     let Some(nodes) = server("SEEN_TEST_REDIS_CLUSTER") else {
         return;
     };
-    let loc = format!("redis+cluster://{nodes}/{}", unique("reshard"));
+    let name = unique("reshard");
+    let loc = format!("redis+cluster://{nodes}/{name}");
     let d = tmp();
     let j = journal(&d);
     // Big chunks (the default), so each batch goes out in several parts
     // with more than one in flight when a node redirects.
     let data = urls(600_000, 6);
-    let input = write(&d, "in.txt", &data);
+    let cut = |n: usize| {
+        data.iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'\n')
+            .nth(n)
+            .unwrap()
+            .0
+            + 1
+    };
+    let (one, two) = (cut(199_999), cut(399_999));
+    let parts = [
+        data[..one].to_vec(),
+        data[one..two].to_vec(),
+        data[two..].to_vec(),
+    ];
     let first = nodes.split(',').next().unwrap().to_string();
+    let conn = |addr: &str| {
+        redis::Client::open(format!("redis://{addr}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    };
     let id = |addr: &str| -> String {
-        let client = redis::Client::open(format!("redis://{addr}/")).unwrap();
-        let mut c = client.get_connection().unwrap();
-        redis::cmd("CLUSTER").arg("MYID").query(&mut c).unwrap()
+        redis::cmd("CLUSTER")
+            .arg("MYID")
+            .query(&mut conn(addr))
+            .unwrap()
+    };
+    // The filter's keys that `addr` holds.
+    let keys_on = |addr: &str| -> usize {
+        let k: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("seen:{{{name}:*"))
+            .query(&mut conn(addr))
+            .unwrap();
+        k.len()
     };
     let addrs: Vec<&str> = nodes.split(',').collect();
     let (from, to) = (id(addrs[0]), id(addrs[2]));
-    let mut writer = command(d.path())
-        .env("SEEN_JOURNAL_DIR", &j)
-        .args(["dedup", "-n", "600k", "-p", "1e-9", "-f", &loc])
-        .arg(&input)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait for the first output, then move slots both ways while it runs.
-    let mut out = writer.stdout.take().unwrap();
-    let mut buf = vec![0u8; 4096];
-    let n = out.read(&mut buf).unwrap();
-    let mut got = buf[..n].to_vec();
-    let reader = std::thread::spawn(move || {
-        out.read_to_end(&mut got).unwrap();
-        got
-    });
-    for (a, b) in [(&from, &to), (&to, &from)] {
+    let reshard = |a: &str, b: &str| {
         let st = std::process::Command::new("redis-cli")
             .args([
                 "--cluster",
@@ -516,7 +532,44 @@ fn resharding_during_a_run_changes_nothing() {
             .status()
             .unwrap();
         assert!(st.success());
-    }
+    };
+    let mut writer = command(d.path())
+        .env("SEEN_JOURNAL_DIR", &j)
+        .args(["dedup", "-n", "600k", "-p", "1e-9", "-f", &loc])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = writer.stdin.take().unwrap();
+    let (go, gate) = std::sync::mpsc::channel::<()>();
+    let feeder = std::thread::spawn(move || {
+        for (i, p) in parts.iter().enumerate() {
+            if i > 0 && gate.recv().is_err() {
+                return;
+            }
+            stdin.write_all(p).unwrap();
+            stdin.flush().unwrap();
+        }
+    });
+    // The first third, all printed: nothing is in flight.
+    let mut out = writer.stdout.take().unwrap();
+    let want_first = reference(&data[..one], b'\n', false);
+    let mut got = vec![0u8; want_first.len()];
+    out.read_exact(&mut got).unwrap();
+    crate::common::assert_same(&got, &want_first, "first third");
+    let before = keys_on(addrs[0]);
+    reshard(&from, &to);
+    let after = keys_on(addrs[0]);
+    assert!(after < before, "no shard key moved ({before} -> {after})");
+    let reader = std::thread::spawn(move || {
+        out.read_to_end(&mut got).unwrap();
+        got
+    });
+    go.send(()).unwrap();
+    reshard(&to, &from);
+    go.send(()).unwrap();
+    feeder.join().unwrap();
     let got = reader.join().unwrap();
     let mut err = String::new();
     writer
