@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark of Redis filters (issue 22): `seen dedup -f redis://…` against the
-exact SADD set of crawler stacks (scripts/sadd-dedup.py), on one Redis server
+exact SADD set of crawler stacks (scripts/sadd-dedup.py), on one Redis server,
+on one with a replica (with and without --redis-wait 1), on one over TLS,
 and on a 3-master Cluster, with the servers on this machine.
 
 Run it under scripts/with-redis.sh (which starts the servers), with redis-py:
@@ -30,8 +31,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SEEN = os.path.join(HERE, "..", "target", "release", "seen")
 
 
-def masters(addr_list):
-    return [redis.Redis(host=a.rsplit(":", 1)[0], port=int(a.rsplit(":", 1)[1])) for a in addr_list]
+def masters(addr_list, tls=False):
+    opts = {}
+    if tls:
+        d = os.environ["SEEN_TEST_REDIS_TLS_DIR"]
+        opts = dict(ssl=True, ssl_ca_certs=f"{d}/ca.crt", ssl_certfile=f"{d}/client.crt", ssl_keyfile=f"{d}/client.key")
+    return [redis.Redis(host=a.rsplit(":", 1)[0], port=int(a.rsplit(":", 1)[1]), **opts) for a in addr_list]
 
 
 def cpu(r):
@@ -87,18 +92,42 @@ def main():
     distinct = len(seen_set)
     del seen_set
     stand = os.environ["SEEN_TEST_REDIS"]
+    repl = os.environ["SEEN_TEST_REDIS_REPLICATED"]
     clus = os.environ["SEEN_TEST_REDIS_CLUSTER"].split(",")
+    tls = os.environ["SEEN_TEST_REDIS_TLS"]
+    tls_dir = os.environ["SEEN_TEST_REDIS_TLS_DIR"]
+    os.environ.update(SEEN_REDIS_CA=f"{tls_dir}/ca.crt", SEEN_REDIS_CERT=f"{tls_dir}/client.crt", SEEN_REDIS_KEY=f"{tls_dir}/client.key")
     py = sys.executable
     rows = []
-    for target, nodes_addr, loc in [
-        ("standalone", [stand], f"redis://{stand}/bench"),
-        ("Cluster (3 masters)", clus, f"redis+cluster://{','.join(clus)}/bench"),
+
+    def seen(loc, *extra):
+        return [SEEN, "dedup", "-q", "-n", str(distinct), "-p", a.fpp, *extra, "-f", loc]
+
+    def sadd(loc):
+        return [py, os.path.join(HERE, "sadd-dedup.py"), loc.replace("/bench", "/bench-set")]
+
+    loc_s = f"redis://{stand}/bench"
+    loc_r = f"redis://{repl}/bench"
+    loc_c = f"redis+cluster://{','.join(clus)}/bench"
+    loc_t = f"rediss://{tls}/bench"
+    for target, nodes_addr, is_tls, tools in [
+        ("standalone", [stand], False, [
+            ("seen dedup -f", seen(loc_s)),
+            ("SADD SHA-1 (redis-py, pipelines of 10k)", sadd(loc_s)),
+        ]),
+        ("standalone with a replica", [repl], False, [
+            ("seen dedup -f", seen(loc_r)),
+            ("seen dedup -f --redis-wait 1", seen(loc_r, "--redis-wait", "1")),
+            ("SADD SHA-1 (redis-py, pipelines of 10k)", sadd(loc_r)),
+        ]),
+        ("standalone over TLS", [tls], True, [("seen dedup -f rediss://", seen(loc_t))]),
+        ("Cluster (3 masters)", clus, False, [
+            ("seen dedup -f", seen(loc_c)),
+            ("SADD SHA-1 (redis-py, pipelines of 10k)", sadd(loc_c)),
+        ]),
     ]:
-        nodes = masters(nodes_addr)
-        for tool, cmd in [
-            ("seen dedup -f", [SEEN, "dedup", "-q", "-n", str(distinct), "-p", a.fpp, "-f", loc]),
-            ("SADD SHA-1 (redis-py, pipelines of 10k)", [py, os.path.join(HERE, "sadd-dedup.py"), loc.replace("/bench", "/bench-set")]),
-        ]:
+        nodes = masters(nodes_addr, is_tls)
+        for tool, cmd in tools:
             walls, cpus, mems, spreads = [], [], [], []
             for _ in range(a.runs):
                 wall, per_node, dm, out = run_one(cmd, sample, nodes)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs a command (e.g. `cargo test`) with Redis servers on loopback for the
 # tests of Redis filters, and stops them by PID afterwards: a standalone
-# server with one replica, a 3-master Cluster, and the same over TLS (a
+# server, another with one replica, a 3-master Cluster, and the same over TLS (a
 # standalone server and a 3-master Cluster, with a test CA made here).
 # Installs redis-server and openssl from Debian's packages when missing. The
 # servers keep nothing on disk beyond a temp directory.
@@ -9,10 +9,10 @@
 #   scripts/with-redis.sh cargo test
 #
 # Exports to the command (host:port, or three, comma-separated, for a
-# Cluster): SEEN_TEST_REDIS, SEEN_TEST_REDIS_REPLICA (its replica),
-# SEEN_TEST_REDIS_CLUSTER, SEEN_TEST_REDIS_TLS, SEEN_TEST_REDIS_TLS_CLUSTER,
+# Cluster): SEEN_TEST_REDIS, SEEN_TEST_REDIS_REPLICATED (a server with a
+# replica) and SEEN_TEST_REDIS_REPLICA (that replica), SEEN_TEST_REDIS_CLUSTER, SEEN_TEST_REDIS_TLS, SEEN_TEST_REDIS_TLS_CLUSTER,
 # and SEEN_TEST_REDIS_TLS_DIR (ca.crt, client.crt, client.key). Ports: the
-# first free from 6390 (standalone and replica), 7101 (Cluster; its bus on
+# first three free from 6390 (standalone, replicated, replica), 7101 (Cluster; its bus on
 # the same plus 10000), then the next free ones for TLS; or set
 # SEEN_REDIS_PORT, SEEN_CLUSTER_PORT, SEEN_TLS_PORT, SEEN_TLS_CLUSTER_PORT.
 set -euo pipefail
@@ -42,11 +42,13 @@ free() {
 }
 # Ports: as given, else the first free ones from 6390 and 7101 (a leftover
 # server on the default ports does not stop the tests).
-port=${SEEN_REDIS_PORT:-$(free 6390 2)}
+port=${SEEN_REDIS_PORT:-$(free 6390 3)}
 cport=${SEEN_CLUSTER_PORT:-$(free 7101 3 bus)}
-tport=${SEEN_TLS_PORT:-$(free $((port + 2)) 1)}
+tport=${SEEN_TLS_PORT:-$(free $((port + 3)) 1)}
 tcport=${SEEN_TLS_CLUSTER_PORT:-$(free $((cport + 3)) 3 bus)}
-for p in "$port" $((port + 1)) "$tport" "$cport" $((cport + 1)) $((cport + 2)) "$tcport" $((tcport + 1)) $((tcport + 2)); do
+for p in "$port" $((port + 1)) $((port + 2)) "$tport" "$cport" $((cport + 1)) $((cport + 2)) "$tcport" \
+    $((tcport + 1)) $((tcport + 2)) $((cport + 10000)) $((cport + 10001)) $((cport + 10002)) \
+    $((tcport + 10000)) $((tcport + 10001)) $((tcport + 10002)); do
     if in_use "$p"; then
         echo "port $p is in use on 127.0.0.1: set SEEN_REDIS_PORT, SEEN_CLUSTER_PORT, SEEN_TLS_PORT and SEEN_TLS_CLUSTER_PORT to free ones" >&2
         exit 1
@@ -144,28 +146,38 @@ cluster() {
     fi
 }
 
-# A standalone server with a replica (for --redis-wait), a TLS server, a
-# Cluster, and a TLS Cluster.
+# A standalone server; another with a replica (for --redis-wait); a TLS
+# server; a Cluster; a TLS Cluster.
 serve "$port" --port "$port"
-serve $((port + 1)) --port $((port + 1)) --replicaof 127.0.0.1 "$port"
+serve $((port + 1)) --port $((port + 1))
+serve $((port + 2)) --port $((port + 2)) --replicaof 127.0.0.1 $((port + 1))
 serve "$tport" --port 0 --tls-port "$tport" "${tls_server[@]}"
-wait_ping "$port"
-wait_ping $((port + 1))
-wait_ping "$tport"
+for p in "$port" $((port + 1)) $((port + 2)) "$tport"; do wait_ping "$p"; done
 cluster "$cport" --port
 SEEN_TEST_REDIS_CLUSTER=$(IFS=,; echo "${nodes[*]}")
 cluster "$tcport" --tls-port --port 0 "${tls_server[@]}" --tls-cluster yes
 SEEN_TEST_REDIS_TLS_CLUSTER=$(IFS=,; echo "${nodes[*]}")
-for _ in $(seq 1 200); do
-    if cli "$port" info replication | grep -q 'connected_slaves:1'; then break; fi
+synced=0
+for _ in $(seq 1 400); do
+    if cli $((port + 2)) info replication | grep -q 'master_link_status:up'; then
+        synced=1
+        break
+    fi
     sleep 0.05
 done
+if [ "$synced" != 1 ]; then
+    echo "the replica on port $((port + 2)) did not sync with $((port + 1)); its log:" >&2
+    cat "$dir/$((port + 2)).log" >&2 || true
+    exit 1
+fi
 export SEEN_TEST_REDIS="127.0.0.1:$port"
-export SEEN_TEST_REDIS_REPLICA="127.0.0.1:$((port + 1))"
+export SEEN_TEST_REDIS_REPLICATED="127.0.0.1:$((port + 1))"
+export SEEN_TEST_REDIS_REPLICA="127.0.0.1:$((port + 2))"
 export SEEN_TEST_REDIS_TLS="127.0.0.1:$tport"
 export SEEN_TEST_REDIS_CLUSTER SEEN_TEST_REDIS_TLS_CLUSTER
 export SEEN_TEST_REDIS_TLS_DIR="$tls"
-echo "== Redis $(redis-server --version | awk '{print $3}') at $SEEN_TEST_REDIS (one replica)," \
+echo "== Redis $(redis-server --version | awk '{print $3}') at $SEEN_TEST_REDIS, at" \
+    "$SEEN_TEST_REDIS_REPLICATED with a replica at $SEEN_TEST_REDIS_REPLICA," \
     "Cluster at $SEEN_TEST_REDIS_CLUSTER; TLS at $SEEN_TEST_REDIS_TLS, TLS Cluster at" \
     "$SEEN_TEST_REDIS_TLS_CLUSTER (certificates in $tls)" >&2
 "$@"

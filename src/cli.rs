@@ -270,9 +270,9 @@ pub struct LockArgs {
 
     /// With a Redis filter that this run writes: before printing a batch's
     /// lines, wait until N replicas of each server hold its writes (Redis
-    /// WAIT, for at most --redis-timeout), so that a failover cannot forget
-    /// lines already printed; fewer replicas in time: exit 2 [default: 0, no
-    /// wait].
+    /// WAIT, for at most --redis-timeout), so that a failover to one of them
+    /// forgets no printed line; fewer replicas in time: the batch is printed
+    /// and the run stops, exit 2 [default: 0, no wait].
     #[arg(long, value_name = "N")]
     pub redis_wait: Option<u32>,
 }

@@ -122,6 +122,8 @@ pub struct Link {
 struct Node {
     addr: (String, u16),
     conn: Option<Connection>,
+    /// Commands went to it since the last `WAIT` (see `wait_replicas`).
+    used: bool,
 }
 
 /// Open connections to a filter's servers.
@@ -144,28 +146,31 @@ pub const TLS_ENV: [&str; 3] = ["SEEN_REDIS_CA", "SEEN_REDIS_CERT", "SEEN_REDIS_
 /// The TLS certificates named by [`TLS_ENV`], read once; `None` when none is
 /// set (the system's authorities, no client certificate).
 fn tls_certificates() -> Result<Option<redis::TlsCertificates>> {
-    let read = |var: &str| -> Result<Option<Vec<u8>>> {
-        match std::env::var_os(var).filter(|v| !v.is_empty()) {
-            None => Ok(None),
-            Some(path) => std::fs::read(&path).map(Some).with_context(|| {
-                format!(
-                    "cannot read {var}={}: it must name a PEM file",
-                    path.display()
-                )
-            }),
+    // The PEM file `var` names, which must hold `what` (its PEM `tag`).
+    let read = |var: &str, what: &str, tag: &[u8]| -> Result<Option<Vec<u8>>> {
+        let Some(path) = std::env::var_os(var).filter(|v| !v.is_empty()) else {
+            return Ok(None);
+        };
+        let pem = std::fs::read(&path).with_context(|| {
+            format!(
+                "cannot read {var}={}: it must name a PEM file",
+                path.display()
+            )
+        })?;
+        if !pem.windows(tag.len()).any(|w| w == tag) {
+            bail!(
+                "{var}={} holds no {what}: it must name a PEM file of one",
+                path.display()
+            );
         }
+        Ok(Some(pem))
     };
+    const CERT: &[u8] = b"-----BEGIN CERTIFICATE-----";
     let [ca, cert, key] = TLS_ENV;
-    let root_cert = read(ca)?;
-    if let Some(pem) = &root_cert
-        && !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----")
-    {
-        bail!(
-            "{ca}={} holds no certificate: it must name a PEM file of the authorities to trust",
-            std::env::var_os(ca).unwrap_or_default().display()
-        );
-    }
-    let client_tls = match (read(cert)?, read(key)?) {
+    let root_cert = read(ca, "certificate", CERT)?;
+    let client_cert = read(cert, "certificate", CERT)?;
+    let client_key = read(key, "private key", b"PRIVATE KEY-----")?;
+    let client_tls = match (client_cert, client_key) {
         (Some(client_cert), Some(client_key)) => Some(redis::ClientTlsConfig {
             client_cert,
             client_key,
@@ -208,6 +213,7 @@ impl Client {
             client.nodes.push(Node {
                 addr,
                 conn: Some(conn),
+                used: false,
             });
         }
         Ok(client)
@@ -273,16 +279,32 @@ impl Client {
                  {cert} and {key}"
             );
         }
-        if e.contains("NotValidForName") {
-            return "the server's certificate is not valid for that host name: write the name \
-                    it was issued for"
+        if e.contains("not valid for name") || e.contains("NotValidForName") {
+            let mut hint = String::from(
+                "the server's certificate is not valid for that host name: write the name \
+                 it was issued for",
+            );
+            if self.loc.cluster {
+                hint.push_str(
+                    " (a Cluster hands out its nodes' addresses: their certificates must name \
+                     them, or the nodes must announce names, `cluster-announce-hostname`)",
+                );
+            }
+            return hint;
+        }
+        if e.contains("expired") || e.contains("Expired") || e.contains("NotValidYet") {
+            return "the server's certificate has expired (or is not valid yet): renew it, or \
+                    check this machine's clock"
                 .into();
         }
-        if e.contains("peer certificate") {
+        if e.contains("UnknownIssuer") || e.contains("unknown issuer") {
             return format!(
-                "the server's certificate is not trusted here: name the authority that signed \
-                 it (a PEM file) in {ca}"
+                "the server's certificate is not signed by an authority trusted here: name \
+                 the one that signed it (a PEM file) in {ca}"
             );
+        }
+        if e.contains("peer certificate") {
+            return "the server's certificate was refused".into();
         }
         let mut hint = String::from("check that the server runs and listens there");
         hint.push_str(if self.loc.tls {
@@ -382,7 +404,11 @@ impl Client {
             let i = match self.node_index(&addr) {
                 Some(i) => i,
                 None => {
-                    self.nodes.push(Node { addr, conn: None });
+                    self.nodes.push(Node {
+                        addr,
+                        conn: None,
+                        used: false,
+                    });
                     self.nodes.len() - 1
                 }
             };
@@ -434,14 +460,16 @@ impl Client {
         }
     }
 
-    /// With `--redis-wait N`: waits until N replicas of every master this
-    /// client talks to hold its writes so far (Redis `WAIT`, every master's
-    /// sent before any reply is read). Nothing else may be in flight.
+    /// With `--redis-wait N`: waits until N replicas of every master that
+    /// took commands since the last wait hold its writes (Redis `WAIT`, every
+    /// master's sent before any reply is read). Nothing else may be in
+    /// flight. `risk` says what a failover could do to the writes not
+    /// acknowledged.
     ///
     /// # Errors
     /// Fewer replicas acknowledged within the timeout, or a lost connection
     /// (the writes are on the masters either way).
-    pub fn wait_replicas(&mut self) -> Result<()> {
+    pub fn wait_replicas(&mut self, risk: &str) -> Result<()> {
         if self.replicas == 0 {
             return Ok(());
         }
@@ -449,25 +477,37 @@ impl Client {
             .arg(self.replicas)
             .arg(u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX))
             .get_packed_command();
+        // A node that no longer serves a slot (a master demoted by a
+        // failover) is not asked: it refuses WAIT, and holds none of the
+        // writes that count.
+        let serving = |n: usize| {
+            self.slots
+                .as_ref()
+                .is_none_or(|s| s.iter().any(|&i| usize::from(i) == n))
+        };
+        let todo: Vec<usize> = (0..self.nodes.len())
+            .filter(|&n| self.nodes[n].used && self.nodes[n].conn.is_some() && serving(n))
+            .collect();
         let mut asked = Vec::new();
-        for (n, node) in self.nodes.iter_mut().enumerate() {
-            if let Some(conn) = node.conn.as_mut() {
-                // The server answers WAIT at its timeout: read a little longer.
-                let longer = self.timeout + Duration::from_secs(2);
-                if let Err(e) = conn
-                    .set_read_timeout(Some(longer))
-                    .and_then(|()| conn.send_packed_command(&wait))
-                {
-                    let e = anyhow!("{}: WAIT: {e}", at(&self.loc, &node.addr));
-                    self.reset();
-                    return Err(e);
-                }
-                asked.push(n);
+        for n in todo {
+            let node = &mut self.nodes[n];
+            let conn = node.conn.as_mut().expect("has a connection");
+            // The server answers WAIT at its timeout: read a little longer.
+            let longer = self.timeout + Duration::from_secs(2);
+            if let Err(e) = conn
+                .set_read_timeout(Some(longer))
+                .and_then(|()| conn.send_packed_command(&wait))
+            {
+                let e = anyhow!("{}: WAIT: {e}", at(&self.loc, &node.addr));
+                self.reset();
+                return Err(e);
             }
+            asked.push(n);
         }
         let mut short = None;
         for n in asked {
             let node = &mut self.nodes[n];
+            node.used = false;
             let conn = node.conn.as_mut().expect("asked");
             let reply = conn
                 .recv_response()
@@ -494,7 +534,7 @@ impl Client {
             bail!(
                 "{}: only {k} of the {} replicas asked for (--redis-wait) acknowledged the \
                  writes within {:?}: they are on the master, but a failover now could lose \
-                 them (and print their lines again); check the replicas (INFO replication)",
+                 them{risk}; check the replicas (INFO replication)",
                 at(&self.loc, &self.nodes[n].addr),
                 self.replicas,
                 self.timeout
@@ -611,6 +651,7 @@ impl Client {
                 return Err(Failure::Lost(e));
             }
             sent_any = true;
+            self.nodes[n].used = true;
         }
         Ok(by_node)
     }
@@ -665,7 +706,11 @@ impl Client {
                         let t = match self.node_index(&addr) {
                             Some(t) => t,
                             None => {
-                                self.nodes.push(Node { addr, conn: None });
+                                self.nodes.push(Node {
+                                    addr,
+                                    conn: None,
+                                    used: false,
+                                });
                                 self.nodes.len() - 1
                             }
                         };

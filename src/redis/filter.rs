@@ -690,7 +690,6 @@ impl RedisFilter {
                 .arg("NX"),
         ));
         let replies = f.client.exec(cmds).map_err(Failure::into_error)?;
-        f.client.wait_replicas()?;
         if replies.last() != Some(&Value::Okay) {
             bail!(
                 "{loc} was made by another process while this one was being stored: run again with --force to replace it"
@@ -701,6 +700,10 @@ impl RedisFilter {
                 return Err(e);
             }
         }
+        f.client.wait_replicas(&format!(
+            " (the filter is stored whole: run again with --force to store it again once the \
+             replicas are back, or check it with `seen verify {loc}`)"
+        ))?;
         Ok(())
     }
 
@@ -809,7 +812,11 @@ impl RedisFilter {
                 "a test-and-set failed: the lines it may have recorded were all taken as new \
                  (some may be printed twice)",
             ));
-        } else if sent_any && let Err(e) = self.client.wait_replicas() {
+        } else if sent_any
+            && let Err(e) = self
+                .client
+                .wait_replicas(" (and their lines would be printed again)")
+        {
             // The verdicts stand (the bits are on the masters): this batch's
             // lines are printed, and the run stops at the next.
             self.broken = Some(e);

@@ -552,11 +552,21 @@ fn resharding_during_a_run_changes_nothing() {
             stdin.flush().unwrap();
         }
     });
-    // The first third, all printed: nothing is in flight.
+    // The first third, all printed: nothing is in flight. (Read in a
+    // thread: a writer that prints less must fail the test, not hang it.)
     let mut out = writer.stdout.take().unwrap();
     let want_first = reference(&data[..one], b'\n', false);
-    let mut got = vec![0u8; want_first.len()];
-    out.read_exact(&mut got).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let len = want_first.len();
+    std::thread::spawn(move || {
+        let mut got = vec![0u8; len];
+        let r = out.read_exact(&mut got).map(|()| (got, out));
+        let _ = tx.send(r);
+    });
+    let Ok(Ok((mut got, mut out))) = rx.recv_timeout(std::time::Duration::from_secs(120)) else {
+        let _ = writer.kill();
+        panic!("the writer did not print the first third's lines");
+    };
     crate::common::assert_same(&got, &want_first, "first third");
     let before = keys_on(addrs[0]);
     reshard(&from, &to);
@@ -990,9 +1000,10 @@ fn tls_locations_dedup_and_say_what_is_missing() {
 /// was judged, and nothing is lost.
 #[test]
 fn redis_wait_holds_lines_until_replicas_have_them() {
-    let (Some(primary), Some(replica)) =
-        (server("SEEN_TEST_REDIS"), server("SEEN_TEST_REDIS_REPLICA"))
-    else {
+    let (Some(primary), Some(replica)) = (
+        server("SEEN_TEST_REDIS_REPLICATED"),
+        server("SEEN_TEST_REDIS_REPLICA"),
+    ) else {
         return;
     };
     let d = tmp();
@@ -1030,7 +1041,7 @@ fn redis_wait_holds_lines_until_replicas_have_them() {
             "--redis-wait",
             "2",
             "--redis-timeout",
-            "200ms",
+            "1s",
             "-n",
             "100k",
             "-f",
@@ -1038,7 +1049,7 @@ fn redis_wait_holds_lines_until_replicas_have_them() {
         ],
         &data,
     );
-    run.error("only 1 of the 2 replicas");
+    run.error("of the 2 replicas asked for (--redis-wait) acknowledged");
     // What it printed plus what the next run prints: every line, once.
     let next = seen_env(d.path(), &env, ["dedup", "-f", &loc], &data);
     next.ok();
