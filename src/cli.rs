@@ -141,6 +141,24 @@ first).
 
 Exit status: 0 copied, 2 error.")]
     Copy(CopyArgs),
+    /// Merge filters into one (the union of their lines): the OR of their bits.
+    #[command(after_help = "\
+Examples:
+  seen merge -o all.seen host1.seen host2.seen host3.seen
+  seen merge -o crawled.seen crawled.seen today.seen   # add today's into crawled
+  seen merge -o redis://cache/crawl redis://cache/crawl host4.seen
+
+The filters must have the same shape: seed, layout, key options and sizing (as
+when made with the same -n, -p, --seed and key flags). Growing filters merge
+layer by layer; the result has as many layers as the input with the most. The
+result answers as one filter built from all their lines would (the same bits),
+and its estimated false-positive rate is printed on stderr, with a warning when
+it is past the target. OUT is written to a temporary file and renamed into
+place; OUT may be one of the inputs.
+
+Exit status: 0 merged, 2 error (the first difference between the filters is
+named; nothing is left at -o but what was there).")]
+    Merge(MergeArgs),
     /// Show the layout, size and false-positive rate a filter would have, without writing anything.
     #[command(after_help = "\
 Examples:
@@ -180,6 +198,7 @@ impl Command {
             Command::Stats(a) => a.lock.wait,
             Command::Verify(a) => a.lock.wait,
             Command::Copy(a) => a.lock.wait,
+            Command::Merge(a) => a.lock.wait,
             Command::Plan(_) | Command::Completions(_) => None,
         }
     }
@@ -577,6 +596,14 @@ pub struct DedupArgs {
     #[arg(short = 'D', long = "all-repeated")]
     pub all_repeated: bool,
 
+    /// Write every line that is not printed (the duplicates, and the new
+    /// lines dropped as false positives) to FILE, in input order, the same
+    /// bytes: the "probably seen" lines, for a second look against an exact
+    /// store. With -f, a line is recorded only after both outputs it goes to
+    /// were written. FILE is created or truncated.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["repeated", "all_repeated"])]
+    pub dups_out: Option<PathBuf>,
+
     /// Stop after printing N lines (as `grep -m`). With -f, exactly those N
     /// are recorded, so `seen dedup -f F -m 1000 < frontier` hands out the
     /// next 1,000 new lines each run (`| head -1000` cannot: what head left
@@ -614,9 +641,17 @@ pub struct StatsArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Exit 1 when the estimated current false-positive rate is above P.
+    /// Exit 1 when the estimated current false-positive rate is above P
+    /// (with --probe: when the measured rate is).
     #[arg(long, value_name = "P", value_parser = parse_fpp)]
     pub max_fpp: Option<f64>,
+
+    /// Measure the false-positive rate: look up the lines of FILE (`-`:
+    /// standard input), items known never to have been inserted, and report
+    /// the share found present, with its 95% confidence interval, next to the
+    /// estimate.
+    #[arg(long, value_name = "FILE")]
+    pub probe: Option<PathBuf>,
 
     /// Exit 1 when the fill ratio (bits set / bits, over all layers) is above F (e.g. 0.5, 50%).
     #[arg(long, value_name = "F", value_parser = parse_fraction)]
@@ -643,6 +678,32 @@ pub struct CopyArgs {
     pub to: PathBuf,
 
     /// Replace a filter already at TO.
+    #[arg(long)]
+    pub force: bool,
+
+    /// Lock waits.
+    #[command(flatten)]
+    pub lock: LockArgs,
+
+    /// Progress.
+    #[command(flatten)]
+    pub progress: ProgressArgs,
+}
+
+/// Options of `seen merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Filters to merge: files, or Redis locations (redis://..., redis+cluster://...).
+    #[arg(value_name = "FILTER", required = true, num_args = 1..)]
+    pub inputs: Vec<PathBuf>,
+
+    /// The merged filter: a file, or a Redis location. It may be one of the
+    /// inputs (replaced by the union); any other filter already there needs
+    /// --force.
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    pub output: PathBuf,
+
+    /// Replace a filter already at OUT that is not one of the inputs.
     #[arg(long)]
     pub force: bool,
 

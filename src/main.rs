@@ -77,6 +77,7 @@ fn main() -> ExitCode {
         cli::Command::Plan(a) => cmd::plan::run(a),
         cli::Command::Verify(a) => cmd::verify::run(a),
         cli::Command::Copy(a) => cmd::copy::run(a),
+        cli::Command::Merge(a) => cmd::merge::run(a),
         cli::Command::Completions(a) => cmd::completions::run(a),
     };
     match result {
