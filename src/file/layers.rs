@@ -394,6 +394,51 @@ mod tests {
         None
     }
 
+    /// A union replaces its target only if the target is as it was read: a
+    /// writer's commit in between (`merge -o A A B` while `dedup -f A`
+    /// runs) leaves the target as it is, and the run fails.
+    #[test]
+    fn a_union_does_not_replace_a_filter_changed_since_it_was_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.seen");
+        let spec = Spec {
+            capacity: 10_000,
+            target_fpp: 1e-6,
+            growth: None,
+        };
+        NewFilter::create(&path, &spec, 7, KeySpec::RAW)
+            .unwrap()
+            .finish(false)
+            .unwrap();
+        let read = ReadFilter::open(&path).unwrap();
+        let was = read.header().clone();
+        let bits: Vec<&[u8]> = vec![read.layer_bits(0)];
+        let union = NewFilter::union_of(&path, &was, &[bits], &|_| {}).unwrap();
+        drop(read);
+        // A writer records a key in the meantime.
+        let mut w = WriteFilter::open(&path, None).unwrap();
+        let mut out = Vec::new();
+        w.insert_batch(&[Hash128 { lo: 1, hi: 2 }], &mut out)
+            .unwrap();
+        w.commit().unwrap();
+        drop(w);
+        let changed = std::fs::read(&path).unwrap();
+        let e = union.finish_over(true, Some(&was)).unwrap_err();
+        assert!(e.to_string().contains("changed during this run"), "{e}");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            changed,
+            "the target was replaced"
+        );
+        // Unchanged, it is replaced.
+        let read = ReadFilter::open(&path).unwrap();
+        let was = read.header().clone();
+        let bits: Vec<&[u8]> = vec![read.layer_bits(0)];
+        let union = NewFilter::union_of(&path, &was, &[bits], &|_| {}).unwrap();
+        drop(read);
+        union.finish_over(true, Some(&was)).unwrap();
+    }
+
     /// Layers only read, and in-memory ones, always ask for huge pages; the
     /// layer of a file that a run writes asks only when the run is dense (it
     /// may still insert at least one key per 4 KiB page of it), a layer it

@@ -72,6 +72,33 @@ impl NewFilter {
         Ok(f)
     }
 
+    /// A new filter file at `target` holding the union of filters of one
+    /// shape: `header` describes it (a filter with the most layers), and
+    /// `inputs[j][i]` is layer `i` of filter `j` (a filter may have fewer
+    /// layers). Layer `i` is the OR of every filter's layer `i`; checksums
+    /// are written afresh. `done` hears the bytes finished.
+    ///
+    /// # Errors
+    /// As [`NewFilter::create`].
+    pub(crate) fn union_of(
+        target: &Path,
+        header: &Header,
+        inputs: &[Vec<&[u8]>],
+        done: &(dyn Fn(u64) + Sync),
+    ) -> Result<NewFilter> {
+        let mut h = header.clone();
+        h.flags = 0;
+        let mut f = NewFilter::with_header(target, h, false)?;
+        for (i, m) in f.layers.maps.iter_mut().enumerate() {
+            let srcs: Vec<&[u8]> = inputs.iter().filter_map(|l| l.get(i).copied()).collect();
+            crate::filter::union_into(m, &srcs, done);
+        }
+        if let Some(s) = &mut f.layers.stale {
+            s.all();
+        }
+        Ok(f)
+    }
+
     /// The temporary file of a filter whose header is `header` (layers
     /// mapped, bits zero; `new`: the layers were just made, so untouched
     /// segments have the checksum of zeros).
@@ -175,6 +202,11 @@ impl NewFilter {
         &self.layers.header
     }
 
+    /// Bit array of layer `i`.
+    pub(crate) fn layer_bits(&self, i: usize) -> &[u8] {
+        &self.layers.maps[i]
+    }
+
     /// Says how many keys this run may insert (`None`: unknown; repeated
     /// lines count too), which decides whether the layer written asks for
     /// 2 MiB pages (only for a dense run: see README, Limits). Call it before
@@ -189,7 +221,18 @@ impl NewFilter {
     /// # Errors
     /// When the data cannot be synced or the rename fails; the target is then
     /// unchanged and the temporary file removed.
-    pub(crate) fn finish(mut self, replace: bool) -> Result<()> {
+    pub(crate) fn finish(self, replace: bool) -> Result<()> {
+        self.finish_over(replace, None)
+    }
+
+    /// [`NewFilter::finish`], replacing the filter at the target only if its
+    /// header is still `unchanged` once it is locked (`seen merge -o A A B`:
+    /// a writer that recorded keys in A meanwhile would lose them to the
+    /// rename); otherwise nothing changes and the run fails.
+    ///
+    /// # Errors
+    /// As [`NewFilter::finish`]; also when the filter there changed.
+    pub(crate) fn finish_over(mut self, replace: bool, unchanged: Option<&Header>) -> Result<()> {
         let l = &mut self.layers;
         if let Some(stale) = &mut l.stale {
             stale.write(self.tmp.as_file(), self.tmp.path(), &l.header, &l.maps)?;
@@ -221,6 +264,16 @@ impl NewFilter {
                      it was left as it is",
                     target.display()
                 );
+            }
+            if let Some(want) = unchanged {
+                let now = super::header::read_header(&old, &target)?;
+                if now.encode() != want.encode() {
+                    bail!(
+                        "{} changed during this run (another process recorded lines in it): \
+                         it was left as it is; run again",
+                        target.display()
+                    );
+                }
             }
             Some(old)
         } else {

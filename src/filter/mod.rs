@@ -43,6 +43,7 @@
 //!   prefetching loops over the specialised per-key kernels of `kernels/fixed`
 //!   (const generics per layout, AVX2): the hot path.
 //! - `occupancy`: [`occupancy()`] of a bit array, from a popcount of every block.
+//! - `union`: [`union_into`], the OR of bit arrays (`seen merge`).
 //! - [`sizing`]: from a capacity and a false-positive rate to a [`Layout`].
 
 pub mod sizing;
@@ -51,6 +52,7 @@ mod kernels;
 mod layout;
 mod occupancy;
 mod probe;
+mod union;
 
 pub(crate) use kernels::{LayerBits, contains_batch, insert_batch, set_batch};
 pub(crate) use layout::{BLOCK_BITS, BLOCK_BYTES, BLOCKS_PER_PAGE, MAX_K};
@@ -58,6 +60,7 @@ pub use layout::{Layout, LayoutError, Scheme};
 pub(crate) use occupancy::occupancy_with;
 pub use occupancy::{Occupancy, occupancy};
 pub use probe::{Probe, contains, test_and_set};
+pub use union::union_into;
 
 #[cfg(test)]
 mod tests {

@@ -1,1 +1,256 @@
-//! placeholder
+//! `seen merge` (issue 24): the union of filters of one shape is the OR of
+//! their bits, so it answers as one filter built from all their lines.
+
+use crate::common::{numbered, seen, seen_env, seen_io, stats_json, tmp, write};
+
+/// The bytes of a filter file after its header (bit arrays and checksum
+/// tables): equal when two filters hold the same bits.
+fn body(path: &std::path::Path) -> Vec<u8> {
+    std::fs::read(path).unwrap()[4096..].to_vec()
+}
+
+#[test]
+fn a_merge_of_halves_holds_the_bits_of_one_built_from_both() {
+    let d = tmp();
+    let a = write(&d, "a.txt", &numbered("u", 0..30_000));
+    let b = write(&d, "b.txt", &numbered("u", 30_000..60_000));
+    let both = write(&d, "both.txt", &numbered("u", 0..60_000));
+    let sized = ["--fixed", "-n", "100k", "-p", "1e-6", "-o"];
+    for (out, input) in [("a.seen", &a), ("b.seen", &b), ("both.seen", &both)] {
+        seen(
+            d.path(),
+            ["build"]
+                .into_iter()
+                .chain(sized)
+                .chain([out])
+                .chain([input.to_str().unwrap()]),
+        )
+        .ok();
+    }
+    let run = seen(d.path(), ["merge", "-o", "m.seen", "a.seen", "b.seen"]);
+    run.code(0).stderr_has("merged 2 filters into m.seen");
+    run.stderr_has("estimated false-positive rate");
+    assert!(!run.stderr.contains("warning"), "{}", run.stderr);
+    assert_eq!(
+        body(&d.path().join("m.seen")),
+        body(&d.path().join("both.seen"))
+    );
+    // Counters add up; the result checks out and answers for every line.
+    assert_eq!(stats_json(d.path(), "m.seen")["inserts"], 60_000);
+    seen(d.path(), ["verify", "m.seen"]).code(0);
+    seen_io(
+        d.path(),
+        ["query", "-c", "m.seen"],
+        &numbered("u", 0..60_000),
+    )
+    .ok()
+    .stdout(b"60000\n");
+}
+
+#[test]
+fn growing_filters_merge_layer_by_layer() {
+    let d = tmp();
+    // Three layers, two, one: the same -n, so the layers line up.
+    let grow = |out: &str, lines: std::ops::Range<u32>| {
+        seen_io(
+            d.path(),
+            ["build", "-n", "5k", "-o", out],
+            &numbered("g", lines),
+        )
+        .ok();
+    };
+    grow("a.seen", 0..30_000);
+    grow("b.seen", 30_000..40_000);
+    grow("c.seen", 40_000..42_000);
+    let layers = |f: &str| stats_json(d.path(), f)["layers"].as_array().unwrap().len();
+    let (la, lb, lc) = (layers("a.seen"), layers("b.seen"), layers("c.seen"));
+    assert!(la > lb && lb > lc, "{la} {lb} {lc}");
+    seen(
+        d.path(),
+        ["merge", "-o", "m.seen", "c.seen", "b.seen", "a.seen"],
+    )
+    .code(0);
+    assert_eq!(layers("m.seen"), la);
+    // No line of any input is missing.
+    seen_io(
+        d.path(),
+        ["query", "-c", "m.seen"],
+        &numbered("g", 0..42_000),
+    )
+    .ok()
+    .stdout(b"42000\n");
+    // It keeps growing as a's did.
+    let before = layers("m.seen");
+    seen_io(
+        d.path(),
+        ["build", "--add", "-o", "m.seen"],
+        &numbered("h", 0..200_000),
+    )
+    .ok();
+    assert!(layers("m.seen") > before);
+}
+
+#[test]
+fn filters_of_other_shapes_are_refused_naming_the_difference() {
+    let d = tmp();
+    let lines = numbered("x", 0..1000);
+    let mk = |out: &str, flags: &[&str]| {
+        let mut args = vec!["build", "-o", out];
+        args.extend_from_slice(flags);
+        seen_io(d.path(), args, &lines).ok();
+    };
+    mk("a.seen", &["-n", "10k"]);
+    mk("seed.seen", &["-n", "10k", "--seed", "7"]);
+    mk("n.seen", &["-n", "20k"]);
+    mk("p.seen", &["-n", "10k", "-p", "1e-3"]);
+    mk("fixed.seen", &["-n", "10k", "--fixed"]);
+    mk("keys.seen", &["-n", "10k", "--ignore-case"]);
+    for (other, what) in [
+        ("seed.seen", "seed"),
+        ("n.seen", "layer 0"),
+        ("p.seen", "layer 0"),
+        ("fixed.seen", "growth"),
+        ("keys.seen", "key options"),
+    ] {
+        seen(d.path(), ["merge", "-o", "m.seen", "a.seen", other])
+            .error(&format!("differ in their {what}"))
+            .stderr_has("rebuild one");
+        assert!(
+            !d.path().join("m.seen").exists(),
+            "{other}: output left behind"
+        );
+    }
+    // Lines are not a filter; a filter named twice is a mistake.
+    let txt = write(&d, "lines.txt", &lines);
+    seen(
+        d.path(),
+        ["merge", "-o", "m.seen", "a.seen", txt.to_str().unwrap()],
+    )
+    .error("not a seen filter");
+    seen(d.path(), ["merge", "-o", "m.seen", "a.seen", "./a.seen"]).error("given twice");
+}
+
+#[test]
+fn the_output_may_be_an_input_and_anything_else_needs_force() {
+    let d = tmp();
+    let sized = ["-n", "50k"];
+    let mk = |out: &str, lines: std::ops::Range<u32>| {
+        let mut args = vec!["build", "-o", out];
+        args.extend_from_slice(&sized);
+        seen_io(d.path(), args, &numbered("y", lines)).ok();
+    };
+    mk("a.seen", 0..10_000);
+    mk("b.seen", 10_000..20_000);
+    mk("c.seen", 20_000..20_001);
+    // Into an input: a.seen becomes the union.
+    seen(d.path(), ["merge", "-o", "a.seen", "a.seen", "b.seen"]).code(0);
+    seen_io(
+        d.path(),
+        ["query", "-c", "a.seen"],
+        &numbered("y", 0..20_000),
+    )
+    .ok()
+    .stdout(b"20000\n");
+    // Over another filter: only with --force.
+    let c_before = std::fs::read(d.path().join("c.seen")).unwrap();
+    seen(d.path(), ["merge", "-o", "c.seen", "b.seen"]).error("--force");
+    assert_eq!(std::fs::read(d.path().join("c.seen")).unwrap(), c_before);
+    seen(d.path(), ["merge", "--force", "-o", "c.seen", "b.seen"]).code(0);
+    assert_eq!(
+        body(&d.path().join("c.seen")),
+        body(&d.path().join("b.seen"))
+    );
+    // Never over a file that is not a filter, nor into a directory.
+    write(&d, "notes.txt", b"keep me\n");
+    seen(d.path(), ["merge", "--force", "-o", "notes.txt", "b.seen"]).error("not a seen filter");
+    assert_eq!(
+        std::fs::read(d.path().join("notes.txt")).unwrap(),
+        b"keep me\n"
+    );
+    std::fs::create_dir(d.path().join("dir")).unwrap();
+    seen(d.path(), ["merge", "-o", "dir", "b.seen"]).error("directory");
+}
+
+#[test]
+fn a_union_past_its_capacity_says_so() {
+    let d = tmp();
+    // Each holds its capacity: together, twice it.
+    seen_io(
+        d.path(),
+        [
+            "build", "--fixed", "-n", "20k", "-p", "1e-4", "-o", "a.seen",
+        ],
+        &numbered("z", 0..20_000),
+    )
+    .ok();
+    seen_io(
+        d.path(),
+        [
+            "build", "--fixed", "-n", "20k", "-p", "1e-4", "-o", "b.seen",
+        ],
+        &numbered("z", 20_000..40_000),
+    )
+    .ok();
+    let run = seen(d.path(), ["merge", "-o", "m.seen", "a.seen", "b.seen"]);
+    run.code(0)
+        .stderr_has("warning")
+        .stderr_has("above its target");
+    let est = stats_json(d.path(), "m.seen")["estimated_fpp"]
+        .as_f64()
+        .unwrap();
+    assert!(est > 1e-4, "{est}");
+}
+
+/// Redis filters as inputs and as the output (when the test servers run:
+/// see tests/integration/redis.rs).
+#[test]
+fn redis_filters_merge_with_files() {
+    let Ok(addr) = std::env::var("SEEN_TEST_REDIS") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "SEEN_TEST_REDIS is not set under CI: run the tests with scripts/with-redis.sh"
+        );
+        eprintln!("skipped: SEEN_TEST_REDIS is not set (run the tests with scripts/with-redis.sh)");
+        return;
+    };
+    let d = tmp();
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let name = |n: &str| format!("redis://{addr}/merge-{n}-{}-{t}", std::process::id());
+    let sized = ["--fixed", "-n", "100k", "-p", "1e-6"];
+    let mk = |out: &str, lines: std::ops::Range<u32>| {
+        let mut args = vec!["build", "-o", out];
+        args.extend_from_slice(&sized);
+        seen_io(d.path(), args, &numbered("r", lines)).ok();
+    };
+    mk("a.seen", 0..20_000);
+    mk("b.seen", 20_000..40_000);
+    mk("both.seen", 0..40_000);
+    let rb = name("b");
+    seen(d.path(), ["copy", "b.seen", &rb]).ok();
+    // File + Redis into Redis, then Redis into a file: the same bits as one
+    // built from both halves.
+    let rm = name("m");
+    seen(d.path(), ["merge", "-o", &rm, "a.seen", &rb]).code(0);
+    seen_io(d.path(), ["query", "-c", &rm], &numbered("r", 0..40_000))
+        .ok()
+        .stdout(b"40000\n");
+    seen(d.path(), ["merge", "-o", "back.seen", &rm]).code(0);
+    assert_eq!(
+        body(&d.path().join("back.seen")),
+        body(&d.path().join("both.seen"))
+    );
+    // Into a Redis input; over another Redis filter only with --force.
+    seen(d.path(), ["merge", "-o", &rb, &rb, "a.seen"]).code(0);
+    seen_env(
+        d.path(),
+        &[],
+        ["query", "-c", &rb],
+        &numbered("r", 0..40_000),
+    )
+    .ok()
+    .stdout(b"40000\n");
+    seen(d.path(), ["merge", "-o", &rm, "a.seen"]).error("already exists");
+}
