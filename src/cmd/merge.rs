@@ -1,5 +1,6 @@
 //! `seen merge`: the union of filters of one shape, as the OR of their bits,
-//! layer by layer (see the subcommand's help and docs/MERGE.md).
+//! layer by layer (see the subcommand's help and docs/HOW-IT-WORKS.md,
+//! "Merging filters").
 
 use super::redis_location;
 use crate::cli::MergeArgs;
