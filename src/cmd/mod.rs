@@ -1,6 +1,7 @@
 //! One module per subcommand. `build`, `dedup` and `query` resolve their flags
 //! into a [`Job`](crate::job::Job) and give it an output; `stats`, `verify`,
-//! `plan` and `completions` read a filter or the flags and report.
+//! `plan` and `completions` read a filter or the flags and report (`stats
+//! --probe` runs a lookup `Job` on the filter it has read).
 
 pub mod build;
 pub mod completions;

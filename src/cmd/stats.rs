@@ -1,15 +1,20 @@
-//! `seen stats`: a filter's parameters, fill and estimated false-positive rate.
+//! `seen stats`: a filter's parameters, fill and estimated false-positive
+//! rate, and with `--probe` the rate measured on lines known to be absent.
 
-use crate::cli::StatsArgs;
+use crate::cli::{RecordArgs, StatsArgs};
 use crate::file::ReadFilter;
 use crate::file::format::{Header, MAX_LAYERS, VERSION_MAJOR};
 use crate::filter::sizing::{self, classic_bits, classic_k, keys_at_rate, layer_fpp};
 use crate::filter::{self, BLOCK_BITS};
-use crate::progress::Progress;
-use anyhow::{Context, Result};
+use crate::input::{Source, sources};
+use crate::job::{AtRedis, Job, Opened, Output, Where};
+use crate::pipeline::{Chunk, Mode, Taken};
+use crate::progress::{Progress, Show};
+use anyhow::{Context, Result, bail};
 use indicatif::{HumanBytes, HumanCount};
 use serde::Serialize;
 use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
 
 /// Statistics of one layer (the JSON `layers[]` objects; see docs/STATS.md).
@@ -70,6 +75,79 @@ pub struct GrowthStats {
     pub next_layer_in: u64,
 }
 
+/// The false-positive rate measured with `--probe` (JSON `probe`).
+#[derive(Debug, Serialize)]
+pub struct ProbeStats {
+    /// The probe file as given (`-`: standard input).
+    pub file: String,
+    /// Lines looked up (each line, repeats included, as `query -c` counts).
+    pub lookups: u64,
+    /// Lines the filter reported present: false positives, if none of them
+    /// was ever inserted.
+    pub present: u64,
+    /// `present / lookups`.
+    pub measured_fpp: f64,
+    /// Lower end of the 95 % Wilson score interval of the rate.
+    pub ci_low: f64,
+    /// Upper end of that interval.
+    pub ci_high: f64,
+}
+
+impl ProbeStats {
+    /// The probe's name in a message.
+    fn shown(&self) -> &str {
+        shown(&self.file)
+    }
+
+    /// The measured rate of `present` of `lookups` probes, with its interval.
+    fn new(file: String, lookups: u64, present: u64) -> ProbeStats {
+        let (ci_low, ci_high) = wilson95(present, lookups);
+        ProbeStats {
+            file,
+            lookups,
+            present,
+            measured_fpp: present as f64 / lookups as f64,
+            ci_low,
+            ci_high,
+        }
+    }
+}
+
+/// A probe file's name in a message (`-`: standard input).
+fn shown(file: &str) -> &str {
+    if file == "-" { "standard input" } else { file }
+}
+
+/// The quantile of the standard normal distribution for a two-sided 95 %
+/// interval (`Φ⁻¹(0.975)`).
+const Z95: f64 = 1.959_963_984_540_054;
+
+/// The 95 % Wilson score interval of a proportion, `x` successes in `n`
+/// trials (`n > 0`): `(x + z²/2 ± z·√(x(n−x)/n + z²/4)) / (n + z²)`. Unlike
+/// the normal approximation `p ± z·√(p(1−p)/n)`, it stays inside [0, 1] and
+/// is not empty at `x = 0` (the common case of a good filter and a small
+/// probe): 0 of 20,000 gives [0, 1.9e-4], not [0, 0].
+fn wilson95(x: u64, n: u64) -> (f64, f64) {
+    debug_assert!(n > 0 && x <= n);
+    let (x, n) = (x as f64, n as f64);
+    let z2 = Z95 * Z95;
+    let centre = (x + z2 / 2.0) / (n + z2);
+    let half = Z95 / (n + z2) * (x * (n - x) / n + z2 / 4.0).sqrt();
+    // The ends are exactly 0 at x = 0 and 1 at x = n; rounding must not
+    // move them past.
+    let low = if x == 0.0 {
+        0.0
+    } else {
+        (centre - half).max(0.0)
+    };
+    let high = if x == n {
+        1.0
+    } else {
+        (centre + half).min(1.0)
+    };
+    (low, high)
+}
+
 /// The JSON object printed by `seen stats --json` (docs/STATS.md).
 #[derive(Debug, Serialize)]
 pub struct Stats {
@@ -119,6 +197,8 @@ pub struct Stats {
     /// Keys the filter takes before its false-positive rate passes the target;
     /// `null` (unbounded) when it can still grow.
     pub headroom: Option<f64>,
+    /// The rate measured with `--probe`; `null` without it.
+    pub probe: Option<ProbeStats>,
     /// False when the dirty flag is set (a writer did not finish).
     pub clean: bool,
     /// Unix seconds.
@@ -265,6 +345,7 @@ pub fn compute_from(h: &Header, bits: &[&[u8]], name: String) -> Stats {
         estimated_fpp,
         fpp_at_capacity: any(|l| l.fpp_at_capacity),
         headroom,
+        probe: None,
         clean: !h.is_dirty(),
         created: h.created,
         updated: h.updated,
@@ -397,6 +478,20 @@ fn numbers(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
         "est. fpp now",
         format!("{:.3e} (target {:.1e})", s.estimated_fpp, s.target_fpp),
     )?;
+    if let Some(p) = &s.probe {
+        row(
+            out,
+            "measured fpp",
+            format!(
+                "{} (95% CI {} to {}, {} of {} probes)",
+                rate(p.measured_fpp),
+                rate(p.ci_low),
+                rate(p.ci_high),
+                HumanCount(p.present),
+                HumanCount(p.lookups)
+            ),
+        )?;
+    }
     row(out, "fpp at capacity", format!("{:.3e}", s.fpp_at_capacity))?;
     row(
         out,
@@ -421,6 +516,16 @@ fn numbers(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
         ),
     )?;
     Ok(())
+}
+
+/// A rate of the probe row: three significant digits, and a plain `0` (not
+/// `0.00e0`) for none.
+fn rate(x: f64) -> String {
+    if x == 0.0 {
+        "0".to_string()
+    } else {
+        format!("{x:.2e}")
+    }
 }
 
 /// One row per layer.
@@ -463,7 +568,13 @@ fn layer_table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
 /// # Errors
 /// An unusable filter or a failed write.
 pub fn run(a: StatsArgs) -> Result<ExitCode> {
-    let s = match super::redis_location(&a.filter)? {
+    let redis = super::redis_location(&a.filter)?;
+    let probe = a.probe.as_deref().map(|p| sources(&[p.to_path_buf()]));
+    if let Some(sources) = &probe {
+        // Before the filter is read (a big one takes a while).
+        crate::job::refuse_filters_as_lines(sources)?;
+    }
+    let (mut s, store) = match redis {
         Some(loc) => {
             let mut f = crate::redis::RedisFilter::open(&loc, a.lock.redis(), false)?;
             let total = f.header().bit_bytes();
@@ -473,7 +584,15 @@ pub fn run(a: StatsArgs) -> Result<ExitCode> {
             let bits = f.read_all(&mut |b| crate::progress::advance(b, 0))?;
             let s = compute_from(&header, &bits, loc.to_string());
             drop(progress);
-            s
+            let at = Where::Redis(AtRedis {
+                loc,
+                create: None,
+                write: false,
+                journal: None,
+                link: a.lock.redis(),
+            });
+            // Every shard is read now: the probe's lookups need no more.
+            (s, (at, Opened::Redis(f)))
         }
         None => {
             let f = ReadFilter::open(&a.filter)?;
@@ -481,9 +600,13 @@ pub fn run(a: StatsArgs) -> Result<ExitCode> {
             let progress = Progress::start(a.progress.into(), Some(total), "", false);
             let s = compute(&f);
             drop(progress);
-            s
+            (s, (Where::Read(a.filter.clone()), Opened::Read(f)))
         }
     };
+    if let (Some(sources), Some(file)) = (probe, &a.probe) {
+        s.probe = Some(measure(sources, file, store, a.progress.into())?);
+        probe_warning(&mut s);
+    }
     let mut out = crate::output::stdout();
     if a.json {
         serde_json::to_writer(&mut out, &s).context("cannot write output")?;
@@ -496,14 +619,30 @@ pub fn run(a: StatsArgs) -> Result<ExitCode> {
         eprintln!("seen: warning: {}: {w}", s.file);
     }
     let mut healthy = true;
-    if let Some(max) = a.max_fpp
-        && s.estimated_fpp > max
-    {
-        eprintln!(
-            "seen: {}: estimated false-positive rate {:.3e} is above --max-fpp {max:e}",
-            s.file, s.estimated_fpp
-        );
-        healthy = false;
+    match (a.max_fpp, &s.probe) {
+        // With --probe, the measured rate decides (the estimate is a formula).
+        (Some(max), Some(p)) if p.measured_fpp > max => {
+            eprintln!(
+                "seen: {}: measured false-positive rate {:.3e} ({} of {} lines of {} present; \
+                 95% CI {:.2e} to {:.2e}) is above --max-fpp {max:e}",
+                s.file,
+                p.measured_fpp,
+                HumanCount(p.present),
+                HumanCount(p.lookups),
+                p.shown(),
+                p.ci_low,
+                p.ci_high
+            );
+            healthy = false;
+        }
+        (Some(max), None) if s.estimated_fpp > max => {
+            eprintln!(
+                "seen: {}: estimated false-positive rate {:.3e} is above --max-fpp {max:e}",
+                s.file, s.estimated_fpp
+            );
+            healthy = false;
+        }
+        _ => {}
     }
     if let Some(max) = a.max_fill
         && s.fill_ratio > max
@@ -521,8 +660,143 @@ pub fn run(a: StatsArgs) -> Result<ExitCode> {
     })
 }
 
+/// Looks up the lines of the probe `sources` (named `file`) in the filter
+/// `store` (opened from its `Where`) as `seen query --file FILE FILTER` does:
+/// the same records (newline-terminated, default threads and mapping), the
+/// filter's recorded key options, the same pipeline. Returns the measured
+/// rate.
+///
+/// # Errors
+/// An unreadable probe, a store error, or a probe without a line.
+fn measure(
+    sources: Vec<Source>,
+    file: &Path,
+    (at, store): (Where, Opened),
+    progress: Show,
+) -> Result<ProbeStats> {
+    let mut opts = super::options(RecordArgs {
+        null: false,
+        threads: None,
+        no_mmap: false,
+    });
+    // Only the verdicts are counted, as by `query -c`.
+    opts.stream_long = true;
+    let job = Job {
+        sources,
+        opts,
+        // The filter's own key options, as a query without key flags.
+        keys: None,
+        lines_are_keys: false,
+        store: at,
+        mode: Mode::Lookup,
+        progress,
+        prints_lines: false,
+        summary: None,
+    };
+    let mut count = Present::default();
+    crate::job::execute_on(job, store, &mut count)?;
+    let name = file.display().to_string();
+    if count.lookups == 0 {
+        bail!(
+            "the probe ({}) has no lines: give --probe a file of lines known never to have \
+             been inserted into the filter, one per line (the more lines, the narrower the \
+             interval of the measured rate)",
+            shown(&name)
+        );
+    }
+    Ok(ProbeStats::new(name, count.lookups, count.present))
+}
+
+/// Warns when the measured rate is above the filter's target beyond chance
+/// (the whole 95 % interval is): a measurement outweighs the estimate.
+fn probe_warning(s: &mut Stats) {
+    let Some(p) = &s.probe else { return };
+    if p.ci_low > s.target_fpp {
+        s.warnings.push(format!(
+            "measured false-positive rate {:.2e} (95% CI {:.2e} to {:.2e}) is above its \
+             target {:e}: rebuild it larger (unless some lines of {} were inserted: they \
+             count as false positives)",
+            p.measured_fpp,
+            p.ci_low,
+            p.ci_high,
+            s.target_fpp,
+            p.shown()
+        ));
+    }
+}
+
+/// Counts the probe's lookups and the keys found present.
+#[derive(Default)]
+struct Present {
+    lookups: u64,
+    present: u64,
+}
+
+impl Output for Present {
+    fn chunk(&mut self, c: &Chunk) -> Result<Taken> {
+        let (n, hits) = c.count(true);
+        self.lookups += n;
+        self.present += hits;
+        Ok(Taken::All)
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::wilson95;
+
+    /// `got` equals `want` to the 6 significant digits worked by hand.
+    fn close(got: (f64, f64), want: (f64, f64)) {
+        let near = |g: f64, w: f64| (g - w).abs() <= 5e-6 * w.abs();
+        assert!(
+            near(got.0, want.0) && near(got.1, want.1),
+            "got {got:?}, want {want:?}"
+        );
+    }
+
+    /// Values worked by hand from `(x + z²/2 ± z·√(x(n−x)/n + z²/4)) / (n + z²)`
+    /// with z = 1.959964 (z² = 3.841459), e.g. 5 of 10: centre
+    /// (5 + 1.920729) / 13.841459 = 0.5, half 1.959964 / 13.841459 ×
+    /// √(2.5 + 0.960365) = 0.263407: the textbook [0.2366, 0.7634].
+    #[test]
+    fn stats_wilson_interval_matches_hand_computed_values() {
+        close(wilson95(5, 10), (0.236_593, 0.763_407));
+        // x = 0: [0, z²/(n + z²)] = [0, 3.841459 / 13.841459], exactly 0.
+        close(wilson95(0, 10), (0.0, 0.277_533));
+        assert_eq!(wilson95(0, 10).0, 0.0);
+        // x = n: [n/(n + z²), 1] = [10 / 13.841459, 1], exactly 1.
+        close(wilson95(10, 10), (0.722_467, 1.0));
+        assert_eq!(wilson95(10, 10).1, 1.0);
+        // 1 of 1: [1/(1 + z²), 1] = [0.206549, 1]; 0 of 1: [0, 0.793451].
+        close(wilson95(1, 1), (0.206_549, 1.0));
+        close(wilson95(0, 1), (0.0, 0.793_451));
+        // A filter's case, 421 of 200,000 (p = 0.002105): centre
+        // 422.920729 / 200003.841459 = 0.00211456, half 1.959964 /
+        // 200003.841459 × √(420.113795 + 0.960365) = 0.00020109.
+        close(wilson95(421, 200_000), (0.001_913_47, 0.002_315_65));
+        // 0 of 20,000: [0, 3.841459 / 20003.841459] = [0, 1.92036e-4].
+        close(wilson95(0, 20_000), (0.0, 1.920_36e-4));
+    }
+
+    /// The interval holds the point estimate and narrows as n grows.
+    #[test]
+    fn stats_wilson_interval_holds_the_estimate_and_narrows() {
+        for (x, n) in [(1, 3), (7, 100), (50, 50), (123, 20_000), (0, 5)] {
+            let (lo, hi) = wilson95(x, n);
+            let p = x as f64 / n as f64;
+            assert!(
+                0.0 <= lo && lo <= p && p <= hi && hi <= 1.0,
+                "{x}/{n}: {lo} {hi}"
+            );
+        }
+        let width = |x, n| {
+            let (lo, hi) = wilson95(x, n);
+            hi - lo
+        };
+        assert!(width(1_000, 100_000) < width(100, 10_000));
+        assert!(width(100, 10_000) < width(10, 1_000));
+    }
+
     #[test]
     fn utc_dates() {
         assert_eq!(super::utc(0), "1970-01-01 00:00:00 UTC");

@@ -1,8 +1,10 @@
-//! The config layer: a run of `build`, `dedup` or `query` as a plan ([`Job`]:
-//! sources, options, keys, store, mode, progress, summary), resolved once from
-//! the flags by the command's module, and the one function that executes a
-//! plan ([`execute`]): open or create the store, settle the keys, show
-//! progress, run the pipeline into the command's [`Output`], commit, report.
+//! The config layer: a run of `build`, `dedup` or `query` (or the lookups
+//! of `stats --probe`) as a plan ([`Job`]: sources, options, keys, store,
+//! mode, progress, summary), resolved once from the flags by the command's
+//! module, and the one function that executes a plan ([`execute`]; on a
+//! store already open, [`execute_on`]): open or create the store, settle the
+//! keys, show progress, run the pipeline into the command's [`Output`],
+//! commit, report.
 //!
 //! A new kind of store (a remote one, time windows) is a new [`Where`] and a
 //! new arm of [`stores::Opened`]; the commands and the pipeline stay as they are.
@@ -164,7 +166,24 @@ impl Output for Nothing {
 /// appears only when everything went well.
 pub(crate) fn execute<O: Output>(job: Job, out: &mut O) -> Result<Counts> {
     refuse_filters_as_lines(&job.sources)?;
-    let mut store = Opened::open(&job.store, job.keys)?;
+    let store = Opened::open(&job.store, job.keys)?;
+    run_on(job, store, out)
+}
+
+/// Executes `job` on `store`, already opened from `job.store`, as
+/// [`execute`] does: for `stats --probe`, which counts the filter's bits and
+/// then looks lines up in the same filter, read once (a Redis filter's
+/// shards are fetched once, not twice).
+///
+/// # Errors
+/// As [`execute`].
+pub(crate) fn execute_on<O: Output>(job: Job, store: Opened, out: &mut O) -> Result<Counts> {
+    refuse_filters_as_lines(&job.sources)?;
+    run_on(job, store, out)
+}
+
+/// [`execute`] once the sources are checked and the store is open.
+fn run_on<O: Output>(job: Job, mut store: Opened, out: &mut O) -> Result<Counts> {
     let mut opts = job.opts;
     let recorded = store.recorded_keys();
     if let (Some(asked), Some((r, name)), true) = (job.keys, &recorded, store.shared_writer())
@@ -247,7 +266,7 @@ pub(crate) fn settle_keys(
 ///
 /// # Errors
 /// The first source that is a filter, with what to do instead.
-fn refuse_filters_as_lines(sources: &[Source]) -> Result<()> {
+pub(crate) fn refuse_filters_as_lines(sources: &[Source]) -> Result<()> {
     use std::os::fd::AsFd;
     for source in sources {
         let holds = match source {

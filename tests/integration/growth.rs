@@ -467,6 +467,7 @@ fn stats_json_matches_its_documented_schema() {
     let mut top: HashSet<String> = HashSet::new();
     let mut layer: HashSet<String> = HashSet::new();
     let mut growth: HashSet<String> = HashSet::new();
+    let mut probe: HashSet<String> = HashSet::new();
     for line in doc.lines().filter(|l| l.starts_with("| `")) {
         let cells: Vec<&str> = line.split('|').collect();
         let names: Vec<String> = cells[1]
@@ -479,6 +480,8 @@ fn stats_json_matches_its_documented_schema() {
             &mut layer
         } else if names.iter().all(|n| n.starts_with("growth.")) {
             &mut growth
+        } else if names.iter().all(|n| n.starts_with("probe.")) {
+            &mut probe
         } else {
             &mut top
         };
@@ -517,7 +520,21 @@ fn stats_json_matches_its_documented_schema() {
             assert!(s["growth"].is_null());
             assert!(s["headroom"].as_f64().unwrap() > 0.0);
         }
+        assert!(s["probe"].is_null(), "{f}: probe without --probe");
     }
+    write(&d, "absent.txt", b"x\ny\n");
+    let r = seen(
+        d.path(),
+        &["stats", "--json", "--probe", "absent.txt", "fixed.seen"],
+    );
+    r.code(0);
+    let s = r.stdout_json();
+    assert_eq!(keys(&s), top, "top-level keys differ from docs/STATS.md");
+    assert_eq!(
+        keys(&s["probe"]),
+        probe,
+        "probe keys differ from docs/STATS.md"
+    );
 }
 
 /// `seen plan` reproduces the seed tables for the classic layout, shows the
