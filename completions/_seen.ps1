@@ -31,6 +31,7 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'Report a filter''s parameters, fill ratio, estimated items and false-positive rate')
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check a filter file: its header and every data segment against its checksum')
             [CompletionResult]::new('copy', 'copy', [CompletionResultType]::ParameterValue, 'Copy a filter between a file and Redis (or Redis and Redis), byte for byte')
+            [CompletionResult]::new('merge', 'merge', [CompletionResultType]::ParameterValue, 'Merge filters into one (the union of their lines): the OR of their bits')
             [CompletionResult]::new('plan', 'plan', [CompletionResultType]::ParameterValue, 'Show the layout, size and false-positive rate a filter would have, without writing anything')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a completion script for a shell (bash, zsh, fish, elvish, powershell)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -119,6 +120,7 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             [CompletionResult]::new('--fpp', '--fpp', [CompletionResultType]::ParameterName, 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]')
             [CompletionResult]::new('--growth', '--growth', [CompletionResultType]::ParameterName, 'When full, add a layer G times larger (2-16) [default: 2]')
             [CompletionResult]::new('--commit-every', '--commit-every', [CompletionResultType]::ParameterName, 'With -f: record printed lines in FILTER (and let other processes at it) at least this often: a duration (500ms, 2s, 1min) or a line count (100k, 1M) [default: 1s or 1M lines, whichever comes first]; windows end between input chunks (4 MiB), so a window holds at least one chunk, and also once 524,288 new lines wait to be recorded (bounded memory). A line is recorded only after it was written out, so a killed run loses nothing; it may print again, in the next run, the lines of its last window')
+            [CompletionResult]::new('--dups-out', '--dups-out', [CompletionResultType]::ParameterName, 'Write every line that is not printed (the duplicates, and the new lines dropped as false positives) to FILE, in input order, the same bytes: the "probably seen" lines, for a second look against an exact store. With -f, a line is recorded only after both outputs it goes to were written. FILE is created or truncated')
             [CompletionResult]::new('-m', '-m', [CompletionResultType]::ParameterName, 'Stop after printing N lines (as `grep -m`). With -f, exactly those N are recorded, so `seen dedup -f F -m 1000 < frontier` hands out the next 1,000 new lines each run (`| head -1000` cannot: what head left unread in the pipe is not known, so the open window is not recorded). 0 reads and records nothing. Not with a Redis filter (it records lines before printing them)')
             [CompletionResult]::new('--max-count', '--max-count', [CompletionResultType]::ParameterName, 'Stop after printing N lines (as `grep -m`). With -f, exactly those N are recorded, so `seen dedup -f F -m 1000 < frontier` hands out the next 1,000 new lines each run (`| head -1000` cannot: what head left unread in the pipe is not known, so the open window is not recorded). 0 reads and records nothing. Not with a Redis filter (it records lines before printing them)')
             [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value')
@@ -157,7 +159,8 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             break
         }
         'seen;stats' {
-            [CompletionResult]::new('--max-fpp', '--max-fpp', [CompletionResultType]::ParameterName, 'Exit 1 when the estimated current false-positive rate is above P')
+            [CompletionResult]::new('--max-fpp', '--max-fpp', [CompletionResultType]::ParameterName, 'Exit 1 when the estimated current false-positive rate is above P (with --probe: when the measured rate is)')
+            [CompletionResult]::new('--probe', '--probe', [CompletionResultType]::ParameterName, 'Measure the false-positive rate: look up the lines of FILE (`-`: standard input), items known never to have been inserted, and report the share found present, with its 95% confidence interval, next to the estimate')
             [CompletionResult]::new('--max-fill', '--max-fill', [CompletionResultType]::ParameterName, 'Exit 1 when the fill ratio (bits set / bits, over all layers) is above F (e.g. 0.5, 50%)')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]')
             [CompletionResult]::new('--redis-timeout', '--redis-timeout', [CompletionResultType]::ParameterName, 'With a Redis filter (redis://...): give up (exit 2) when a server has not answered, or could not be reached again, for DURATION (500ms, 10s, 1min) [default: 10s]')
@@ -194,6 +197,20 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
+        'seen;merge' {
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'The merged filter: a file, or a Redis location. It may be one of the inputs (replaced by the union); any other filter already there needs --force')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'The merged filter: a file, or a Redis location. It may be one of the inputs (replaced by the union); any other filter already there needs --force')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]')
+            [CompletionResult]::new('--redis-timeout', '--redis-timeout', [CompletionResultType]::ParameterName, 'With a Redis filter (redis://...): give up (exit 2) when a server has not answered, or could not be reached again, for DURATION (500ms, 10s, 1min) [default: 10s]')
+            [CompletionResult]::new('--redis-wait', '--redis-wait', [CompletionResultType]::ParameterName, 'With a Redis filter that this run writes: before printing a batch''s lines, wait until N replicas of each server hold its writes (Redis WAIT, for at most --redis-timeout), so that a failover to one of them forgets no printed line; fewer replicas in time: the batch is printed and the run stops, exit 2 [default: 0, no wait]')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Replace a filter already at OUT that is not one of the inputs')
+            [CompletionResult]::new('--progress', '--progress', [CompletionResultType]::ParameterName, 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no notes on stderr (warnings and errors still print)')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no notes on stderr (warnings and errors still print)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
         'seen;plan' {
             [CompletionResult]::new('-p', '-p', [CompletionResultType]::ParameterName, 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]')
             [CompletionResult]::new('--fpp', '--fpp', [CompletionResultType]::ParameterName, 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]')
@@ -220,6 +237,7 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'Report a filter''s parameters, fill ratio, estimated items and false-positive rate')
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check a filter file: its header and every data segment against its checksum')
             [CompletionResult]::new('copy', 'copy', [CompletionResultType]::ParameterValue, 'Copy a filter between a file and Redis (or Redis and Redis), byte for byte')
+            [CompletionResult]::new('merge', 'merge', [CompletionResultType]::ParameterValue, 'Merge filters into one (the union of their lines): the OR of their bits')
             [CompletionResult]::new('plan', 'plan', [CompletionResultType]::ParameterValue, 'Show the layout, size and false-positive rate a filter would have, without writing anything')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a completion script for a shell (bash, zsh, fish, elvish, powershell)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -241,6 +259,9 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             break
         }
         'seen;help;copy' {
+            break
+        }
+        'seen;help;merge' {
             break
         }
         'seen;help;plan' {

@@ -31,6 +31,9 @@ _seen() {
             seen,help)
                 cmd="seen__subcmd__help"
                 ;;
+            seen,merge)
+                cmd="seen__subcmd__merge"
+                ;;
             seen,plan)
                 cmd="seen__subcmd__plan"
                 ;;
@@ -58,6 +61,9 @@ _seen() {
             seen__subcmd__help,help)
                 cmd="seen__subcmd__help__subcmd__help"
                 ;;
+            seen__subcmd__help,merge)
+                cmd="seen__subcmd__help__subcmd__merge"
+                ;;
             seen__subcmd__help,plan)
                 cmd="seen__subcmd__help__subcmd__plan"
                 ;;
@@ -77,7 +83,7 @@ _seen() {
 
     case "${cmd}" in
         seen)
-            opts="-h -V --help --version build query dedup stats verify copy plan completions help"
+            opts="-h -V --help --version build query dedup stats verify copy merge plan completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -213,7 +219,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__dedup)
-            opts="-f -p -d -D -m -z -j -k -t -i -q -n -h --filter --fpp --growth --no-grow --fixed --summary --commit-every --json --repeated --all-repeated --max-count --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --redis-timeout --redis-wait --progress --quiet --capacity --help"
+            opts="-f -p -d -D -m -z -j -k -t -i -q -n -h --filter --fpp --growth --no-grow --fixed --summary --commit-every --json --repeated --all-repeated --dups-out --max-count --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --redis-timeout --redis-wait --progress --quiet --capacity --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -240,6 +246,10 @@ _seen() {
                     return 0
                     ;;
                 --commit-every)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dups-out)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -303,7 +313,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__help)
-            opts="build query dedup stats verify copy plan completions help"
+            opts="build query dedup stats verify copy merge plan completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -386,6 +396,20 @@ _seen() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        seen__subcmd__help__subcmd__merge)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         seen__subcmd__help__subcmd__plan)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -435,6 +459,40 @@ _seen() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seen__subcmd__merge)
+            opts="-o -q -h --output --force --wait --redis-timeout --redis-wait --progress --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -539,13 +597,17 @@ _seen() {
             return 0
             ;;
         seen__subcmd__stats)
-            opts="-q -h --json --max-fpp --max-fill --wait --redis-timeout --redis-wait --progress --quiet --help"
+            opts="-q -h --json --max-fpp --probe --max-fill --wait --redis-timeout --redis-wait --progress --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --max-fpp)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --probe)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -28,6 +28,7 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand stats 'Report a filter''s parameters, fill ratio, estimated items and false-positive rate'
             cand verify 'Check a filter file: its header and every data segment against its checksum'
             cand copy 'Copy a filter between a file and Redis (or Redis and Redis), byte for byte'
+            cand merge 'Merge filters into one (the union of their lines): the OR of their bits'
             cand plan 'Show the layout, size and false-positive rate a filter would have, without writing anything'
             cand completions 'Print a completion script for a shell (bash, zsh, fish, elvish, powershell)'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -113,6 +114,7 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand --fpp 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]'
             cand --growth 'When full, add a layer G times larger (2-16) [default: 2]'
             cand --commit-every 'With -f: record printed lines in FILTER (and let other processes at it) at least this often: a duration (500ms, 2s, 1min) or a line count (100k, 1M) [default: 1s or 1M lines, whichever comes first]; windows end between input chunks (4 MiB), so a window holds at least one chunk, and also once 524,288 new lines wait to be recorded (bounded memory). A line is recorded only after it was written out, so a killed run loses nothing; it may print again, in the next run, the lines of its last window'
+            cand --dups-out 'Write every line that is not printed (the duplicates, and the new lines dropped as false positives) to FILE, in input order, the same bytes: the "probably seen" lines, for a second look against an exact store. With -f, a line is recorded only after both outputs it goes to were written. FILE is created or truncated'
             cand -m 'Stop after printing N lines (as `grep -m`). With -f, exactly those N are recorded, so `seen dedup -f F -m 1000 < frontier` hands out the next 1,000 new lines each run (`| head -1000` cannot: what head left unread in the pipe is not known, so the open window is not recorded). 0 reads and records nothing. Not with a Redis filter (it records lines before printing them)'
             cand --max-count 'Stop after printing N lines (as `grep -m`). With -f, exactly those N are recorded, so `seen dedup -f F -m 1000 < frontier` hands out the next 1,000 new lines each run (`| head -1000` cannot: what head left unread in the pipe is not known, so the open window is not recorded). 0 reads and records nothing. Not with a Redis filter (it records lines before printing them)'
             cand -j 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value'
@@ -150,7 +152,8 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'seen;stats'= {
-            cand --max-fpp 'Exit 1 when the estimated current false-positive rate is above P'
+            cand --max-fpp 'Exit 1 when the estimated current false-positive rate is above P (with --probe: when the measured rate is)'
+            cand --probe 'Measure the false-positive rate: look up the lines of FILE (`-`: standard input), items known never to have been inserted, and report the share found present, with its 95% confidence interval, next to the estimate'
             cand --max-fill 'Exit 1 when the fill ratio (bits set / bits, over all layers) is above F (e.g. 0.5, 50%)'
             cand --wait 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]'
             cand --redis-timeout 'With a Redis filter (redis://...): give up (exit 2) when a server has not answered, or could not be reached again, for DURATION (500ms, 10s, 1min) [default: 10s]'
@@ -184,6 +187,19 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
         }
+        &'seen;merge'= {
+            cand -o 'The merged filter: a file, or a Redis location. It may be one of the inputs (replaced by the union); any other filter already there needs --force'
+            cand --output 'The merged filter: a file, or a Redis location. It may be one of the inputs (replaced by the union); any other filter already there needs --force'
+            cand --wait 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]'
+            cand --redis-timeout 'With a Redis filter (redis://...): give up (exit 2) when a server has not answered, or could not be reached again, for DURATION (500ms, 10s, 1min) [default: 10s]'
+            cand --redis-wait 'With a Redis filter that this run writes: before printing a batch''s lines, wait until N replicas of each server hold its writes (Redis WAIT, for at most --redis-timeout), so that a failover to one of them forgets no printed line; fewer replicas in time: the batch is printed and the run stops, exit 2 [default: 0, no wait]'
+            cand --force 'Replace a filter already at OUT that is not one of the inputs'
+            cand --progress 'Show progress on stderr even when it is not a terminal (by default it is shown only on a terminal, and only for work that lasts over a second)'
+            cand -q 'No progress and no notes on stderr (warnings and errors still print)'
+            cand --quiet 'No progress and no notes on stderr (warnings and errors still print)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
         &'seen;plan'= {
             cand -p 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]'
             cand --fpp 'Target false-positive rate (e.g. 1e-6, 0.001, 0.1%): the chance that a new line is taken for a seen one. A growing filter stays under it at any size; a fixed one meets it up to its capacity [default: 1e-6]'
@@ -208,6 +224,7 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand stats 'Report a filter''s parameters, fill ratio, estimated items and false-positive rate'
             cand verify 'Check a filter file: its header and every data segment against its checksum'
             cand copy 'Copy a filter between a file and Redis (or Redis and Redis), byte for byte'
+            cand merge 'Merge filters into one (the union of their lines): the OR of their bits'
             cand plan 'Show the layout, size and false-positive rate a filter would have, without writing anything'
             cand completions 'Print a completion script for a shell (bash, zsh, fish, elvish, powershell)'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -223,6 +240,8 @@ set edit:completion:arg-completer[seen] = {|@words|
         &'seen;help;verify'= {
         }
         &'seen;help;copy'= {
+        }
+        &'seen;help;merge'= {
         }
         &'seen;help;plan'= {
         }
