@@ -5,7 +5,7 @@ use std::io::{self, BufWriter, Stdout};
 
 /// Output buffer size: no per-line system calls. Vectored writes at least this
 /// large (`dedup`'s runs of records) bypass the buffer and are not copied.
-const BUF: usize = 64 << 10;
+pub const BUF: usize = 64 << 10;
 
 /// Standard output behind one large buffer (`Stdout`, not its lock, so the
 /// writer thread can own it).

@@ -49,6 +49,9 @@ pub struct Summary {
     /// Records written to standard output (absent for `build`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lines_written: Option<u64>,
+    /// Records written to the `--dups-out` file (absent without it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dups_written: Option<u64>,
     /// Expected number of new records wrongly judged seen (false positives).
     pub expected_false_positives: f64,
     /// How keys were made (`whole record`, `field 2 (','-separated)`, ...).
@@ -87,6 +90,7 @@ impl Summary {
             new: counts.new,
             duplicates: counts.read.saturating_sub(counts.new),
             lines_written: written,
+            dups_written: None,
             expected_false_positives: sizing::expected_false_positives(&spans),
             keys: keys.to_string(),
             missing_field: keys.field.map(|_| counts.missing_field),
@@ -112,6 +116,9 @@ impl Summary {
         ];
         if let Some(w) = self.lines_written {
             rows.push(("lines written", HumanCount(w).to_string()));
+        }
+        if let Some(w) = self.dups_written {
+            rows.push(("to --dups-out", HumanCount(w).to_string()));
         }
         if let Some(m) = self.missing_field {
             rows.push(("no key field", HumanCount(m).to_string()));

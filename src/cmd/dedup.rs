@@ -5,14 +5,17 @@ use crate::cli::DedupArgs;
 use crate::file::MemFilter;
 use crate::filter::sizing::policy::{self, Asked, Measured, expected_keys};
 use crate::hash::DEFAULT_SEED;
-use crate::input::{sources, total_bytes};
+use crate::input::{Source, sources, total_bytes};
 use crate::job::{AtRedis, Job, NewFile, Output, Where, execute};
 use crate::output::stdout;
 use crate::pipeline::Store;
 use crate::pipeline::{Chunk, Commit, Mode, Taken};
 use crate::units::Every;
-use anyhow::{Context, Result};
-use std::io::{self, IoSlice, Write};
+use anyhow::{Context, Result, bail};
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, IoSlice, Write};
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -33,15 +36,37 @@ fn stdout_is_file() -> bool {
 ///
 /// # Errors
 /// Bad arguments, unreadable inputs, a filter that cannot be opened or written,
-/// or a failed write to standard output.
+/// a `--dups-out` file that cannot be used, or a failed write to either output.
 pub fn run(a: DedupArgs) -> Result<ExitCode> {
+    // Before anything is read: a --dups-out file that cannot be written, or
+    // that is an input, the filter or standard output, is refused now.
+    let dups = match &a.dups_out {
+        Some(path) => Some(DupsFile::open(
+            path,
+            &sources(&a.files),
+            a.filter.as_deref(),
+        )?),
+        None => None,
+    };
     if a.max_count == Some(0) {
-        // Nothing may be printed: nothing is read or recorded.
+        // Nothing may be printed: nothing is read or recorded (a --dups-out
+        // file is left empty, as `>` leaves it).
+        if let Some(d) = dups {
+            d.truncate()?;
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let (repeats, once, max) = (a.repeated || a.all_repeated, a.repeated, a.max_count);
     let fpp = Asked::from(a.size).fpp();
-    let job = plan(a)?;
+    let job = match plan(a, dups.as_ref()) {
+        Ok(job) => job,
+        Err(e) => {
+            if let Some(d) = dups {
+                d.abandon();
+            }
+            return Err(e);
+        }
+    };
     let mut printer = Printer::new(stdout(), repeats);
     if once {
         printer = printer.each_once(fpp)?;
@@ -49,8 +74,137 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
     if let Some(m) = max {
         printer = printer.at_most(m, job.opts.term);
     }
+    if let Some(d) = dups {
+        let name = d.path.display().to_string();
+        printer = printer.dups_to(d.truncate()?, name);
+    }
     execute(job, &mut printer)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `--dups-out` file of a run: open for writing, checked to be none of
+/// the run's other files, and not yet truncated.
+struct DupsFile {
+    file: File,
+    path: PathBuf,
+    /// It did not exist: made by this run (removed if the run is refused).
+    created: bool,
+}
+
+impl DupsFile {
+    /// Opens (or creates) `path` for writing, and refuses it when it is
+    /// standard output, an input (`sources`) or the `filter` file, compared
+    /// by device and inode (a terminal or `/dev/null` may be shared).
+    ///
+    /// # Errors
+    /// `-`, a file that cannot be opened for writing, or one of those.
+    fn open(path: &Path, sources: &[Source], filter: Option<&Path>) -> Result<DupsFile> {
+        if path == Path::new("-") {
+            bail!(
+                "--dups-out -: standard output already carries the printed lines; give the \
+                 lines not printed a file of their own (e.g. --dups-out dups.txt)"
+            );
+        }
+        let (file, created) = match OpenOptions::new().write(true).create_new(true).open(path) {
+            Ok(f) => (f, true),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                // Not truncated yet: it may be an input (checked next). A
+                // dangling link is followed, as `>` follows it.
+                let f = OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(path);
+                (
+                    f.with_context(|| format!("cannot open --dups-out file {}", path.display()))?,
+                    false,
+                )
+            }
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("cannot create --dups-out file {}", path.display()));
+            }
+        };
+        let d = DupsFile {
+            file,
+            path: path.to_owned(),
+            created,
+        };
+        match d.refuse_shared(sources, filter) {
+            Ok(()) => Ok(d),
+            Err(e) => {
+                d.abandon();
+                Err(e)
+            }
+        }
+    }
+
+    /// Refuses a file that is also standard output, an input or the filter:
+    /// the lines would mix into the printed ones, or it would be truncated
+    /// before it is read.
+    fn refuse_shared(&self, sources: &[Source], filter: Option<&Path>) -> Result<()> {
+        use rustix::fs::{FileType, Stat, fstat, stat};
+        let name = self.path.display();
+        let me = fstat(&self.file)
+            .map_err(io::Error::from)
+            .with_context(|| format!("cannot inspect --dups-out file {name}"))?;
+        if FileType::from_raw_mode(me.st_mode) == FileType::CharacterDevice {
+            // /dev/null, a terminal: not storage, any number may share it.
+            return Ok(());
+        }
+        let same = |o: rustix::io::Result<Stat>| {
+            o.is_ok_and(|o| o.st_dev == me.st_dev && o.st_ino == me.st_ino)
+        };
+        if same(fstat(io::stdout())) {
+            bail!(
+                "--dups-out {name} is standard output: the lines not printed would be mixed \
+                 into the printed ones; give them a file of their own"
+            );
+        }
+        for source in sources {
+            let is_it = match source {
+                Source::Stdin => same(fstat(io::stdin())),
+                Source::File(p) => same(stat(p)),
+            };
+            if is_it {
+                bail!(
+                    "--dups-out {name} is also an input ({}): it would be truncated before it \
+                     is read; give the lines not printed another file",
+                    source.name()
+                );
+            }
+        }
+        if let Some(f) = filter
+            && same(stat(f))
+        {
+            bail!(
+                "--dups-out {name} is the filter ({}): it would be overwritten; give the lines \
+                 not printed another file",
+                f.display()
+            );
+        }
+        Ok(())
+    }
+
+    /// The file, emptied (when it is a regular file), for the run to write.
+    ///
+    /// # Errors
+    /// When it cannot be truncated.
+    fn truncate(self) -> Result<File> {
+        if self.file.metadata().is_ok_and(|m| m.is_file()) {
+            self.file.set_len(0).with_context(|| {
+                format!("cannot truncate --dups-out file {}", self.path.display())
+            })?;
+        }
+        Ok(self.file)
+    }
+
+    /// Gives the file up before the run: removed if this run made it.
+    fn abandon(self) {
+        if self.created {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 /// The run `a` asks for.
@@ -58,7 +212,7 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
 /// # Errors
 /// An input that cannot be measured to size the filter, or a filter that
 /// cannot be sized.
-fn plan(a: DedupArgs) -> Result<Job> {
+fn plan(a: DedupArgs, dups: Option<&DupsFile>) -> Result<Job> {
     let opts = options(a.records);
     let sources = sources(&a.files);
     let asked = Asked::from(a.size);
@@ -128,7 +282,7 @@ fn plan(a: DedupArgs) -> Result<Job> {
                 create,
                 expect_keys: expected_keys(lines, total_bytes(&sources)),
             };
-            (store, mode(&a))
+            (store, mode(&a, dups)?)
         }
     };
     Ok(Job {
@@ -145,26 +299,42 @@ fn plan(a: DedupArgs) -> Result<Job> {
 }
 
 /// How `dedup -f` records: a line only once it is written (`--commit-every`
-/// says how often), except with `--repeated`, whose new lines are never
-/// printed, so nothing waits for the output.
-fn mode(a: &DedupArgs) -> Mode {
+/// says how often), to both outputs it may go to (standard output,
+/// `--dups-out`), each synced first when it is a regular file; except with
+/// `--repeated`, whose new lines are never printed, so nothing waits for the
+/// output.
+///
+/// # Errors
+/// When an output to sync cannot be duplicated (out of file descriptors).
+fn mode(a: &DedupArgs, dups: Option<&DupsFile>) -> Result<Mode> {
     if a.repeated || a.all_repeated {
-        return Mode::Insert;
+        return Ok(Mode::Insert);
     }
     let (lines, every) = match a.commit_every {
         Some(Every::Lines(n)) => (n, Duration::MAX),
         Some(Every::Time(t)) => (u64::MAX, t),
         None => (DEFAULT_COMMIT_LINES, DEFAULT_COMMIT_TIME),
     };
-    Mode::Deferred(Commit {
-        lines,
-        every,
-        sync_output: stdout_is_file(),
-    })
+    let mut sync = Vec::new();
+    if stdout_is_file() {
+        let out = io::stdout().as_fd().try_clone_to_owned();
+        let out = out.context("cannot duplicate standard output")?;
+        sync.push((File::from(out), "standard output".to_owned()));
+    }
+    if let Some(d) = dups
+        && d.file.metadata().is_ok_and(|m| m.is_file())
+    {
+        let name = d.path.display();
+        let f = d.file.try_clone();
+        let f = f.with_context(|| format!("cannot duplicate --dups-out file {name}"))?;
+        sync.push((f, format!("--dups-out file {name}")));
+    }
+    Ok(Mode::Deferred(Commit { lines, every, sync }))
 }
 
 /// Prints each record's first occurrence (or, with `repeated`, every later
-/// one) in input order.
+/// one) in input order; with [`Printer::dups_to`], writes the others to a
+/// second output.
 pub struct Printer<W> {
     out: W,
     repeated: bool,
@@ -173,6 +343,17 @@ pub struct Printer<W> {
     max: Option<(u64, u8)>,
     /// `-d`: the repeated records printed so far, so each is printed once.
     printed: Option<MemFilter>,
+    /// `--dups-out`: where the records not printed go.
+    dups: Option<Dups>,
+}
+
+/// The second output of `dedup --dups-out`: every record read and not
+/// printed, in input order.
+struct Dups {
+    out: BufWriter<File>,
+    /// Its path, for messages.
+    name: String,
+    written: u64,
 }
 
 impl<W: Write + Send> Printer<W> {
@@ -184,6 +365,20 @@ impl<W: Write + Send> Printer<W> {
             written: 0,
             max: None,
             printed: None,
+            dups: None,
+        }
+    }
+
+    /// Writes every record not printed to `file` (named `name` in messages),
+    /// in input order, as [`Output::chunk`] says.
+    pub fn dups_to(self, file: File, name: String) -> Self {
+        Printer {
+            dups: Some(Dups {
+                out: BufWriter::with_capacity(crate::output::BUF, file),
+                name,
+                written: 0,
+            }),
+            ..self
         }
     }
 
@@ -239,6 +434,10 @@ impl<W: Write + Send> Printer<W> {
 }
 
 impl<W: Write + Send> Output for Printer<W> {
+    /// Prints the chunk's records to print; with `--dups-out`, then writes
+    /// the others (up to where `-m` stopped), and hands both to the kernel
+    /// before returning: a deferred pipeline records the chunk's new lines
+    /// only then.
     fn chunk(&mut self, c: &Chunk) -> Result<Taken> {
         if self.printed.is_some() {
             return self.repeats_once(c);
@@ -253,6 +452,9 @@ impl<W: Write + Send> Output for Printer<W> {
         // Records that may still be printed (-m).
         let mut room = self.max.map_or(u64::MAX, |(m, _)| m - before);
         let term = self.max.map_or(b'\n', |(_, t)| t);
+        // Where the last printed run ends (its address): with -m, the run
+        // stops there, and the records after it are not read.
+        let mut last_end = 0;
         c.for_each_run(self.repeated, |mut run, mut n| {
             if n > room {
                 if room == 0 {
@@ -266,19 +468,18 @@ impl<W: Write + Send> Output for Printer<W> {
             room -= n;
             *written += n;
             bytes += run.len();
+            last_end = run.as_ptr_range().end as usize;
             runs.push(IoSlice::new(run));
             Ok(())
         })?;
         let out = &mut self.out;
-        if bytes >= runs.len() * MIN_AVERAGE_RUN {
-            write_all_vectored(out, &mut runs)
-        } else {
-            runs.iter().try_for_each(|r| out.write_all(r))
-        }
-        .context("cannot write output")?;
+        write_runs(out, &mut runs, bytes).context("cannot write output")?;
         // Every chunk goes to the kernel before the next: a deferred pipeline
         // records it only then, and a signal ends the run after it.
         out.flush().context("cannot write output")?;
+        if let Some(d) = &mut self.dups {
+            d.chunk(c, !self.repeated, (room == 0).then_some(last_end))?;
+        }
         if room == 0 {
             // -m reached: only the new records printed are recorded.
             let new = if self.repeated {
@@ -292,11 +493,63 @@ impl<W: Write + Send> Output for Printer<W> {
     }
 
     fn finish(&mut self) -> Result<()> {
-        self.out.flush().context("cannot write output")
+        self.out.flush().context("cannot write output")?;
+        if let Some(d) = &mut self.dups {
+            d.out.flush().map_err(|e| d.failed(e))?;
+        }
+        Ok(())
     }
 
     fn written(&self) -> Option<u64> {
         Some(self.written)
+    }
+
+    fn dups_written(&self) -> Option<u64> {
+        self.dups.as_ref().map(|d| d.written)
+    }
+}
+
+impl Dups {
+    /// Writes the runs of the chunk's records whose verdict is `want` that
+    /// start before address `stop` (all without it), and flushes them.
+    fn chunk(&mut self, c: &Chunk, want: bool, stop: Option<usize>) -> Result<()> {
+        let (mut runs, mut bytes, mut records) = (Vec::new(), 0, 0);
+        c.for_each_run(want, |run, n| {
+            // Runs of either verdict alternate: one that starts before the
+            // last printed record's end also ends before it.
+            if stop.is_none_or(|stop| (run.as_ptr() as usize) < stop) {
+                bytes += run.len();
+                records += n;
+                runs.push(IoSlice::new(run));
+            }
+            Ok(())
+        })?;
+        write_runs(&mut self.out, &mut runs, bytes)
+            .and_then(|()| self.out.flush())
+            .map_err(|e| self.failed(e))?;
+        self.written += records;
+        Ok(())
+    }
+
+    /// The error of a failed write: a closed pipe is an error here, not
+    /// the quiet end a closed standard output is (`| head`).
+    fn failed(&self, e: io::Error) -> anyhow::Error {
+        let e = if e.kind() == io::ErrorKind::BrokenPipe {
+            io::Error::other("its reader has closed it (broken pipe)")
+        } else {
+            e
+        };
+        anyhow::Error::new(e).context(format!("cannot write to --dups-out file {}", self.name))
+    }
+}
+
+/// Writes `runs` (`bytes` in all): as one vectored write when they are long
+/// enough on average, else copied into the buffer.
+fn write_runs<W: Write>(out: &mut W, runs: &mut [IoSlice<'_>], bytes: usize) -> io::Result<()> {
+    if bytes >= runs.len() * MIN_AVERAGE_RUN {
+        write_all_vectored(out, runs)
+    } else {
+        runs.iter().try_for_each(|r| out.write_all(r))
     }
 }
 

@@ -120,8 +120,9 @@ pub(crate) struct NewFile {
 /// Where a run's verdicts go: the command's sink.
 pub trait Output: Send {
     /// Takes a chunk, in input order, on the writer thread; [`Taken::Stop`]
-    /// ends the run. In [`Mode::Deferred`] the chunk's output must have been
-    /// handed to the kernel when this returns.
+    /// ends the run. In [`Mode::Deferred`] the chunk's output (every part
+    /// of it, to every file it goes to) must have been handed to the kernel
+    /// when this returns: its new keys are recorded after that.
     ///
     /// # Errors
     /// A failed write (a closed stdout is `BrokenPipe`).
@@ -142,6 +143,12 @@ pub trait Output: Send {
 
     /// Records written, for the summary (`None`: this output writes none).
     fn written(&self) -> Option<u64> {
+        None
+    }
+
+    /// Records written to a second output, those not printed (`dedup
+    /// --dups-out`), for the summary (`None`: there is none).
+    fn dups_written(&self) -> Option<u64> {
         None
     }
 }
@@ -207,6 +214,7 @@ fn run_on<O: Output>(job: Job, mut store: Opened, out: &mut O) -> Result<Counts>
         "lines",
         job.prints_lines,
     );
+    let lookup = matches!(job.mode, Mode::Lookup);
     let result = pipeline::run(&job.sources, opts, &mut store, job.mode, |c: &Chunk| {
         out.chunk(c)
     });
@@ -224,10 +232,12 @@ fn run_on<O: Output>(job: Job, mut store: Opened, out: &mut O) -> Result<Counts>
     let after = finished?;
     if job.summary != Some(true) {
         // `--summary --json` counts them in its one JSON object.
-        warn_missing_fields(&counts, opts.keys, job.mode == Mode::Lookup);
+        warn_missing_fields(&counts, opts.keys, lookup);
     }
     if let (Some(json), Some(after)) = (job.summary, &after) {
-        Summary::new(&counts, out.written(), opts.keys, &before, after).print(json);
+        let mut summary = Summary::new(&counts, out.written(), opts.keys, &before, after);
+        summary.dups_written = out.dups_written();
+        summary.print(json);
     }
     Ok(counts)
 }

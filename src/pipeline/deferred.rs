@@ -185,7 +185,7 @@ impl Deferred {
     /// the output must be synced first, they are recorded at once (so the
     /// pending set stays a few chunks small).
     fn written<B: Store>(&mut self, filter: &mut B, keys: Vec<Hash128>) -> Result<()> {
-        if self.commit.sync_output {
+        if !self.commit.sync.is_empty() {
             crate::memory::reserve(
                 &mut self.acked,
                 keys.len(),
@@ -219,9 +219,11 @@ impl Deferred {
     /// and ends the window.
     pub(super) fn commit<B: Store>(&mut self, filter: &mut B) -> Result<()> {
         if !self.acked.is_empty() {
-            rustix::fs::fdatasync(std::io::stdout())
-                .map_err(std::io::Error::from)
-                .context("cannot sync standard output before recording its lines")?;
+            for (file, name) in &self.commit.sync {
+                rustix::fs::fdatasync(file)
+                    .map_err(std::io::Error::from)
+                    .with_context(|| format!("cannot sync {name} before recording its lines"))?;
+            }
             let acked = std::mem::take(&mut self.acked);
             filter.record_batch(&acked)?;
         }
@@ -261,7 +263,7 @@ mod tests {
         let mut d = Deferred::new(Commit {
             lines: u64::MAX,
             every: Duration::MAX,
-            sync_output: false,
+            sync: Vec::new(),
         });
         d.prune_at = 4;
         d.window_open = true;

@@ -104,7 +104,7 @@ pub struct Counts {
 }
 
 /// Whether the filter stage inserts or only looks up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Mode {
     /// Test-and-set every key, in order.
     Insert,
@@ -122,19 +122,22 @@ pub enum Mode {
 /// until the writer has handed their chunk to the kernel; at the end of each
 /// *commit window* (`lines` records, `every` elapsed, [`MAX_PENDING_KEYS`]
 /// keys waiting, a pause in the input, or the end), the pipeline waits for the
-/// writer, syncs standard output when `sync_output` (a regular file), then
+/// writer, syncs the files in `sync` (the outputs that are regular files), then
 /// inserts the waiting keys into the filter and ends the window
 /// ([`Store::end_window`]: counters written, lock released). A window
 /// holds the filter's lock from its first judgement to its commit, so
 /// processes sharing a file take turns per window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Commit {
     /// Records per window at most.
     pub lines: u64,
     /// Time per window at most.
     pub every: Duration,
-    /// Sync standard output before recording (it is a regular file).
-    pub sync_output: bool,
+    /// The outputs that are regular files (standard output, `dedup
+    /// --dups-out`), each with its name for messages: their data is synced
+    /// before the lines they hold are recorded. Empty: keys are recorded as
+    /// soon as their chunk is written.
+    pub sync: Vec<(std::fs::File, String)>,
 }
 
 /// What a sink did with a chunk.
@@ -183,7 +186,7 @@ where
     S: FnMut(&Chunk) -> Result<Taken> + Send,
 {
     let seed = filter.seed();
-    if mode != Mode::Lookup {
+    if !matches!(mode, Mode::Lookup) {
         crate::signals::catch();
     }
     let reader = ReaderStage::spawn(sources, opts, seed)?;

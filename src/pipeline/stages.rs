@@ -217,7 +217,8 @@ pub(super) enum Stop {
 /// thread, which owns the store.
 pub(super) struct Inserter<'f, B> {
     filter: &'f mut B,
-    mode: Mode,
+    /// [`Mode::Lookup`]: verdicts only, the store is not changed.
+    lookup: bool,
     deferred: Option<(Deferred, Receiver<Ack>)>,
     /// A journalling store in [`Mode::Insert`]: where the writer says which
     /// chunks it has written ([`Store::written`]).
@@ -230,6 +231,7 @@ impl<'f, B: Store> Inserter<'f, B> {
     /// The inserter for `mode`, and (deferred mode) where the writer
     /// acknowledges the keys of each chunk it has written.
     pub(super) fn new(filter: &'f mut B, mode: Mode) -> (Self, Option<Sender<Ack>>) {
+        let lookup = matches!(mode, Mode::Lookup);
         let (deferred, journal, ack) = match mode {
             Mode::Deferred(commit) => {
                 let (ack, acks) = channel();
@@ -243,7 +245,7 @@ impl<'f, B: Store> Inserter<'f, B> {
         };
         let inserter = Inserter {
             filter,
-            mode,
+            lookup,
             deferred,
             journal,
             counts: Counts::default(),
@@ -299,7 +301,7 @@ impl<'f, B: Store> Inserter<'f, B> {
     fn judge(&mut self, chunk: &mut Chunk) -> Result<()> {
         let filter = &mut *self.filter;
         let counts = &mut self.counts;
-        match (&mut self.deferred, self.mode) {
+        match (&mut self.deferred, self.lookup) {
             (Some((d, acks)), _) => {
                 d.begin(filter)?;
                 d.drain(filter, acks, false)?;
@@ -309,7 +311,7 @@ impl<'f, B: Store> Inserter<'f, B> {
                 d.window_lines += n;
                 counts.new += new;
             }
-            (None, Mode::Insert) => {
+            (None, false) => {
                 if let Some(acks) = &self.journal {
                     for (_, stopped_at) in acks.try_iter() {
                         filter.written(stopped_at)?;
@@ -321,7 +323,7 @@ impl<'f, B: Store> Inserter<'f, B> {
                     counts.new += filter.insert_batch(&p.hashes, &mut p.verdicts)?;
                 }
             }
-            (None, _) => {
+            (None, true) => {
                 for p in &mut chunk.pieces[..chunk.used] {
                     counts.read += p.hashes.len() as u64;
                     filter.contains_batch(&p.hashes, &mut p.verdicts)?;

@@ -1523,7 +1523,8 @@ fn json_outputs_match_their_documented_schemas() {
     };
     let d = tmp();
     let data = text(&["http://A.com/x,1", "b", "http://a.com/x#y,2", "c,3"]);
-    // dedup with every optional member: -k (missing_field) and --url (not_url).
+    // dedup with every optional member: -k (missing_field), --url (not_url)
+    // and --dups-out (dups_written).
     let r = seen_io(
         d.path(),
         [
@@ -1533,6 +1534,8 @@ fn json_outputs_match_their_documented_schemas() {
             "-t",
             ",",
             "--url",
+            "--dups-out",
+            "dups.txt",
             "--summary",
             "--json",
         ],
@@ -1562,6 +1565,7 @@ fn json_outputs_match_their_documented_schemas() {
     r.code(0);
     let mut built = summary.clone();
     built.remove("lines_written");
+    built.remove("dups_written");
     assert_eq!(members(&r.stderr_json()), built, "build summary vs docs");
     // query: a non-UTF-8 item (item_hex) through key options (key).
     write(&d, "items.txt", b"http://a.com/x,9\n\xff\n");
