@@ -188,8 +188,8 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand --help 'Print help'
         }
         &'seen;merge'= {
-            cand -o 'The merged filter: a file, or a Redis location. It may be one of the inputs (replaced by the union); any other filter already there needs --force'
-            cand --output 'The merged filter: a file, or a Redis location. It may be one of the inputs (replaced by the union); any other filter already there needs --force'
+            cand -o 'The merged filter: a file, or a Redis location. A file may be one of the inputs (replaced by the union); a Redis input, or any other filter already there, needs --force'
+            cand --output 'The merged filter: a file, or a Redis location. A file may be one of the inputs (replaced by the union); a Redis input, or any other filter already there, needs --force'
             cand --wait 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]'
             cand --redis-timeout 'With a Redis filter (redis://...): give up (exit 2) when a server has not answered, or could not be reached again, for DURATION (500ms, 10s, 1min) [default: 10s]'
             cand --redis-wait 'With a Redis filter that this run writes: before printing a batch''s lines, wait until N replicas of each server hold its writes (Redis WAIT, for at most --redis-timeout), so that a failover to one of them forgets no printed line; fewer replicas in time: the batch is printed and the run stops, exit 2 [default: 0, no wait]'

@@ -146,7 +146,7 @@ Exit status: 0 copied, 2 error.")]
 Examples:
   seen merge -o all.seen host1.seen host2.seen host3.seen
   seen merge -o crawled.seen crawled.seen today.seen   # add today's into crawled
-  seen merge -o redis://cache/crawl redis://cache/crawl host4.seen
+  seen merge -o redis://cache/crawl-2 redis://cache/crawl host4.seen
 
 The filters must have the same shape: seed, layout, key options and sizing (as
 when made with the same -n, -p, --seed and key flags). Growing filters merge
@@ -154,7 +154,7 @@ layer by layer; the result has as many layers as the input with the most. The
 result answers as one filter built from all their lines would (the same bits),
 and its estimated false-positive rate is printed on stderr, with a warning when
 it is past the target. OUT is written to a temporary file and renamed into
-place; OUT may be one of the inputs.
+place; a file OUT may be one of the inputs (a Redis one needs --force).
 
 Exit status: 0 merged, 2 error (the first difference between the filters is
 named; nothing is left at -o but what was there).")]
@@ -697,9 +697,9 @@ pub struct MergeArgs {
     #[arg(value_name = "FILTER", required = true, num_args = 1..)]
     pub inputs: Vec<PathBuf>,
 
-    /// The merged filter: a file, or a Redis location. It may be one of the
-    /// inputs (replaced by the union); any other filter already there needs
-    /// --force.
+    /// The merged filter: a file, or a Redis location. A file may be one of
+    /// the inputs (replaced by the union); a Redis input, or any other filter
+    /// already there, needs --force.
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     pub output: PathBuf,
 

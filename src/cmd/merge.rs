@@ -89,6 +89,16 @@ pub fn run(a: MergeArgs) -> Result<ExitCode> {
         ids.push(id);
     }
     let out_is_input = out_id != Identity::Absent && ids.contains(&out_id);
+    if out_is_input && out_redis.is_some() && !a.force {
+        // A Redis filter is replaced by deleting it first: a failure before
+        // the new one is stored would lose an input's bits.
+        bail!(
+            "{} is one of the inputs: a filter in Redis is replaced by deleting it first, so \
+             a failure midway would lose it; merge into a new name (then move the fleet to \
+             it), or pass --force to take that risk",
+            crate::redis::redact(&a.output.display().to_string())
+        );
+    }
     // Refuse an output that may not be written before reading anything.
     let replace = a.force || out_is_input;
     match &out_redis {
@@ -271,10 +281,12 @@ fn check_shapes(inputs: &[Input]) -> Result<usize> {
             if l.layout != tl.layout || l.capacity != tl.capacity {
                 let d = |l: &crate::file::format::LayerEntry| {
                     format!(
-                        "{} bytes, {} keys, k {}",
+                        "{} bytes, {} keys, {} blocks per key, k {}, {} positions",
                         l.layout.bytes(),
                         HumanCount(l.capacity),
-                        l.layout.k
+                        l.layout.blocks_per_key,
+                        l.layout.k,
+                        l.layout.scheme.name()
                     )
                 };
                 return Err(differ(&format!("layer {n}"), d(tl), d(l)));
