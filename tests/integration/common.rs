@@ -475,3 +475,19 @@ pub fn run_killed_env(
     assert!(!err.contains("panicked"), "{err}");
     (out, killed)
 }
+
+/// The address of a Redis test server from `var` (set by
+/// `scripts/with-redis.sh`), or `None`: the test is skipped, except under CI
+/// (`CI` set), where a missing server is a failure.
+pub fn redis_server(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => Some(v),
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("{var} is not set under CI: run the tests with scripts/with-redis.sh")
+        }
+        _ => {
+            eprintln!("skipped: {var} is not set (run the tests with scripts/with-redis.sh)");
+            None
+        }
+    }
+}

@@ -592,17 +592,8 @@ fn sigkill_at_random_moments_loses_no_line() {
 /// prints what a killed run recorded and did not write).
 #[test]
 fn with_a_redis_filter() {
-    let addr = match std::env::var("SEEN_TEST_REDIS") {
-        Ok(v) if !v.is_empty() => v,
-        _ if std::env::var_os("CI").is_some() => {
-            panic!("SEEN_TEST_REDIS is not set under CI: run the tests with scripts/with-redis.sh")
-        }
-        _ => {
-            eprintln!(
-                "skipped: SEEN_TEST_REDIS is not set (run the tests with scripts/with-redis.sh)"
-            );
-            return;
-        }
+    let Some(addr) = crate::common::redis_server("SEEN_TEST_REDIS") else {
+        return;
     };
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

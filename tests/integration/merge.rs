@@ -205,12 +205,7 @@ fn a_union_past_its_capacity_says_so() {
 /// see tests/integration/redis.rs).
 #[test]
 fn redis_filters_merge_with_files() {
-    let Ok(addr) = std::env::var("SEEN_TEST_REDIS") else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "SEEN_TEST_REDIS is not set under CI: run the tests with scripts/with-redis.sh"
-        );
-        eprintln!("skipped: SEEN_TEST_REDIS is not set (run the tests with scripts/with-redis.sh)");
+    let Some(addr) = crate::common::redis_server("SEEN_TEST_REDIS") else {
         return;
     };
     let d = tmp();

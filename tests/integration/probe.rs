@@ -313,28 +313,12 @@ fn empty_missing_and_filter_probes_are_errors() {
         .no_stdout();
 }
 
-/// The address of the test server (`SEEN_TEST_REDIS`), or `None`: the test
-/// is skipped, except under CI, where a missing server is a failure (as in
-/// `redis.rs`).
-fn server(var: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(v) if !v.is_empty() => Some(v),
-        _ if std::env::var_os("CI").is_some() => {
-            panic!("{var} is not set under CI: run the tests with scripts/with-redis.sh")
-        }
-        _ => {
-            eprintln!("skipped: {var} is not set (run the tests with scripts/with-redis.sh)");
-            None
-        }
-    }
-}
-
 /// A filter in Redis is probed as the same filter in a file: `f.seen`
 /// copied to the server gives the same `probe` object, and `query -c` on
 /// the server agrees.
 #[test]
 fn a_redis_filter_is_probed_as_a_file() {
-    let Some(addr) = server("SEEN_TEST_REDIS") else {
+    let Some(addr) = crate::common::redis_server("SEEN_TEST_REDIS") else {
         return;
     };
     let t = std::time::SystemTime::now()

@@ -13,20 +13,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
 use std::process::Stdio;
 
-/// The address of a test server from `var`, or `None` (the test is skipped,
-/// except under CI, where a missing server is a failure).
-fn server(var: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(v) if !v.is_empty() => Some(v),
-        _ if std::env::var_os("CI").is_some() => {
-            panic!("{var} is not set under CI: run the tests with scripts/with-redis.sh")
-        }
-        _ => {
-            eprintln!("skipped: {var} is not set (run the tests with scripts/with-redis.sh)");
-            None
-        }
-    }
-}
+use crate::common::redis_server as server;
 
 /// A filter location on the standalone server, named for `test`.
 fn standalone(test: &str) -> Option<String> {
