@@ -491,3 +491,13 @@ pub fn redis_server(var: &str) -> Option<String> {
         }
     }
 }
+
+/// A name no other test run uses (`test`, the process id, the time): for
+/// filters on the shared Redis test servers.
+pub fn unique_name(test: &str) -> String {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{test}-{}-{t}", std::process::id())
+}

@@ -595,11 +595,8 @@ fn with_a_redis_filter() {
     let Some(addr) = crate::common::redis_server("SEEN_TEST_REDIS") else {
         return;
     };
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let loc = |name: &str| format!("redis://{addr}/dups-{name}-{}-{t}", std::process::id());
+    let run = crate::common::unique_name("dups");
+    let loc = |name: &str| format!("redis://{addr}/{run}-{name}");
     let d = tmp();
     let j = d.path().join("journal").display().to_string();
     let env = [

@@ -209,11 +209,8 @@ fn redis_filters_merge_with_files() {
         return;
     };
     let d = tmp();
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let name = |n: &str| format!("redis://{addr}/merge-{n}-{}-{t}", std::process::id());
+    let run = crate::common::unique_name("merge");
+    let name = |n: &str| format!("redis://{addr}/{run}-{n}");
     let sized = ["--fixed", "-n", "100k", "-p", "1e-6"];
     let mk = |out: &str, lines: std::ops::Range<u32>| {
         let mut args = vec!["build", "-o", out];

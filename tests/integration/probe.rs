@@ -321,11 +321,7 @@ fn a_redis_filter_is_probed_as_a_file() {
     let Some(addr) = crate::common::redis_server("SEEN_TEST_REDIS") else {
         return;
     };
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let loc = format!("redis://{addr}/probe-{}-{t}", std::process::id());
+    let loc = format!("redis://{addr}/{}", crate::common::unique_name("probe"));
     let d = tmp();
     filter(&d);
     seen(d.path(), ["copy", "f.seen", &loc]).ok();

@@ -25,13 +25,7 @@ fn cluster(test: &str) -> Option<String> {
     server("SEEN_TEST_REDIS_CLUSTER").map(|a| format!("redis+cluster://{a}/{}", unique(test)))
 }
 
-fn unique(test: &str) -> String {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{test}-{}-{t}", std::process::id())
-}
+use crate::common::unique_name as unique;
 
 /// Lines `u<i>` for i in 0..n with about a third repeated, shuffled by `seed`.
 fn urls(n: u32, seed: u64) -> Vec<u8> {
