@@ -4,10 +4,10 @@
 use super::redis_location;
 use crate::cli::CopyArgs;
 use crate::file::format::Header;
-use crate::file::{NewFilter, ReadFilter, Target, check_target};
+use crate::file::{NewFilter, ReadFilter};
 use crate::progress::Progress;
 use crate::redis::RedisFilter;
-use anyhow::{Result, bail};
+use anyhow::Result;
 use std::process::ExitCode;
 
 /// Runs `seen copy`.
@@ -20,24 +20,7 @@ pub fn run(a: CopyArgs) -> Result<ExitCode> {
     let to_redis = redis_location(&a.to)?;
     // Refuse a target that may not be written before reading anything.
     if to_redis.is_none() {
-        if a.to.is_dir() && !a.to.is_symlink() {
-            bail!(
-                "{} is a directory: give the filter file to write",
-                a.to.display()
-            );
-        }
-        match check_target(&a.to, a.force)? {
-            Target::Free => {}
-            Target::Filter if a.force => {}
-            Target::Filter => bail!(
-                "{} already exists: pass --force to replace it",
-                a.to.display()
-            ),
-            Target::OtherFile => bail!(
-                "{} is not a seen filter: give a new path, or the path of a filter with --force",
-                a.to.display()
-            ),
-        }
+        super::check_new_filter_path(&a.to, a.force, "")?;
     } else if let Some(loc) = &to_redis
         && !a.force
     {

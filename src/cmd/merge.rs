@@ -5,7 +5,7 @@
 use super::redis_location;
 use crate::cli::MergeArgs;
 use crate::file::format::Header;
-use crate::file::{NewFilter, ReadFilter, Target, check_target};
+use crate::file::{NewFilter, ReadFilter};
 use crate::progress::Progress;
 use crate::redis::{Location, RedisFilter};
 use anyhow::{Result, bail};
@@ -102,7 +102,11 @@ pub fn run(a: MergeArgs) -> Result<ExitCode> {
     // Refuse an output that may not be written before reading anything.
     let replace = a.force || out_is_input;
     match &out_redis {
-        None => check_file_output(&a.output, replace)?,
+        None => super::check_new_filter_path(
+            &a.output,
+            replace,
+            " (or name it among the inputs to merge into it)",
+        )?,
         Some(loc) if !replace => RedisFilter::refuse_existing(loc, link)?,
         Some(_) => {}
     }
@@ -196,30 +200,6 @@ pub fn run(a: MergeArgs) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Refuses a file output that may not be written (`replace`: a filter there
-/// may be replaced).
-fn check_file_output(out: &Path, replace: bool) -> Result<()> {
-    if out.is_dir() && !out.is_symlink() {
-        bail!(
-            "{} is a directory: give the filter file to write",
-            out.display()
-        );
-    }
-    match check_target(out, replace)? {
-        Target::Free => Ok(()),
-        Target::Filter if replace => Ok(()),
-        Target::Filter => bail!(
-            "{} already exists: pass --force to replace it (or name it among the inputs to \
-             merge into it)",
-            out.display()
-        ),
-        Target::OtherFile => bail!(
-            "{} is not a seen filter: give a new path, or the path of a filter with --force",
-            out.display()
-        ),
-    }
 }
 
 /// Which input gives the merged filter its shape (the first with the most

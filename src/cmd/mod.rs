@@ -30,6 +30,38 @@ pub(crate) fn redis_location(arg: &std::path::Path) -> Result<Option<crate::redi
     }
 }
 
+/// Refuses a file where a new filter may not be written (`copy`, `merge`):
+/// a directory, a file that is not a filter, or (unless `replace`) a filter;
+/// `hint` ends the message for a filter there.
+///
+/// # Errors
+/// Each refusal, naming the path and what to do.
+pub(crate) fn check_new_filter_path(
+    out: &std::path::Path,
+    replace: bool,
+    hint: &str,
+) -> Result<()> {
+    use crate::file::{Target, check_target};
+    if out.is_dir() && !out.is_symlink() {
+        anyhow::bail!(
+            "{} is a directory: give the filter file to write",
+            out.display()
+        );
+    }
+    match check_target(out, replace)? {
+        Target::Free => Ok(()),
+        Target::Filter if replace => Ok(()),
+        Target::Filter => anyhow::bail!(
+            "{} already exists: pass --force to replace it{hint}",
+            out.display()
+        ),
+        Target::OtherFile => anyhow::bail!(
+            "{} is not a seen filter: give a new path, or the path of a filter with --force",
+            out.display()
+        ),
+    }
+}
+
 /// Pipeline options from `-z`, `-j` and `--no-mmap`.
 pub(crate) fn options(r: RecordArgs) -> Options {
     let mut o = Options::new(if r.null { 0 } else { b'\n' }, r.threads.map(usize::from));

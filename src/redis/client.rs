@@ -369,6 +369,18 @@ impl Client {
         self.nodes.iter().position(|n| &n.addr == addr)
     }
 
+    /// The index of the node at `addr`, added (not connected yet) if new.
+    fn node_for(&mut self, addr: (String, u16)) -> usize {
+        self.node_index(&addr).unwrap_or_else(|| {
+            self.nodes.push(Node {
+                addr,
+                conn: None,
+                used: false,
+            });
+            self.nodes.len() - 1
+        })
+    }
+
     /// Installs the slot map of a `CLUSTER SLOTS` reply from `seed`.
     fn install_slots(&mut self, seed: &(String, u16), v: &Value) -> Result<()> {
         let here = self.at(seed);
@@ -401,17 +413,7 @@ impl Client {
                 return Err(bad());
             };
             let addr = (host, u16::try_from(*port).map_err(|_| bad())?);
-            let i = match self.node_index(&addr) {
-                Some(i) => i,
-                None => {
-                    self.nodes.push(Node {
-                        addr,
-                        conn: None,
-                        used: false,
-                    });
-                    self.nodes.len() - 1
-                }
-            };
+            let i = self.node_for(addr);
             let (a, b) = (
                 usize::try_from(*a).map_err(|_| bad())?,
                 usize::try_from(*b).map_err(|_| bad())?,
@@ -703,17 +705,7 @@ impl Client {
                         raw.again.push((i, None));
                     }
                     Some(Redirect::Ask(addr)) => {
-                        let t = match self.node_index(&addr) {
-                            Some(t) => t,
-                            None => {
-                                self.nodes.push(Node {
-                                    addr,
-                                    conn: None,
-                                    used: false,
-                                });
-                                self.nodes.len() - 1
-                            }
-                        };
+                        let t = self.node_for(addr);
                         raw.again.push((i, Some(t)));
                     }
                     Some(Redirect::Wait) => {
