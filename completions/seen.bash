@@ -97,7 +97,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__build)
-            opts="-o -p -z -j -k -t -i -q -n -h --output --fpp --growth --no-grow --fixed --force --add --summary --json --seed --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --redis-timeout --redis-wait --progress --quiet --capacity --help"
+            opts="-o -p -z -j -k -t -i -q -n -h --output --fpp --growth --no-grow --fixed --window --slices --force --add --summary --json --seed --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --redis-timeout --redis-wait --now --progress --quiet --capacity --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -120,6 +120,14 @@ _seen() {
                     return 0
                     ;;
                 --growth)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --slices)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -163,6 +171,10 @@ _seen() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --now)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --capacity)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -193,7 +205,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__copy)
-            opts="-q -h --force --wait --redis-timeout --redis-wait --progress --quiet --help"
+            opts="-q -h --force --wait --redis-timeout --redis-wait --now --progress --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -211,6 +223,10 @@ _seen() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --now)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -219,7 +235,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__dedup)
-            opts="-f -p -d -D -m -z -j -k -t -i -q -n -h --filter --fpp --growth --no-grow --fixed --summary --commit-every --json --repeated --all-repeated --dups-out --max-count --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --redis-timeout --redis-wait --progress --quiet --capacity --help"
+            opts="-f -p -d -D -m -z -j -k -t -i -q -n -h --filter --fpp --growth --no-grow --fixed --window --slices --summary --commit-every --json --repeated --all-repeated --dups-out --max-count --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --redis-timeout --redis-wait --now --progress --quiet --capacity --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -242,6 +258,14 @@ _seen() {
                     return 0
                     ;;
                 --growth)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --slices)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -294,6 +318,10 @@ _seen() {
                     return 0
                     ;;
                 --redis-wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --now)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -467,7 +495,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__merge)
-            opts="-o -q -h --output --force --wait --redis-timeout --redis-wait --progress --quiet --help"
+            opts="-o -q -h --output --force --wait --redis-timeout --redis-wait --now --progress --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -493,6 +521,10 @@ _seen() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --now)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -501,7 +533,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__plan)
-            opts="-p -n -h --fpp --growth --no-grow --fixed --layers --classic --capacity --help"
+            opts="-p -n -h --fpp --growth --no-grow --fixed --window --slices --layers --classic --capacity --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -516,6 +548,14 @@ _seen() {
                     return 0
                     ;;
                 --growth)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --slices)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -539,7 +579,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__query)
-            opts="-f -v -c -q -z -j -k -t -i -h --file --as-keys --invert-match --count --silent --quiet --all --json --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --redis-timeout --redis-wait --progress --help"
+            opts="-f -v -c -q -z -j -k -t -i -h --file --as-keys --invert-match --count --silent --quiet --all --json --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --redis-timeout --redis-wait --now --progress --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -589,6 +629,10 @@ _seen() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --now)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -597,7 +641,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__stats)
-            opts="-q -h --json --max-fpp --probe --max-fill --wait --redis-timeout --redis-wait --progress --quiet --help"
+            opts="-q -h --json --max-fpp --probe --max-fill --wait --redis-timeout --redis-wait --now --progress --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -627,6 +671,10 @@ _seen() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --now)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -635,7 +683,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__verify)
-            opts="-q -h --repair --wait --redis-timeout --redis-wait --progress --quiet --help"
+            opts="-q -h --repair --wait --redis-timeout --redis-wait --now --progress --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -650,6 +698,10 @@ _seen() {
                     return 0
                     ;;
                 --redis-wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --now)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -4,7 +4,7 @@
 use crate::keys::{KeySpec, parse_delimiter};
 use crate::units::{
     Every, parse_count, parse_count_or_zero, parse_every, parse_fpp, parse_fraction, parse_seed,
-    parse_wait,
+    parse_wait, parse_window,
 };
 use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
@@ -202,6 +202,20 @@ impl Command {
             Command::Plan(_) | Command::Completions(_) => None,
         }
     }
+
+    /// `--now`: the time to work at, instead of the system clock.
+    pub fn now(&self) -> Option<u64> {
+        match self {
+            Command::Build(a) => a.lock.now,
+            Command::Query(a) => a.lock.now,
+            Command::Dedup(a) => a.lock.now,
+            Command::Stats(a) => a.lock.now,
+            Command::Verify(a) => a.lock.now,
+            Command::Copy(a) => a.lock.now,
+            Command::Merge(a) => a.lock.now,
+            Command::Plan(_) | Command::Completions(_) => None,
+        }
+    }
 }
 
 /// Options of `seen completions`.
@@ -294,6 +308,14 @@ pub struct LockArgs {
     /// and the run stops, exit 2 [default: 0, no wait].
     #[arg(long, value_name = "N")]
     pub redis_wait: Option<u32>,
+
+    /// The time to work at, for a filter with a --window: an RFC 3339 time
+    /// (2026-12-01T09:00:00Z, or with an offset: +01:00) or @ and Unix
+    /// seconds (@1796115600); for replays, tests and scripts. A time before
+    /// the latest a writer recorded in the filter counts as that time
+    /// [default: the system clock].
+    #[arg(long, value_name = "TIME", value_parser = crate::clock::parse_now, help_heading = "Time windows")]
+    pub now: Option<u64>,
 }
 
 impl LockArgs {
@@ -373,6 +395,19 @@ pub struct SizeArgs {
     /// (warned on stderr when it passes -p, and again past 10 times -p).
     #[arg(long, visible_alias = "no-grow")]
     pub fixed: bool,
+
+    /// Forget lines after a time window (6d, 7d, 12h, 90min, 2w): a line
+    /// recorded at time t is seen until t + W and new again from
+    /// t + W*(1 + 1/S) on (S: --slices); -n is then the distinct lines per
+    /// window. Recorded in the filter, which every later command follows
+    /// [default: never forget].
+    #[arg(long, value_name = "DURATION", value_parser = parse_window, help_heading = "Time windows")]
+    pub window: Option<u64>,
+
+    /// Slices of a --window (1-32): lines are forgotten a slice at a time,
+    /// at most W/S after the window [default: 8].
+    #[arg(long, value_name = "S", requires = "window", value_parser = clap::value_parser!(u32).range(1..=32), help_heading = "Time windows")]
+    pub slices: Option<u32>,
 }
 
 impl From<SizeArgs> for crate::filter::sizing::policy::Asked {
@@ -382,6 +417,8 @@ impl From<SizeArgs> for crate::filter::sizing::policy::Asked {
             fpp: s.fpp,
             growth: s.growth,
             fixed: s.fixed,
+            window: s.window,
+            slices: s.slices,
         }
     }
 }
@@ -389,7 +426,11 @@ impl From<SizeArgs> for crate::filter::sizing::policy::Asked {
 impl SizeArgs {
     /// Whether any sizing flag was given.
     pub fn any(&self) -> bool {
-        self.capacity.is_some() || self.fpp.is_some() || self.growth.is_some() || self.fixed
+        self.capacity.is_some()
+            || self.fpp.is_some()
+            || self.growth.is_some()
+            || self.fixed
+            || self.window.is_some()
     }
 }
 

@@ -28,6 +28,7 @@
 //! arenas) and `main` (the stdout check), each with its `SAFETY` note.
 
 pub mod cli;
+pub mod clock;
 pub mod cmd;
 pub mod file;
 pub mod filter;

@@ -3,7 +3,7 @@
 //! maps errors to `seen: error: …` and exit status 2.
 
 use clap::Parser;
-use seen::{cli, cmd, memory, output, signals, tuning};
+use seen::{cli, clock, cmd, memory, output, signals, tuning};
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -54,6 +54,9 @@ fn main() -> ExitCode {
             };
         }
     };
+    if let Some(t) = cli.command.now() {
+        clock::set_fixed(t);
+    }
     if let Some(wait) = cli.command.lock_wait() {
         seen::file::wait_for_locks_at_most(wait);
     }

@@ -9,6 +9,29 @@ use indicatif::HumanCount;
 use serde::Serialize;
 use std::io::Write;
 
+/// A number of seconds in at most two adjacent units, the largest first
+/// (the rest dropped): `6d`, `18h`, `6d 18h`, `1min 30s`, `2h 30min`.
+pub fn span(secs: f64) -> String {
+    let s = secs.round() as u64;
+    let units = [(86_400, "d"), (3_600, "h"), (60, "min"), (1, "s")];
+    let mut parts = Vec::new();
+    let mut left = s;
+    for (u, name) in units {
+        if left >= u && parts.len() < 2 {
+            parts.push(format!("{}{name}", left / u));
+            left %= u;
+        } else if !parts.is_empty() {
+            // Two units at most, and only adjacent ones.
+            break;
+        }
+    }
+    if parts.is_empty() {
+        "0s".to_string()
+    } else {
+        parts.join(" ")
+    }
+}
+
 /// One `key  value` line of a human report (`stats`, `plan`).
 ///
 /// # Errors

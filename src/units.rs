@@ -237,6 +237,40 @@ fn duration(ms: f64) -> std::time::Duration {
     std::time::Duration::from_micros((ms * 1000.0).round() as u64)
 }
 
+/// Longest time window: 100 years of 365 days.
+pub const MAX_WINDOW_SECS: u64 = 100 * 365 * 86_400;
+
+/// Parses `--window`: a whole number of seconds (`s`), minutes (`min`),
+/// hours (`h`), days (`d`) or weeks (`w`), e.g. `6d`, `12h`, `90min`; a
+/// day is 86,400 seconds. `5m` is refused as everywhere ([`ambiguous_m`]).
+///
+/// # Errors
+/// A message with the accepted forms, for anything else, 0 or over 100 years.
+pub fn parse_window(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let bad = || format!("`{s}` is not a time window: use e.g. 6d, 7d, 12h, 90min, 2w or 3600s");
+    ambiguous_m(s, t, false)?;
+    let units = [
+        ("min", 60),
+        ("s", 1),
+        ("h", 3_600),
+        ("d", 86_400),
+        ("w", 7 * 86_400),
+    ];
+    let (n, unit) = units
+        .iter()
+        .find_map(|&(suffix, secs)| t.strip_suffix(suffix).map(|n| (n.trim(), secs)))
+        .ok_or_else(bad)?;
+    let n: u64 = n.parse().map_err(|_| bad())?;
+    match n.checked_mul(unit) {
+        Some(0) => Err(format!("`{s}` is no time: a window must last at least 1s")),
+        Some(w) if w <= MAX_WINDOW_SECS => Ok(w),
+        _ => Err(format!(
+            "`{s}` is too long: a window lasts at most 100 years"
+        )),
+    }
+}
+
 /// Parses a seed: decimal or `0x` hexadecimal, 64 bits.
 ///
 /// # Errors
@@ -356,6 +390,29 @@ mod tests {
         assert!(many.contains("too large"), "{many}");
         assert!(parse_every("0s").unwrap_err().contains("more than 0"));
         assert!(parse_every("xs").unwrap_err().contains("not a duration"));
+    }
+
+    #[test]
+    fn windows() {
+        assert_eq!(parse_window("6d"), Ok(6 * 86_400));
+        assert_eq!(parse_window("12h"), Ok(43_200));
+        assert_eq!(parse_window("90min"), Ok(5_400));
+        assert_eq!(parse_window("2w"), Ok(14 * 86_400));
+        assert_eq!(parse_window(" 3600s "), Ok(3_600));
+        assert!(parse_window("5m").unwrap_err().contains("5min"));
+        assert!(parse_window("0d").unwrap_err().contains("at least 1s"));
+        assert!(parse_window("900000h").unwrap_err().contains("100 years"));
+        for bad in [
+            "",
+            "6",
+            "1.5d",
+            "-1d",
+            "d",
+            "6 days",
+            "99999999999999999999d",
+        ] {
+            assert!(parse_window(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -21,10 +21,14 @@ pub fn run(a: CopyArgs) -> Result<ExitCode> {
     // Refuse a target that may not be written before reading anything.
     if to_redis.is_none() {
         super::check_new_filter_path(&a.to, a.force, "")?;
-    } else if let Some(loc) = &to_redis
-        && !a.force
-    {
-        RedisFilter::refuse_existing(loc, link)?;
+    } else if let Some(loc) = &to_redis {
+        if redis_location(&a.from)?.is_none() {
+            // Only the header is read here (a filter Redis cannot keep).
+            RedisFilter::refuse_header(loc, ReadFilter::open(&a.from)?.header())?;
+        }
+        if !a.force {
+            RedisFilter::refuse_existing(loc, link)?;
+        }
     }
     let (header, bits): (Header, Vec<Vec<u8>>) = match redis_location(&a.from)? {
         Some(loc) => {

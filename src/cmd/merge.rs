@@ -220,6 +220,13 @@ fn check_shapes(inputs: &[Input]) -> Result<usize> {
     let th = inputs[t].header();
     let redo = "merge needs filters made alike: the same -n, -p, --seed, growth and key \
                 flags (`seen stats` shows them); rebuild one to match the other";
+    if let Some(i) = inputs.iter().find(|i| i.header().window.is_some()) {
+        bail!(
+            "{} has a time window (--window): merging filters that forget is not supported \
+             (their slices would have to line up in time); merge filters without --window",
+            i.name()
+        );
+    }
     for i in inputs {
         let h = i.header();
         let differ = |what: &str, a: String, b: String| {

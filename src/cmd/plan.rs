@@ -5,7 +5,10 @@ use crate::cli::{DEFAULT_CAPACITY, PlanArgs};
 use crate::file::format::HEADER_LEN;
 use crate::filter::BLOCK_BITS;
 use crate::filter::sizing::policy::Asked;
-use crate::filter::sizing::{self, Growth, Plan, Spec, classic_bits, classic_fpp, classic_k};
+use crate::filter::sizing::{
+    self, Growth, Plan, Spec, Window, classic_bits, classic_fpp, classic_k,
+};
+use crate::report::span;
 use anyhow::{Context, Result};
 use indicatif::{HumanBytes, HumanCount};
 use std::io::Write;
@@ -37,6 +40,14 @@ pub fn run(a: PlanArgs) -> Result<ExitCode> {
     };
     let first = size(0)?;
     let mut out = crate::output::stdout();
+    if let Some(w) = spec.window {
+        windowed(&mut out, &spec, w, &first)?;
+        if a.classic {
+            classic(&mut out, &spec)?;
+        }
+        out.flush().context("cannot write output")?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let row = crate::report::field;
     row(
         &mut out,
@@ -175,6 +186,98 @@ fn growing(out: &mut dyn Write, spec: &Spec, g: Growth, layers: u32) -> Result<(
         "\nvs fixed: bits of all layers / bits of a fixed filter for `total cap` keys at \
          {:.1e};\njust grown: the same when the layer above is full and this one empty.",
         spec.target_fpp
+    )?;
+    Ok(())
+}
+
+/// The rows of a filter with a time window: the window, one slice, and the
+/// space of the live slices against a filter that never forgets.
+fn windowed(out: &mut dyn Write, spec: &Spec, w: Window, first: &Plan) -> Result<()> {
+    let row = crate::report::field;
+    let live = u64::from(w.live());
+    let slice_secs = w.secs as f64 / f64::from(w.slices);
+    row(
+        out,
+        "capacity",
+        format!("{} per window", HumanCount(spec.capacity)),
+    )?;
+    row(
+        out,
+        "target fpp",
+        format!(
+            "{:.1e} (compound over the {live} slices a lookup tests)",
+            spec.target_fpp
+        ),
+    )?;
+    row(
+        out,
+        "window",
+        format!(
+            "{} in {} slices of {}: a line is seen for {} after it is recorded, and new \
+             again after at most {}",
+            span(w.secs as f64),
+            w.slices,
+            span(slice_secs),
+            span(w.secs as f64),
+            span(w.secs as f64 + slice_secs)
+        ),
+    )?;
+    row(
+        out,
+        "slice",
+        format!(
+            "{} lines at {:.1e}; {}",
+            HumanCount(first.capacity),
+            first.target_fpp,
+            layout_text(first)
+        ),
+    )?;
+    row(
+        out,
+        "slice size",
+        format!(
+            "{} ({} bits, {:.2} bits per key)",
+            HumanBytes(first.layout.bytes()),
+            HumanCount(first.layout.bits()),
+            first.bits_per_key()
+        ),
+    )?;
+    let bits = first.layout.bits().saturating_mul(live);
+    let vs = sizing::plan(spec.capacity, spec.target_fpp)
+        .map(|f| format!("{:.2}x", bits as f64 / f.layout.bits() as f64))
+        .unwrap_or_else(|_| "-".into());
+    row(
+        out,
+        "size",
+        format!(
+            "{} for {live} live slices ({vs} a filter for {} lines at {:.1e} that never forgets)",
+            HumanBytes(bits / 8),
+            HumanCount(spec.capacity),
+            spec.target_fpp
+        ),
+    )?;
+    let fpp = sizing::any_of((0..live).map(|_| first.expected_fpp));
+    row(
+        out,
+        "expected fpp",
+        format!("{fpp:.3e} with every live slice at capacity"),
+    )?;
+    row(
+        out,
+        "growth",
+        match spec.growth {
+            Some(g) => format!(
+                "a slice that gets more than {} lines grows (x{} capacity per layer, fpp \
+                 ratio {}; the first layer above is sized for it)",
+                HumanCount(first.capacity),
+                g.factor,
+                g.ratio
+            ),
+            None => format!(
+                "fixed: a slice past {} lines raises the rate (warned on stderr)",
+                HumanCount(first.capacity)
+            ),
+        },
     )?;
     Ok(())
 }

@@ -60,6 +60,55 @@ pub struct LayerStats {
     pub classic_bits_per_key: f64,
     /// Hash count of that classic filter.
     pub classic_k: u32,
+    /// With a time window: when the slice this layer holds starts (Unix
+    /// seconds); `null` without a window.
+    pub slice_start: Option<u64>,
+    /// Whether lookups test this layer now (false: its slice is past the
+    /// window, and the layer waits to be reused).
+    pub live: bool,
+}
+
+/// One live slice of a time window (JSON `window.slices[]`), oldest first.
+#[derive(Debug, Serialize)]
+pub struct SliceStats {
+    /// When it starts (Unix seconds; the first whole second inside it).
+    pub start: u64,
+    /// When the next one starts.
+    pub end: u64,
+    /// From when its lines are new again (Unix seconds): `end + window`.
+    pub forgotten_at: u64,
+    /// Its layers (indexes into `layers`); empty when nothing was recorded
+    /// in it.
+    pub layers: Vec<usize>,
+    /// Lines recorded as new in it.
+    pub inserts: u64,
+    /// Bits set over its layers.
+    pub bits_set: u64,
+    /// `bits_set` over its layers' bits (0 without a layer).
+    pub fill_ratio: f64,
+    /// Distinct lines estimated from its bits.
+    pub estimated_items: f64,
+    /// Its false-positive rate now (compound over its layers).
+    pub estimated_fpp: f64,
+}
+
+/// The time window of a filter that forgets (JSON `window`).
+#[derive(Debug, Serialize)]
+pub struct WindowStats {
+    /// The window W, in seconds.
+    pub seconds: u64,
+    /// Slices per window (S).
+    pub slices: u32,
+    /// W / S.
+    pub slice_seconds: f64,
+    /// The time the figures are for (Unix seconds): `--now` or the system
+    /// clock, or `clock` when that is later.
+    pub now: u64,
+    /// The latest time a writer recorded lines at.
+    pub clock: u64,
+    /// The S + 1 slices lookups test now, oldest first; the last one takes
+    /// new lines.
+    pub live: Vec<SliceStats>,
 }
 
 /// How a filter grows (JSON `growth`).
@@ -175,6 +224,9 @@ pub struct Stats {
     pub target_fpp: f64,
     /// `null` for a fixed filter.
     pub growth: Option<GrowthStats>,
+    /// `null` for a filter that never forgets. With a window, the totals
+    /// below (capacity: lines per window) count only the live layers.
+    pub window: Option<WindowStats>,
     /// Sum over layers.
     pub inserts: u64,
     /// `inserts / capacity`.
@@ -245,6 +297,8 @@ pub fn compute(f: &ReadFilter) -> Stats {
 /// Computes the statistics of the filter `h` describes, whose layers hold
 /// `bits`, named `name`.
 pub fn compute_from(h: &Header, bits: &[&[u8]], name: String) -> Stats {
+    let now = crate::clock::now();
+    let live = h.live(now);
     let mut layers = Vec::new();
     for (i, l) in h.layers.iter().enumerate() {
         let occ =
@@ -270,32 +324,59 @@ pub fn compute_from(h: &Header, bits: &[&[u8]], name: String) -> Stats {
             bits_per_key: l.layout.bits() as f64 / cap as f64,
             classic_bits_per_key: classic_bits(cap, l.target_fpp) as f64 / cap as f64,
             classic_k: classic_k(classic_bits(cap, l.target_fpp), cap),
+            slice_start: h.window.map(|w| w.window.slice_start(l.slice)),
+            live: live >> i & 1 == 1,
         });
     }
-    let bits: u64 = layers.iter().map(|l| l.bits).sum();
-    let bits_set: u64 = layers.iter().map(|l| l.bits_set).sum();
-    let capacity = layers
+    let window = h.window.map(|w| window_stats(h, &layers, now, w));
+    // Totals over the layers lookups test (all of them without a window).
+    let counted: Vec<&LayerStats> = layers.iter().filter(|l| l.live).collect();
+    let bits: u64 = counted.iter().map(|l| l.bits).sum();
+    let bits_set: u64 = counted.iter().map(|l| l.bits_set).sum();
+    let capacity = match h.window {
+        Some(_) => h.capacity,
+        None => counted
+            .iter()
+            .map(|l| l.capacity)
+            .fold(0u64, u64::saturating_add),
+    };
+    let inserts = counted
         .iter()
-        .map(|l| l.capacity)
+        .map(|l| l.inserts)
         .fold(0u64, u64::saturating_add);
-    let inserts = h.inserts();
-    let any = |f: fn(&LayerStats) -> f64| sizing::any_of(layers.iter().map(f));
-    let newest = layers.last().expect("a filter has a layer");
+    let any = |f: fn(&LayerStats) -> f64| sizing::any_of(counted.iter().map(|l| f(l)));
+    // The layer that takes new lines: the newest, or the current slice's
+    // (none yet when nothing was recorded in it).
+    let newest = match &window {
+        None => Some(layers.len() - 1),
+        Some(w) => w.live.last().and_then(|s| s.layers.last().copied()),
+    };
     let can_grow = h.growth.is_some() && h.layers.len() < MAX_LAYERS;
+    let slice_capacity = h
+        .window
+        .map(|w| h.capacity.div_ceil(u64::from(w.window.slices)));
     let growth = h.growth.map(|g| GrowthStats {
         factor: g.factor,
         ratio: g.ratio,
         can_grow,
-        next_layer_in: newest.capacity.saturating_sub(newest.inserts),
+        next_layer_in: newest.map_or(slice_capacity.unwrap_or(0), |n| {
+            layers[n].capacity.saturating_sub(layers[n].inserts)
+        }),
     });
     let estimated_fpp = any(|l| l.estimated_fpp);
     // A filter that cannot grow takes keys into its newest layer until the
-    // compound rate reaches the target (older layers, if any, are complete).
+    // compound rate reaches the target (the other live layers are complete).
     let headroom = (!can_grow).then(|| {
-        let older = layers[..layers.len() - 1].iter().map(|l| l.estimated_fpp);
+        let older = (0..layers.len())
+            .filter(|&i| layers[i].live && Some(i) != newest)
+            .map(|i| layers[i].estimated_fpp);
         let budget = sizing::newest_budget(older, h.target_fpp);
-        let last = h.layers.last().expect("a filter has a layer");
-        (keys_at_rate(&last.layout, budget) as f64 - newest.estimated_items).max(0.0)
+        let (layout, items) = match newest {
+            Some(n) => (h.layers[n].layout, layers[n].estimated_items),
+            // A slice not started yet gets a first layer like the others'.
+            None => (h.layers[layers.len() - 1].layout, 0.0),
+        };
+        (keys_at_rate(&layout, budget) as f64 - items).max(0.0)
     });
     let mut warnings = Vec::new();
     let used = inserts as f64 / capacity.max(1) as f64;
@@ -336,11 +417,12 @@ pub fn compute_from(h: &Header, bits: &[&[u8]], name: String) -> Stats {
         capacity,
         target_fpp: h.target_fpp,
         growth,
+        window,
         inserts,
         capacity_used: used,
         bits_set,
         fill_ratio: bits_set as f64 / bits as f64,
-        estimated_items: layers.iter().map(|l| l.estimated_items).sum(),
+        estimated_items: counted.iter().map(|l| l.estimated_items).sum(),
         estimated_uncounted,
         estimated_fpp,
         fpp_at_capacity: any(|l| l.fpp_at_capacity),
@@ -351,6 +433,54 @@ pub fn compute_from(h: &Header, bits: &[&[u8]], name: String) -> Stats {
         updated: h.updated,
         layers,
         warnings,
+    }
+}
+
+/// The live slices of a filter with window `w`, at time `now`.
+fn window_stats(
+    h: &Header,
+    layers: &[LayerStats],
+    now: u64,
+    w: crate::file::format::WindowState,
+) -> WindowStats {
+    let at = w.time(now);
+    let win = w.window;
+    let cur = win.slice_at(at);
+    let live = (win.oldest_live(at)..=cur)
+        .map(|j| {
+            let mine: Vec<usize> = (0..h.layers.len())
+                .filter(|&i| h.layers[i].slice == j && layers[i].live)
+                .collect();
+            let bits: u64 = mine.iter().map(|&i| layers[i].bits).sum();
+            let bits_set: u64 = mine.iter().map(|&i| layers[i].bits_set).sum();
+            let end = win.slice_start(j + 1);
+            SliceStats {
+                start: win.slice_start(j),
+                end,
+                forgotten_at: end.saturating_add(win.secs),
+                inserts: mine
+                    .iter()
+                    .map(|&i| layers[i].inserts)
+                    .fold(0, u64::saturating_add),
+                bits_set,
+                fill_ratio: if bits == 0 {
+                    0.0
+                } else {
+                    bits_set as f64 / bits as f64
+                },
+                estimated_items: mine.iter().fold(0.0, |a, &i| a + layers[i].estimated_items),
+                estimated_fpp: sizing::any_of(mine.iter().map(|&i| layers[i].estimated_fpp)),
+                layers: mine,
+            }
+        })
+        .collect();
+    WindowStats {
+        seconds: win.secs,
+        slices: win.slices,
+        slice_seconds: win.secs as f64 / f64::from(win.slices),
+        now: at,
+        clock: w.clock,
+        live,
     }
 }
 
@@ -378,8 +508,54 @@ fn utc(secs: u64) -> String {
 fn table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
     identity(s, out)?;
     numbers(s, out)?;
+    if let Some(w) = &s.window {
+        writeln!(out)?;
+        slice_table(w, out)?;
+    }
     writeln!(out)?;
     layer_table(s, out)
+}
+
+/// One row per live slice, oldest first.
+fn slice_table(w: &WindowStats, out: &mut impl Write) -> std::io::Result<()> {
+    let count = |x: f64| HumanCount(x.round() as u64).to_string();
+    let header = [
+        "slice",
+        "from",
+        "to",
+        "new again",
+        "layers",
+        "inserts",
+        "fill",
+        "est. items",
+        "fpp now",
+    ];
+    let mut rows: Vec<[String; 9]> = vec![header.map(String::from)];
+    let n = w.live.len();
+    for (i, sl) in w.live.iter().enumerate() {
+        let name = if i + 1 == n {
+            "current".to_string()
+        } else {
+            format!("-{}", n - 1 - i)
+        };
+        let layers: Vec<String> = sl.layers.iter().map(usize::to_string).collect();
+        rows.push([
+            name,
+            utc(sl.start),
+            utc(sl.end),
+            utc(sl.forgotten_at),
+            if layers.is_empty() {
+                "-".to_string()
+            } else {
+                layers.join(",")
+            },
+            HumanCount(sl.inserts).to_string(),
+            format!("{:.1}%", 100.0 * sl.fill_ratio),
+            count(sl.estimated_items),
+            format!("{:.2e}", sl.estimated_fpp),
+        ]);
+    }
+    crate::report::columns(out, &rows)
 }
 
 /// What the filter is: file, format, keys, growth rule.
@@ -416,9 +592,35 @@ fn identity(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
                     ", the most a file can have"
                 }
             ),
+            None if s.window.is_some() => "fixed (one layer per slice)".to_string(),
             None => "fixed (one layer, never grows)".to_string(),
         },
     )?;
+    if let Some(w) = &s.window {
+        row(
+            out,
+            "window",
+            format!(
+                "{} in {} slices of {}: a line is seen for {} after it is recorded, and new \
+                 again {} after at most",
+                crate::report::span(w.seconds as f64),
+                w.slices,
+                crate::report::span(w.slice_seconds),
+                crate::report::span(w.seconds as f64),
+                crate::report::span(w.seconds as f64 + w.slice_seconds)
+            ),
+        )?;
+        let behind = if w.now == w.clock && crate::clock::now() < w.clock {
+            " (the clock given is earlier: time in a filter does not go back)"
+        } else {
+            ""
+        };
+        row(
+            out,
+            "time",
+            format!("{}{behind}; last recorded {}", utc(w.now), utc(w.clock)),
+        )?;
+    }
     Ok(())
 }
 
@@ -436,8 +638,13 @@ fn numbers(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
         out,
         "capacity",
         format!(
-            "{} at target fpp {:.1e}",
+            "{}{} at target fpp {:.1e}",
             HumanCount(s.capacity),
+            if s.window.is_some() {
+                " per window"
+            } else {
+                ""
+            },
             s.target_fpp
         ),
     )?;
@@ -547,7 +754,11 @@ fn layer_table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
     let mut rows: Vec<[String; 11]> = vec![header.map(String::from)];
     for (i, l) in s.layers.iter().enumerate() {
         rows.push([
-            i.to_string(),
+            match l.slice_start {
+                Some(t) if l.live => format!("{i} ({})", &utc(t)[..16]),
+                Some(_) => format!("{i} (expired)"),
+                None => i.to_string(),
+            },
             l.blocks_per_key.to_string(),
             l.k.to_string(),
             l.positions.to_string(),

@@ -45,6 +45,13 @@ impl Stale {
         }
     }
 
+    /// Marks every segment of layer `i` all zero (its bits were just cleared).
+    pub(super) fn zeroed(&mut self, i: usize) {
+        if let Some(v) = self.0.get_mut(i) {
+            v.fill(Segment::Zero);
+        }
+    }
+
     /// Marks the segment holding the key's blocks (one page, so one segment).
     pub(super) fn mark(&mut self, layer: usize, l: &LayerEntry, h: Hash128) {
         let block = l.layout.blocks(h)[0];
@@ -131,6 +138,7 @@ mod tests {
             capacity: 700_000,
             target_fpp: 1e-6,
             growth: Some(sizing::Growth::new(2)),
+            window: None,
         };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f.seen");

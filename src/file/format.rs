@@ -4,7 +4,7 @@
 //! field is read from a byte array as little-endian; nothing in a file is trusted
 //! until [`Header::decode`] has checked it against the file length.
 
-use crate::filter::sizing::{Growth, MAX_GROWTH};
+use crate::filter::sizing::{Growth, MAX_GROWTH, MAX_SLICES, Window};
 use crate::filter::{BLOCK_BITS, Layout, Scheme};
 use crate::hash::HASH_XXH3_128_V1;
 use crate::keys::KeySpec;
@@ -21,6 +21,9 @@ pub(super) const VERSION_MINOR: u16 = 4;
 const BLANK_FIELDS_SINCE_MINOR: u16 = 5;
 /// First minor version with sectored bit positions (layer entry bytes 56..60).
 const SECTORED_SINCE_MINOR: u16 = 4;
+/// First minor version with time windows (header bytes 84..88 and 96..120,
+/// layer entry bytes 60..64).
+pub(crate) const WINDOW_SINCE_MINOR: u16 = 6;
 /// Bytes of header (fixed part + layer table); bit arrays start after it.
 pub const HEADER_LEN: usize = 4096;
 /// Alignment of every bit array in the file.
@@ -68,6 +71,9 @@ pub struct LayerEntry {
     /// `SEGMENT_BYTES`, right after the bit array), or 0 when the layer has
     /// none (files written before format 1.2).
     pub checksums: u64,
+    /// With a time window: the slice whose lines this layer holds (stored as
+    /// its distance from [`WindowState::base`]); 0 otherwise.
+    pub slice: u64,
 }
 
 impl LayerEntry {
@@ -127,6 +133,36 @@ pub struct Header {
     pub growth: Option<Growth>,
     /// Bit arrays, oldest first (1 to `MAX_LAYERS`).
     pub layers: Vec<LayerEntry>,
+    /// The time window of a filter that forgets (format 1.6).
+    pub window: Option<WindowState>,
+}
+
+/// The time window of a filter, and where its clock stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowState {
+    /// The window and its slices.
+    pub window: Window,
+    /// The slice the filter was created in; a layer stores its slice as the
+    /// distance from it (32 bits).
+    pub base: u64,
+    /// The latest time (Unix seconds) a writer recorded lines at: time seen
+    /// by the filter never goes back ([`WindowState::time`]).
+    pub clock: u64,
+}
+
+impl WindowState {
+    /// The time a command whose clock says `now` works at: `now`, or the
+    /// filter's clock when that is later (a clock stepped back, an older
+    /// `--now`), so that no slice a writer filled is ever taken for a future
+    /// one and no line comes back.
+    pub fn time(&self, now: u64) -> u64 {
+        now.max(self.clock)
+    }
+
+    /// The last slice a layer can name (its distance from `base` is 32 bits).
+    pub fn last_slice(&self) -> u64 {
+        self.base.saturating_add(u64::from(u32::MAX))
+    }
 }
 
 /// Why a file is not a usable filter. Every message says what to do.
@@ -287,6 +323,23 @@ impl Header {
         self.flags & FLAG_DIRTY != 0
     }
 
+    /// The layers a lookup at time `now` tests, as a mask (bit `i`: layer
+    /// `i`): every layer, or with a window those of its live slices.
+    pub(crate) fn live(&self, now: u64) -> u64 {
+        let all = u64::MAX >> (64 - self.layers.len().max(1));
+        match &self.window {
+            None => all,
+            Some(w) => {
+                let oldest = w.window.oldest_live(w.time(now));
+                self.layers
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, l)| l.slice >= oldest)
+                    .fold(0, |m, (i, _)| m | 1 << i)
+            }
+        }
+    }
+
     /// Total keys recorded as new over all layers.
     pub(crate) fn inserts(&self) -> u64 {
         self.layers
@@ -319,6 +372,12 @@ impl Header {
         } else {
             minor
         };
+        // A window makes it 1.6: a 1.5 reader rejects its reserved bytes.
+        let minor = if self.window.is_some() {
+            minor.max(WINDOW_SINCE_MINOR)
+        } else {
+            minor
+        };
         put(&mut b, 10, &minor.to_le_bytes());
         put(&mut b, 12, &(HEADER_LEN as u32).to_le_bytes());
         put(&mut b, 16, &self.flags.to_le_bytes());
@@ -336,6 +395,13 @@ impl Header {
             put(&mut b, 80, &g.factor.to_le_bytes());
             put(&mut b, 88, &g.ratio.to_bits().to_le_bytes());
         }
+        let base = self.window.map_or(0, |w| w.base);
+        if let Some(w) = &self.window {
+            put(&mut b, 84, &w.window.slices.to_le_bytes());
+            put(&mut b, 96, &w.window.secs.to_le_bytes());
+            put(&mut b, 104, &w.base.to_le_bytes());
+            put(&mut b, 112, &w.clock.to_le_bytes());
+        }
         for (i, l) in self.layers.iter().enumerate() {
             let o = LAYER_TABLE_OFFSET + i * LAYER_ENTRY_LEN;
             put(&mut b, o, &l.offset.to_le_bytes());
@@ -347,6 +413,9 @@ impl Header {
             put(&mut b, o + 40, &l.inserts.to_le_bytes());
             put(&mut b, o + 48, &l.checksums.to_le_bytes());
             put(&mut b, o + 56, &scheme_id(l.layout.scheme).to_le_bytes());
+            let slice = u32::try_from(l.slice.saturating_sub(base))
+                .expect("a slice within 2^32 of the base");
+            put(&mut b, o + 60, &slice.to_le_bytes());
         }
         let sum = header_checksum(&b);
         put(&mut b, CHECKSUM_OFFSET, &sum.to_le_bytes());
@@ -362,7 +431,7 @@ impl Header {
     pub fn decode(bytes: &[u8], file_len: u64) -> Result<Header, FormatError> {
         let (b, minor) = decode_envelope(bytes, file_len)?;
         let fixed = decode_fixed(b, minor)?;
-        let (layers, end) = decode_layer_table(b, minor, fixed.count)?;
+        let (layers, end) = decode_layer_table(b, minor, fixed.count, fixed.window)?;
         check_file_len(file_len, end, fixed.flags)?;
         Ok(Header {
             version_minor: minor,
@@ -376,6 +445,7 @@ impl Header {
             updated: u64_at(b, 72),
             growth: fixed.growth,
             layers,
+            window: fixed.window,
         })
     }
 }
@@ -393,6 +463,7 @@ struct Fixed {
     keys: KeySpec,
     growth: Option<Growth>,
     target_fpp: f64,
+    window: Option<WindowState>,
 }
 
 /// What is checked before any field is read: the length, the magic, the
@@ -462,13 +533,7 @@ fn decode_fixed(b: &[u8], minor: u16) -> Result<Fixed, FormatError> {
     }
     let keys = decode_keys(b, minor)?;
     let growth = decode_growth(b)?;
-    if b[84..88]
-        .iter()
-        .chain(&b[96..CHECKSUM_OFFSET])
-        .any(|&x| x != 0)
-    {
-        return Err(bad("reserved bytes 84..88, 96..120", "are not zero"));
-    }
+    let window = decode_window(b, minor)?;
     let target_fpp = f64::from_bits(u64_at(b, 56));
     check_fpp("target fpp", target_fpp)?;
     Ok(Fixed {
@@ -478,7 +543,48 @@ fn decode_fixed(b: &[u8], minor: u16) -> Result<Fixed, FormatError> {
         keys,
         growth,
         target_fpp,
+        window,
     })
+}
+
+/// The time window (bytes 84..88 and 96..120; format 1.6): all zero for a
+/// filter without one.
+fn decode_window(b: &[u8], minor: u16) -> Result<Option<WindowState>, FormatError> {
+    let bytes = || b[84..88].iter().chain(&b[96..CHECKSUM_OFFSET]);
+    if minor < WINDOW_SINCE_MINOR {
+        if bytes().any(|&x| x != 0) {
+            return Err(bad("reserved bytes 84..88, 96..120", "are not zero"));
+        }
+        return Ok(None);
+    }
+    let secs = u64_at(b, 96);
+    if secs == 0 {
+        if bytes().any(|&x| x != 0) {
+            return Err(bad(
+                "window",
+                "= 0 (none), but its slices, base or clock are set",
+            ));
+        }
+        return Ok(None);
+    }
+    let slices = u32_at(b, 84);
+    if !(1..=MAX_SLICES).contains(&slices) {
+        return Err(bad(
+            "window slices",
+            format!("= {slices} is outside 1..={MAX_SLICES}"),
+        ));
+    }
+    if secs > crate::units::MAX_WINDOW_SECS || secs < u64::from(slices) {
+        return Err(bad(
+            "window",
+            format!("= {secs} seconds is not between {slices} (a second per slice) and 100 years"),
+        ));
+    }
+    Ok(Some(WindowState {
+        window: Window { secs, slices },
+        base: u64_at(b, 104),
+        clock: u64_at(b, 112),
+    }))
 }
 
 /// The key options (bytes 44..48), which only format 1.3 and later may set
@@ -526,6 +632,7 @@ fn decode_layer_table(
     b: &[u8],
     minor: u16,
     count: usize,
+    window: Option<WindowState>,
 ) -> Result<(Vec<LayerEntry>, u64), FormatError> {
     let mut layers = Vec::with_capacity(count);
     let mut end = HEADER_LEN as u64;
@@ -540,7 +647,7 @@ fn decode_layer_table(
             }
             continue;
         }
-        let entry = decode_layer(e, i, minor, end)?;
+        let entry = decode_layer(e, i, minor, end, window)?;
         end = entry.end();
         layers.push(entry);
     }
@@ -549,7 +656,13 @@ fn decode_layer_table(
 
 /// Entry `i` of the layer table (its bytes `e`), whose data must start at or
 /// after `end`, where the data before it ends.
-fn decode_layer(e: &[u8], i: usize, minor: u16, end: u64) -> Result<LayerEntry, FormatError> {
+fn decode_layer(
+    e: &[u8],
+    i: usize,
+    minor: u16,
+    end: u64,
+    window: Option<WindowState>,
+) -> Result<LayerEntry, FormatError> {
     let scheme = match u32_at(e, 56) {
         POSITIONS_SCATTERED => Scheme::Scattered,
         POSITIONS_SECTORED if minor >= SECTORED_SINCE_MINOR => Scheme::Sectored,
@@ -596,9 +709,16 @@ fn decode_layer(e: &[u8], i: usize, minor: u16, end: u64) -> Result<LayerEntry, 
             format!("{i} = {checksums} is not the end of the layer's bits ({layer_end})"),
         ));
     }
-    if e[60..].iter().any(|&x| x != 0) {
-        return Err(bad("layer reserved bytes", format!("{i} are not zero")));
-    }
+    let slice = match window {
+        Some(w) => w
+            .base
+            .checked_add(u64::from(u32_at(e, 60)))
+            .ok_or_else(|| bad("layer slice", format!("{i} is past 2^64")))?,
+        None if e[60..].iter().any(|&x| x != 0) => {
+            return Err(bad("layer reserved bytes", format!("{i} are not zero")));
+        }
+        None => 0,
+    };
     let entry = LayerEntry {
         offset,
         layout,
@@ -606,6 +726,7 @@ fn decode_layer(e: &[u8], i: usize, minor: u16, end: u64) -> Result<LayerEntry, 
         target_fpp: l_fpp,
         inserts: u64_at(e, 40),
         checksums,
+        slice,
     };
     if entry
         .layout
@@ -672,8 +793,77 @@ mod tests {
                 target_fpp: 1e-6,
                 inserts: 17,
                 checksums: HEADER_LEN as u64 + 128 * 64,
+                slice: 0,
             }],
+            window: None,
         }
+    }
+
+    /// A filter with a time window: version 1.6, its fields where
+    /// docs/FORMAT.md says, layers naming slices from the base; a 1.5
+    /// reader's rule (reserved bytes zero) rejects it naming the bytes; bad
+    /// values are refused.
+    #[test]
+    fn windows_round_trip_and_older_readers_reject_them() {
+        let mut h = sample();
+        h.window = Some(WindowState {
+            window: Window {
+                secs: 6 * 86_400,
+                slices: 8,
+            },
+            base: 20_000,
+            // When slice 20,003 starts (slices of 64,800 s).
+            clock: 20_003 * 64_800,
+        });
+        h.layers[0].slice = 20_003;
+        let b = h.encode();
+        assert_eq!(u16_at(&b, 10), WINDOW_SINCE_MINOR);
+        assert_eq!(u32_at(&b, 84), 8);
+        assert_eq!(u64_at(&b, 96), 6 * 86_400);
+        assert_eq!(u64_at(&b, 104), 20_000);
+        assert_eq!(u64_at(&b, 112), 20_003 * 64_800);
+        assert_eq!(u32_at(&b, LAYER_TABLE_OFFSET + 60), 3);
+        let back = Header::decode(&b, len(&h)).unwrap();
+        assert_eq!(back.window, h.window);
+        assert_eq!(back.layers[0].slice, 20_003);
+        // The same bytes said to be 1.5: what a 1.5 reader checks.
+        let mut old = b;
+        old[10..12].copy_from_slice(&5u16.to_le_bytes());
+        reseal(&mut old);
+        let e = Header::decode(&old, len(&h)).unwrap_err().to_string();
+        assert!(e.contains("reserved bytes 84..88, 96..120"), "{e}");
+        // A layer slice without a window is a reserved field.
+        let mut no_window = sample();
+        no_window.layers[0].slice = 0;
+        let mut nb = no_window.encode();
+        nb[LAYER_TABLE_OFFSET + 60] = 1;
+        reseal(&mut nb);
+        let e = Header::decode(&nb, len(&h)).unwrap_err().to_string();
+        assert!(e.contains("layer reserved bytes"), "{e}");
+        for (at, value, want) in [
+            (84, 0u64, "window slices"),
+            (84, 33, "window slices"),
+            (96, 7, "a second per slice"),
+            (96, 101 * 365 * 86_400, "100 years"),
+        ] {
+            let mut bad = b;
+            if at == 84 {
+                bad[84..88].copy_from_slice(&(value as u32).to_le_bytes());
+            } else {
+                bad[at..at + 8].copy_from_slice(&value.to_le_bytes());
+            }
+            reseal(&mut bad);
+            let e = Header::decode(&bad, len(&h)).unwrap_err().to_string();
+            assert!(e.contains(want), "{at}={value}: {e}");
+        }
+        // The live layers at a time: the slice's and S newer ones.
+        let at = |j: u64| j * 64_800;
+        assert_eq!(back.live(at(20_003 + 8)), 1, "the oldest live slice");
+        assert_eq!(back.live(at(20_003 + 9)), 0, "past the window");
+        // A time before the clock is the clock.
+        let mut later = back.clone();
+        later.window.as_mut().unwrap().clock = at(20_003 + 9);
+        assert_eq!(later.live(at(20_003 + 8)), 0);
     }
 
     fn len(h: &Header) -> u64 {

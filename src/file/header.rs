@@ -32,7 +32,28 @@ pub(super) fn open_checked(path: &Path, write: bool) -> Result<(File, Header)> {
     let file = open_locked(path, write)?;
     let header = read_header(&file, path)?;
     warn_dirty(&header, path);
+    warn_clock(&header, path);
     Ok((file, header))
+}
+
+/// Warns on stderr when the clock is behind the latest time a writer
+/// recorded in a filter with a window (the filter's time is used instead):
+/// always for `--now`, and for the system clock when more than a minute
+/// behind (clocks of machines sharing a file differ by a little).
+pub(super) fn warn_clock(header: &Header, path: &Path) {
+    let Some(w) = header.window else { return };
+    let now = crate::clock::now();
+    let slack = if crate::clock::is_fixed() { 0 } else { 60 };
+    if now.saturating_add(slack) < w.clock {
+        crate::say!(
+            "seen: warning: {}: the time ({}) is before the latest time lines were recorded \
+             in it ({}); time in a filter does not go back, so it works at {}",
+            path.display(),
+            crate::clock::format(now),
+            crate::clock::format(w.clock),
+            crate::clock::format(w.clock)
+        );
+    }
 }
 
 /// Warns on stderr when `header` says a writer did not finish with the file.

@@ -7,14 +7,14 @@
 //! business: it passes `add` a function that makes it.
 
 use super::checksum::Stale;
-use super::format::{self, Header, LayerEntry, VERSION_MINOR};
+use super::format::{self, Header, LayerEntry, VERSION_MINOR, WindowState};
 use super::header::now;
 use super::map::huge_pages;
 use crate::filter::sizing::{self, Plan, Spec};
 use crate::filter::{self, LayerBits};
 use crate::hash::{HASH_XXH3_128_V1, Hash128};
 use crate::keys::KeySpec;
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use memmap2::MmapMut;
 
 /// [`Layers::hint`] for layer `i` of `header`.
@@ -30,8 +30,9 @@ pub(super) fn hint_layer(header: &Header, expected: Option<u64>, i: usize, m: &M
 }
 
 /// The layer table entry that follows the last layer of `header`, sized by
-/// `plan`, with its checksum table right after its bits.
-fn next_entry(header: &Header, plan: &Plan) -> LayerEntry {
+/// `plan`, with its checksum table right after its bits; it holds `slice`
+/// (0 without a window).
+fn next_entry(header: &Header, plan: &Plan, slice: u64) -> LayerEntry {
     let offset = header.file_len().next_multiple_of(format::ALIGN);
     LayerEntry {
         offset,
@@ -40,12 +41,22 @@ fn next_entry(header: &Header, plan: &Plan) -> LayerEntry {
         target_fpp: plan.target_fpp,
         inserts: 0,
         checksums: offset + plan.layout.bytes(),
+        slice,
     }
 }
 
-/// A new header for `spec`, whose first layer is `first`.
+/// A new header for `spec`, whose first layer is `first`; with a window, its
+/// clock starts at [`crate::clock::now`].
 pub(super) fn new_header(spec: &Spec, first: &Plan, seed: u64, keys: KeySpec) -> Header {
     let t = now();
+    let window = spec.window.map(|window| {
+        let clock = crate::clock::now();
+        WindowState {
+            window,
+            base: window.slice_at(clock),
+            clock,
+        }
+    });
     let mut h = Header {
         version_minor: VERSION_MINOR,
         flags: 0,
@@ -58,25 +69,30 @@ pub(super) fn new_header(spec: &Spec, first: &Plan, seed: u64, keys: KeySpec) ->
         updated: t,
         growth: spec.growth,
         layers: vec![],
+        window,
     };
-    h.layers.push(next_entry(&h, first));
+    let slice = window.map_or(0, |w| w.base);
+    h.layers.push(next_entry(&h, first, slice));
     h
 }
 
-/// Read-only views of every layer.
-fn views<'a, M: AsRef<[u8]>>(header: &Header, maps: &'a [M]) -> Vec<LayerBits<'a>> {
+/// Read-only views of the layers in the mask `live` (bit `i`: layer `i`).
+fn views<'a, M: AsRef<[u8]>>(header: &Header, maps: &'a [M], live: u64) -> Vec<LayerBits<'a>> {
     header
         .layers
         .iter()
         .zip(maps)
-        .map(|(l, m)| LayerBits {
+        .enumerate()
+        .filter(|(i, _)| live >> i & 1 == 1)
+        .map(|(_, (l, m))| LayerBits {
             bits: m.as_ref(),
             layout: l.layout,
         })
         .collect()
 }
 
-/// Looks keys up in every layer.
+/// Looks keys up in every layer a lookup at [`crate::clock::now`] tests
+/// ([`Header::live`]).
 pub(super) fn contains_in<M: AsRef<[u8]>>(
     header: &Header,
     maps: &[M],
@@ -84,7 +100,8 @@ pub(super) fn contains_in<M: AsRef<[u8]>>(
     out: &mut Vec<bool>,
 ) {
     out.clear();
-    filter::contains_batch(&views(header, maps), hashes, out);
+    let live = header.live(crate::clock::now());
+    filter::contains_batch(&views(header, maps, live), hashes, out);
 }
 
 /// When a filter that cannot grow is due its warnings: the largest counts of
@@ -95,7 +112,43 @@ pub(super) fn contains_in<M: AsRef<[u8]>>(
 pub(super) struct Alarms {
     layers: usize,
     older_inserts: u64,
+    /// The layer inserts go to, and the others tested (a mask).
+    target: usize,
+    others: u64,
     at: [u64; 2],
+}
+
+/// What the owner of a filter's memory is asked to do when its layers change
+/// (anonymous memory: nothing but make new layers; a file: extend itself and
+/// rewrite its header).
+pub(super) trait Room {
+    /// Storage for the layer the header names last, just added.
+    ///
+    /// # Errors
+    /// When there is no room for it.
+    fn extend(&mut self, header: &Header) -> Result<MmapMut>;
+
+    /// Layer `i`'s bits were cleared and the header names it for a new
+    /// slice: make the header stick before any line goes in (a file
+    /// writes it and syncs, so that lines recorded there are never in a
+    /// layer the file still calls expired).
+    ///
+    /// # Errors
+    /// When the header cannot be written.
+    fn reused(&mut self, header: &Header, i: usize) -> Result<()>;
+}
+
+/// Anonymous memory (the in-memory filter).
+pub(super) struct Anon;
+
+impl Room for Anon {
+    fn extend(&mut self, header: &Header) -> Result<MmapMut> {
+        super::memory::anon(header.layers.last().expect("a filter has a layer"))
+    }
+
+    fn reused(&mut self, _: &Header, _: usize) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// The bit arrays of a writable filter (one mapping per layer) and the header
@@ -156,30 +209,36 @@ impl Layers {
     /// [`Store::insert_batch`](crate::pipeline::Store::insert_batch)); without,
     /// they are known to be new
     /// ([`Store::record_batch`](crate::pipeline::Store::record_batch)): their
-    /// bits are set without a test and each counts.
+    /// bits are set without a test and each counts. With a time window, keys
+    /// go to the layer of the current slice ([`Layers::target`]) and are
+    /// tested against the live slices.
     pub(super) fn add(
         &mut self,
         hashes: &[Hash128],
         mut out: Option<&mut Vec<bool>>,
-        grow: &mut dyn FnMut(&Header) -> Result<MmapMut>,
+        room: &mut dyn Room,
     ) -> Result<u64> {
         if let Some(out) = out.as_deref_mut() {
             out.clear();
         }
+        let now = crate::clock::now();
+        if let Some(w) = &mut self.header.window {
+            w.clock = w.time(now);
+        }
         let mut done = 0;
         let mut new = 0;
         while done < hashes.len() {
-            let last = *self.header.layers.last().expect("a filter has a layer");
+            let Some(top) = self.target(now, room)? else {
+                continue;
+            };
+            let last = self.header.layers[top];
+            let others = self.header.live(now) & !(1u64 << top);
             // Runs end where the layer is full (growing) or where a warning
             // about the rate is due (fixed), so both happen at an exact count.
             let limit = if self.can_grow() {
-                if last.inserts >= last.capacity {
-                    self.add_layer(grow)?;
-                    continue;
-                }
                 last.capacity
             } else {
-                let [over, far] = self.alarms().map(|a| a.saturating_add(1));
+                let [over, far] = self.alarms(top, others).map(|a| a.saturating_add(1));
                 if last.inserts < over {
                     over
                 } else if last.inserts < far {
@@ -189,16 +248,26 @@ impl Layers {
                 }
             };
             // `limit > inserts` except for a crafted counter at u64::MAX.
-            let room = match limit.checked_sub(last.inserts) {
+            let room_left = match limit.checked_sub(last.inserts) {
                 Some(r) if r > 0 && limit != u64::MAX => usize::try_from(r).unwrap_or(usize::MAX),
                 _ => usize::MAX,
             };
-            let batch = &hashes[done..done + room.min(hashes.len() - done)];
-            let (newest, older) = self.maps.split_last_mut().expect("a filter has a layer");
-            let top = self.header.layers.len() - 1;
+            let batch = &hashes[done..done + room_left.min(hashes.len() - done)];
+            let (before, rest) = self.maps.split_at_mut(top);
+            let (newest, after) = rest.split_first_mut().expect("the target layer exists");
             let n = match out.as_deref_mut() {
                 Some(out) => {
-                    let older = views(&self.header, older);
+                    let layers = &self.header.layers;
+                    let older: Vec<LayerBits<'_>> = before
+                        .iter()
+                        .enumerate()
+                        .chain(after.iter().enumerate().map(|(i, m)| (i + top + 1, m)))
+                        .filter(|(i, _)| others >> i & 1 == 1)
+                        .map(|(i, m)| LayerBits {
+                            bits: m.as_ref(),
+                            layout: layers[i].layout,
+                        })
+                        .collect();
                     let from = out.len();
                     let n = filter::insert_batch(&older, newest, &last.layout, batch, out);
                     if let Some(stale) = &mut self.stale {
@@ -220,27 +289,133 @@ impl Layers {
                     batch.len() as u64
                 }
             };
-            let last = self.header.layers.last_mut().expect("a filter has a layer");
+            let last = &mut self.header.layers[top];
             last.inserts = last.inserts.saturating_add(n);
             new += n;
             done += batch.len();
             self.expected = self.expected.map(|e| e.saturating_sub(batch.len() as u64));
             if !self.can_grow() {
-                self.warn_full();
+                self.warn_full(top, others);
             }
         }
         Ok(new)
     }
 
-    /// Adds a layer sized by the growth rule.
-    fn add_layer(&mut self, grow: &mut dyn FnMut(&Header) -> Result<MmapMut>) -> Result<()> {
-        let i = self.header.layers.len();
-        let spec = Spec {
-            capacity: self.header.layers[0].capacity,
+    /// The layer that takes inserts at time `now`, after making it when due:
+    /// the newest layer, grown when full; with a window, the newest layer of
+    /// the current slice, or one made for it (a layer of an expired slice
+    /// of the same size cleared and reused, else a new one). `None`: a layer
+    /// was just added or reused; ask again.
+    fn target(&mut self, now: u64, room: &mut dyn Room) -> Result<Option<usize>> {
+        let Some(w) = self.header.window else {
+            let top = self.header.layers.len() - 1;
+            let last = self.header.layers[top];
+            if self.can_grow() && last.inserts >= last.capacity {
+                let plan = self.spec().layer(top as u32 + 1);
+                self.add_layer(plan, 0, room)?;
+                return Ok(None);
+            }
+            return Ok(Some(top));
+        };
+        let cur = w.window.slice_at(w.time(now));
+        if cur > w.last_slice() {
+            bail!(
+                "{} cannot record lines at {}: its slices are numbered from its creation \
+                 with 32 bits, and this is past the last; make a new filter",
+                self.name,
+                crate::clock::format(now)
+            );
+        }
+        let spec = self.spec();
+        let growth = spec.slice().growth;
+        // The slice's layers, by level (capacity): the largest takes inserts.
+        let mine = (0..self.header.layers.len())
+            .filter(|&i| self.header.layers[i].slice == cur)
+            .max_by_key(|&i| self.header.layers[i].capacity);
+        let level = match (mine, growth) {
+            (None, _) => 0,
+            (Some(i), None) => return Ok(Some(i)),
+            (Some(i), Some(g)) => {
+                let l = self.header.layers[i];
+                if l.inserts < l.capacity {
+                    return Ok(Some(i));
+                }
+                let c0 = spec.slice().capacity;
+                (0..format::MAX_LAYERS as u32)
+                    .find(|&lvl| g.capacity(c0, lvl) >= l.capacity)
+                    .map_or(format::MAX_LAYERS as u32, |lvl| lvl + 1)
+            }
+        };
+        let plan = spec.layer(level);
+        let oldest = w.window.oldest_live(w.time(now));
+        if let Ok(plan) = &plan
+            && let Some(j) = (0..self.header.layers.len()).find(|&j| {
+                let l = &self.header.layers[j];
+                l.slice < oldest
+                    && (l.layout, l.capacity, l.target_fpp)
+                        == (plan.layout, plan.capacity, plan.target_fpp)
+            })
+        {
+            self.reuse(j, cur, room)?;
+            return Ok(None);
+        }
+        if self.header.layers.len() < format::MAX_LAYERS || mine.is_none() {
+            self.add_layer(plan, cur, room)?;
+            return Ok(None);
+        }
+        // No room for another layer: the slice's newest takes more than
+        // its capacity (warned about like a fixed filter's).
+        Ok(mine)
+    }
+
+    /// The spec the filter was made for (for one without a window, its
+    /// first layer's capacity).
+    fn spec(&self) -> Spec {
+        Spec {
+            capacity: match self.header.window {
+                Some(_) => self.header.capacity,
+                None => self.header.layers[0].capacity,
+            },
             target_fpp: self.header.target_fpp,
             growth: self.header.growth,
-        };
-        let plan = spec.layer(i as u32).with_context(|| {
+            window: self.header.window.map(|w| w.window),
+        }
+    }
+
+    /// Clears layer `j` (of an expired slice) and names it for slice
+    /// `slice`, before any line goes in.
+    fn reuse(&mut self, j: usize, slice: u64, room: &mut dyn Room) -> Result<()> {
+        self.maps[j].fill(0);
+        let l = &mut self.header.layers[j];
+        l.slice = slice;
+        l.inserts = 0;
+        if let Some(stale) = &mut self.stale {
+            stale.zeroed(j);
+        }
+        self.alarms = None;
+        self.warned = 0;
+        room.reused(&self.header, j)
+            .with_context(|| format!("cannot start a new time slice in {}", self.name))
+    }
+
+    /// Adds a layer sized by `plan` (the growth rule's, or a slice's),
+    /// holding `slice`.
+    fn add_layer(
+        &mut self,
+        plan: Result<Plan, sizing::SizingError>,
+        slice: u64,
+        room: &mut dyn Room,
+    ) -> Result<()> {
+        let i = self.header.layers.len();
+        if i >= format::MAX_LAYERS {
+            bail!(
+                "cannot start a new time slice in {}: all {} layers a filter can have hold \
+                 live slices; make a new filter with fewer --slices or a larger -n",
+                self.name,
+                format::MAX_LAYERS
+            );
+        }
+        let plan = plan.with_context(|| {
             format!(
                 "cannot add layer {} to {} (it holds {} distinct lines)",
                 i + 1,
@@ -248,8 +423,14 @@ impl Layers {
                 self.header.inserts()
             )
         })?;
-        self.header.layers.push(next_entry(&self.header, &plan));
-        match grow(&self.header) {
+        self.header
+            .layers
+            .push(next_entry(&self.header, &plan, slice));
+        if self.header.window.is_some() {
+            // A new slice's warnings are its own.
+            self.warned = 0;
+        }
+        match room.extend(&self.header) {
             Ok(map) => {
                 self.hint(i, &map);
                 self.maps.push(map);
@@ -271,16 +452,14 @@ impl Layers {
     /// [`sizing::UNRELIABLE`] times it. Worked out once (two bisections over
     /// the formula) and kept while the layers stay the same, so that checking
     /// a batch costs two comparisons.
-    fn alarms(&mut self) -> [u64; 2] {
-        let (newest, older) = self
-            .header
-            .layers
-            .split_last()
-            .expect("a filter has a layer");
-        let layers = older.len() + 1;
+    fn alarms(&mut self, target: usize, others: u64) -> [u64; 2] {
+        let newest = self.header.layers[target];
+        let older = self.others(others);
+        let layers = self.header.layers.len();
         let older_inserts = older.iter().map(|l| l.inserts).fold(0, u64::saturating_add);
         if let Some(a) = self.alarms
-            && (a.layers, a.older_inserts) == (layers, older_inserts)
+            && (a.layers, a.older_inserts, a.target, a.others)
+                == (layers, older_inserts, target, others)
         {
             return a.at;
         }
@@ -288,30 +467,40 @@ impl Layers {
             .iter()
             .map(|l| sizing::layer_fpp(&l.layout, l.inserts))
             .collect();
-        let target = self.header.target_fpp;
-        let at = [target, sizing::UNRELIABLE * target].map(|t| {
+        let goal = self.header.target_fpp;
+        let at = [goal, sizing::UNRELIABLE * goal].map(|t| {
             let budget = sizing::newest_budget(rates.iter().copied(), t);
             sizing::keys_at_rate(&newest.layout, budget)
         });
         self.alarms = Some(Alarms {
             layers,
             older_inserts,
+            target,
+            others,
             at,
         });
         at
+    }
+
+    /// The layers in the mask `others`.
+    fn others(&self, others: u64) -> Vec<LayerEntry> {
+        self.header
+            .layers
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| others >> i & 1 == 1)
+            .map(|(_, l)| *l)
+            .collect()
     }
 
     /// Warns (once per level) when the false-positive rate of a filter that
     /// cannot grow passes its target, and when it passes
     /// [`sizing::UNRELIABLE`] times it; the rate is the formula's at the
     /// insert counts, compound over the layers.
-    fn warn_full(&mut self) {
-        let [over, far] = self.alarms();
-        let (l, older) = self
-            .header
-            .layers
-            .split_last()
-            .expect("a filter has a layer");
+    fn warn_full(&mut self, target: usize, others: u64) {
+        let [over, far] = self.alarms(target, others);
+        let l = &self.header.layers[target];
+        let older = &self.others(others);
         let level = if l.inserts > far {
             2
         } else {
@@ -328,7 +517,12 @@ impl Layers {
                 .map(|l| sizing::layer_fpp(&l.layout, l.inserts)),
         );
         let target = self.header.target_fpp;
-        let (why, sized) = if older.is_empty() {
+        let (why, sized) = if self.header.window.is_some() {
+            (
+                "holds more lines in its current time slice than it was sized for",
+                "a slice was",
+            )
+        } else if older.is_empty() {
             ("is a fixed filter", "it was")
         } else {
             (
@@ -405,6 +599,7 @@ mod tests {
             capacity: 10_000,
             target_fpp: 1e-6,
             growth: None,
+            window: None,
         };
         NewFilter::create(&path, &spec, 7, KeySpec::RAW)
             .unwrap()
@@ -459,6 +654,7 @@ mod tests {
             capacity: 20_000,
             target_fpp: 1e-6,
             growth: Some(sizing::Growth::new(2)),
+            window: None,
         };
         let pages = spec.layer(0).unwrap().layout.nblocks / filter::BLOCKS_PER_PAGE;
         let dir = tempfile::tempdir().unwrap();

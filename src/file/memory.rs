@@ -1,7 +1,7 @@
 //! The in-memory store: a filter in anonymous memory, growing like a file's.
 
 use super::format::{Header, LayerEntry};
-use super::layers::{Layers, contains_in, new_header};
+use super::layers::{Anon, Layers, contains_in, new_header};
 use super::map::huge_pages;
 use crate::filter::sizing::{Plan, Spec};
 use crate::hash::Hash128;
@@ -33,6 +33,7 @@ impl MemFilter {
             capacity: plan.capacity,
             target_fpp: plan.target_fpp,
             growth: None,
+            window: None,
         };
         Self::build(&spec, plan, seed)
     }
@@ -117,8 +118,6 @@ impl Store for MemFilter {
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
-        self.layers.add(hashes, Some(out), &mut |h| {
-            anon(h.layers.last().expect("a filter has a layer"))
-        })
+        self.layers.add(hashes, Some(out), &mut Anon)
     }
 }

@@ -8,7 +8,7 @@ use super::format::Header;
 use super::header::{now, write_header};
 use super::layers::{Layers, contains_in, new_header};
 use super::lock::open_locked;
-use super::map::{extend, map_write, reserve};
+use super::map::{map_write, reserve};
 use super::path::{
     TEMP_RAND_LEN, Target, check_target, dir_and_name, has_magic, sweep_leftovers, temp_prefix,
 };
@@ -317,8 +317,11 @@ impl Store for NewFilter {
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
-        let (file, path) = (self.tmp.as_file(), self.tmp.path());
-        self.layers
-            .add(hashes, Some(out), &mut |h| extend(file, path, h))
+        let mut room = super::write::FileRoom {
+            file: self.tmp.as_file(),
+            path: self.tmp.path(),
+            sync: false,
+        };
+        self.layers.add(hashes, Some(out), &mut room)
     }
 }

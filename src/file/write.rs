@@ -7,7 +7,7 @@
 use super::checksum::Stale;
 use super::format::{FLAG_DIRTY, Header, LayerEntry};
 use super::header::{now, open_checked, read_header, warn_dirty, write_header};
-use super::layers::{Layers, contains_in, hint_layer};
+use super::layers::{Layers, Room, contains_in, hint_layer};
 use super::lock::lock;
 use super::map::{extend, map_write};
 use super::path::{dir_and_name, sweep_leftovers};
@@ -84,6 +84,8 @@ impl WriteFilter {
         let moved = |(mine, theirs): (&LayerEntry, &LayerEntry)| {
             LayerEntry {
                 inserts: theirs.inserts,
+                // A layer of an expired slice is reused for a new one.
+                slice: theirs.slice,
                 ..*mine
             } != *theirs
         };
@@ -178,13 +180,12 @@ impl WriteFilter {
 
     /// [`Layers::add`], growing at the end of the file.
     fn add(&mut self, hashes: &[Hash128], out: Option<&mut Vec<bool>>) -> Result<u64> {
-        let (file, path) = (&self.file, &self.path);
-        self.layers.add(hashes, out, &mut |h| {
-            let map = extend(file, path, h)?;
-            // The file names its new layer from now on (still dirty).
-            write_header(file, path, h)?;
-            Ok(map)
-        })
+        let mut room = FileRoom {
+            file: &self.file,
+            path: &self.path,
+            sync: true,
+        };
+        self.layers.add(hashes, out, &mut room)
     }
 
     /// Writes every changed bit to disk, then a clean header with updated counters.
@@ -201,6 +202,34 @@ impl WriteFilter {
         self.file
             .sync_data()
             .with_context(|| format!("cannot sync {}", self.path.display()))
+    }
+}
+
+/// The end of a filter file, where its layers grow, and its header.
+pub(super) struct FileRoom<'a> {
+    pub(super) file: &'a File,
+    pub(super) path: &'a Path,
+    /// Sync the header that names a reused layer before lines go in (a file
+    /// other processes read; a new file is not at its path yet).
+    pub(super) sync: bool,
+}
+
+impl Room for FileRoom<'_> {
+    fn extend(&mut self, header: &Header) -> Result<memmap2::MmapMut> {
+        let map = extend(self.file, self.path, header)?;
+        // The file names its new layer from now on (still dirty).
+        write_header(self.file, self.path, header)?;
+        Ok(map)
+    }
+
+    fn reused(&mut self, header: &Header, _: usize) -> Result<()> {
+        write_header(self.file, self.path, header)?;
+        if self.sync {
+            self.file
+                .sync_data()
+                .with_context(|| format!("cannot sync {}", self.path.display()))?;
+        }
+        Ok(())
     }
 }
 

@@ -59,8 +59,23 @@ pub const ROOM: f64 = 1.4;
 /// # Errors
 /// When `spec` cannot be sized.
 pub fn first_layer(spec: &Spec) -> Result<Plan> {
+    if spec.window.is_some() {
+        bail!("{NO_WINDOW}");
+    }
     crate::filter::sizing::plan_few_bits(spec.capacity, spec.target_fpp, ROOM)
         .context("cannot size the filter (-n/--capacity, -p/--fpp)")
+}
+
+/// Why a filter with a time window is refused in Redis.
+const NO_WINDOW: &str = "a filter with a time window (--window) cannot be kept in Redis yet: \
+                         keep it in a file (-f FILE), or make a Redis filter without --window";
+
+/// Refuses a filter with a time window (see [`NO_WINDOW`]).
+fn refuse_window(header: &Header, loc: &Location) -> Result<()> {
+    if header.window.is_some() {
+        bail!("{loc}: {NO_WINDOW}");
+    }
+    Ok(())
 }
 
 /// Keys per part of a test-and-set (see [`RedisFilter::test_and_set`]).
@@ -241,6 +256,7 @@ impl RedisFilter {
 
     fn assemble(client: Client, (header, meta, pps): Meta, write: bool) -> Result<RedisFilter> {
         let loc = client.location().clone();
+        refuse_window(&header, &loc)?;
         let layers = header
             .layers
             .iter()
@@ -270,6 +286,7 @@ impl RedisFilter {
         link: Link,
         header: &Header,
     ) -> Result<(RedisFilter, bool)> {
+        refuse_window(header, loc)?;
         let mut client = Client::connect(loc, link)?;
         if let Some(meta) = read_meta(&mut client, loc)? {
             return Ok((RedisFilter::assemble(client, meta, true)?, false));
@@ -381,6 +398,15 @@ impl RedisFilter {
     /// Whether this run records keys.
     pub fn writes(&self) -> bool {
         self.write
+    }
+
+    /// Refuses a filter that Redis cannot keep (one with a time window),
+    /// before anything is read or sent.
+    ///
+    /// # Errors
+    /// A header with a window.
+    pub fn refuse_header(loc: &Location, header: &Header) -> Result<()> {
+        refuse_window(header, loc)
     }
 
     /// Refuses to make a filter where one is already.
@@ -641,6 +667,7 @@ impl RedisFilter {
         layers: &[&[u8]],
         replace: bool,
     ) -> Result<()> {
+        refuse_window(header, loc)?;
         let mut client = Client::connect(loc, link)?;
         let meta_slot = slot(loc.meta_key().as_bytes());
         if let Some((old, _, old_pps)) = read_meta(&mut client, loc)? {

@@ -19,6 +19,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("pipeline", 50),
     ("input", 40),
     ("filter", 30),
+    ("clock", 10),
     ("hash", 10),
     ("keys", 10),
     ("memory", 10),

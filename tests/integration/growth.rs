@@ -61,6 +61,7 @@ fn growing(c0: u64, p: f64, factor: u32) -> MemFilter {
             capacity: c0,
             target_fpp: p,
             growth: Some(Growth::new(factor)),
+            window: None,
         },
         DEFAULT_SEED,
     )
@@ -468,6 +469,8 @@ fn stats_json_matches_its_documented_schema() {
     let mut layer: HashSet<String> = HashSet::new();
     let mut growth: HashSet<String> = HashSet::new();
     let mut probe: HashSet<String> = HashSet::new();
+    let mut window: HashSet<String> = HashSet::new();
+    let mut slice: HashSet<String> = HashSet::new();
     for line in doc.lines().filter(|l| l.starts_with("| `")) {
         let cells: Vec<&str> = line.split('|').collect();
         let names: Vec<String> = cells[1]
@@ -482,6 +485,10 @@ fn stats_json_matches_its_documented_schema() {
             &mut growth
         } else if names.iter().all(|n| n.starts_with("probe.")) {
             &mut probe
+        } else if names.iter().all(|n| n.starts_with("window.live[].")) {
+            &mut slice
+        } else if names.iter().all(|n| n.starts_with("window.")) {
+            &mut window
         } else {
             &mut top
         };
@@ -535,6 +542,40 @@ fn stats_json_matches_its_documented_schema() {
         probe,
         "probe keys differ from docs/STATS.md"
     );
+    assert!(s["window"].is_null(), "a window without --window");
+    // A filter with a window.
+    seen(
+        d.path(),
+        &[
+            "build",
+            "--window",
+            "1d",
+            "-o",
+            "w.seen",
+            "in.txt",
+            "--now=@1796083200",
+        ],
+    )
+    .ok();
+    let r = seen(
+        d.path(),
+        &["stats", "--json", "w.seen", "--now=@1796083200"],
+    );
+    r.ok();
+    let s = r.stdout_json();
+    assert_eq!(keys(&s), top, "top-level keys differ from docs/STATS.md");
+    assert_eq!(
+        keys(&s["window"]),
+        window,
+        "window keys differ from docs/STATS.md"
+    );
+    for sl in s["window"]["live"].as_array().unwrap() {
+        assert_eq!(
+            keys(sl),
+            slice,
+            "window.live[] keys differ from docs/STATS.md"
+        );
+    }
 }
 
 /// `seen plan` reproduces the seed tables for the classic layout, shows the
@@ -720,6 +761,7 @@ fn sampled_growth_holds_one_record_per_byte() {
         capacity: est + est / 20,
         target_fpp: SAMPLED_MIN_FPP,
         growth: Some(SAMPLED_GROWTH),
+        window: None,
     };
     let (mut held, mut i) = (0u64, 0);
     while held <= len {

@@ -31,3 +31,4 @@ mod probe;
 mod progress;
 mod redis;
 mod streaming;
+mod window;

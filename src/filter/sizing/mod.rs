@@ -85,6 +85,8 @@ pub enum SizingError {
         /// Bytes it would need.
         bytes: f64,
     },
+    /// A window shorter than a second per slice.
+    WindowTooShort(Window),
 }
 
 impl std::fmt::Display for SizingError {
@@ -114,6 +116,12 @@ impl std::fmt::Display for SizingError {
                 "a filter for {capacity} items would need {:.3e} bytes, more than the \
                  {} bytes limit: lower -n or raise -p",
                 bytes, MAX_BYTES
+            ),
+            SizingError::WindowTooShort(w) => write!(
+                f,
+                "a window of {}s cannot have {} slices: a slice lasts at least a second; \
+                 lengthen --window or lower --slices",
+                w.secs, w.slices
             ),
         }
     }
@@ -721,27 +729,101 @@ impl Growth {
     }
 }
 
+/// A filter that forgets: a line recorded at time `t` is seen until at least
+/// `t + secs` and new again from `t + secs · (1 + 1/slices)` on. Time is cut
+/// into slices of `secs / slices` (slice `j` is `[j·secs/slices,
+/// (j+1)·secs/slices)` in Unix seconds); a line goes to the slice of the time
+/// it is recorded, and a lookup at time `now` tests the `slices + 1` newest
+/// slices (`slice(now) − slices … slice(now)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// The window W, in seconds.
+    pub secs: u64,
+    /// Slices per window, `1..=MAX_SLICES`.
+    pub slices: u32,
+}
+
+/// Slices per window when `--slices` is not given: the fuzz past the window
+/// is at most an eighth of it.
+pub const DEFAULT_SLICES: u32 = 8;
+/// Most slices per window: the live slices (one more) and their growth must
+/// fit the 62 layers of a file.
+pub const MAX_SLICES: u32 = 32;
+
+impl Window {
+    /// Slices a lookup tests: the window's, and the one being filled.
+    pub fn live(&self) -> u32 {
+        self.slices + 1
+    }
+
+    /// The slice that holds time `t` (Unix seconds).
+    pub fn slice_at(&self, t: u64) -> u64 {
+        (u128::from(t) * u128::from(self.slices) / u128::from(self.secs)) as u64
+    }
+
+    /// When slice `j` starts (Unix seconds, rounded up: the first whole
+    /// second inside it).
+    pub fn slice_start(&self, j: u64) -> u64 {
+        let num = u128::from(j) * u128::from(self.secs);
+        num.div_ceil(u128::from(self.slices))
+            .try_into()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// The oldest slice a lookup at time `now` still tests.
+    pub fn oldest_live(&self, now: u64) -> u64 {
+        self.slice_at(now).saturating_sub(u64::from(self.slices))
+    }
+}
+
 /// What a new filter is made for: its (first) capacity, the false-positive rate
-/// it must stay under, and whether it grows.
+/// it must stay under, whether it grows, and whether it forgets.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Spec {
-    /// Capacity of a fixed filter, or of the first layer of a growing one.
+    /// Capacity of a fixed filter, or of the first layer of a growing one;
+    /// with a window, distinct lines per window.
     pub capacity: u64,
-    /// Target false-positive rate (compound over all layers when growing).
+    /// Target false-positive rate (compound over all layers when growing;
+    /// over all live slices with a window).
     pub target_fpp: f64,
-    /// `None` for a fixed filter.
+    /// `None` for a fixed filter (with a window: fixed slices).
     pub growth: Option<Growth>,
+    /// `Some` for a filter that forgets after a time window.
+    pub window: Option<Window>,
 }
 
 impl Spec {
-    /// Sizes layer `i` (only 0 exists for a fixed filter).
+    /// Sizes layer `i` (only 0 exists for a fixed filter); with a window,
+    /// layer `i` of a slice ([`Spec::slice`]).
     ///
     /// # Errors
     /// As [`plan`].
     pub fn layer(&self, i: u32) -> Result<Plan, SizingError> {
+        if let Some(w) = self.window {
+            if w.secs < u64::from(w.slices) {
+                return Err(SizingError::WindowTooShort(w));
+            }
+            return self.slice().layer(i);
+        }
         match self.growth {
             None => plan(self.capacity, self.target_fpp),
             Some(g) => g.layer_plan(self.capacity, self.target_fpp, i),
+        }
+    }
+
+    /// What one slice of a window is made for: an equal share of the lines
+    /// per window (`capacity / slices`, rounded up), and an equal share of
+    /// the rate (`target / (slices + 1)`), so the rate over the live slices
+    /// stays under the target. A filter without a window is its own slice.
+    pub fn slice(&self) -> Spec {
+        match self.window {
+            None => *self,
+            Some(w) => Spec {
+                capacity: self.capacity.div_ceil(u64::from(w.slices)).max(1),
+                target_fpp: self.target_fpp / f64::from(w.live()),
+                growth: self.growth,
+                window: None,
+            },
         }
     }
 }
@@ -912,6 +994,7 @@ mod tests {
             capacity: 1000,
             target_fpp: 1e-15,
             growth: Some(Growth::new(2)),
+            window: None,
         };
         let e = spec.layer(0).unwrap_err();
         assert!(

@@ -2,7 +2,9 @@
 //! the spec of a new filter. The mathematics lives in the parent module; this
 //! is where a new rule for picking a size goes.
 
-use super::{DEFAULT_GROWTH, Growth, Plan, SizingError, Spec, plan, plan_with_spread};
+use super::{
+    DEFAULT_GROWTH, DEFAULT_SLICES, Growth, Plan, SizingError, Spec, Window, plan, plan_with_spread,
+};
 
 /// Default target false-positive rate for new filters.
 pub const DEFAULT_FPP: f64 = 1e-6;
@@ -39,6 +41,10 @@ pub struct Asked {
     pub growth: Option<u32>,
     /// `--fixed`: never grow.
     pub fixed: bool,
+    /// `--window`: forget lines after this many seconds.
+    pub window: Option<u64>,
+    /// `--slices`: slices per window.
+    pub slices: Option<u32>,
 }
 
 impl Asked {
@@ -53,6 +59,10 @@ impl Asked {
             capacity: self.capacity.unwrap_or(capacity).max(1),
             target_fpp: self.fpp(),
             growth: (!self.fixed).then(|| Growth::new(self.growth.unwrap_or(DEFAULT_GROWTH))),
+            window: self.window.map(|secs| Window {
+                secs,
+                slices: self.slices.unwrap_or(DEFAULT_SLICES),
+            }),
         }
     }
 
@@ -106,7 +116,10 @@ pub fn in_memory(asked: &Asked, measured: Measured) -> Result<Layers, SizingErro
         Measured::Unknown => DEFAULT_CAPACITY,
     };
     let spec = asked.spec(capacity);
+    // A window's capacity is lines per window, which the input's size does
+    // not tell.
     let from_input = measured != Measured::Unknown
+        && asked.window.is_none()
         && asked.capacity.is_none()
         && asked.growth.is_none()
         && !asked.fixed;
@@ -137,6 +150,7 @@ pub fn from_count(capacity: u64, fpp: f64) -> Result<Layers, SizingError> {
         capacity,
         target_fpp: fpp,
         growth: Some(SAMPLED_GROWTH),
+        window: None,
     };
     let like = plan(capacity, fpp)?;
     let first = plan_with_spread(
@@ -160,6 +174,7 @@ pub fn printed_repeats(fpp: f64) -> Spec {
         capacity: 1_000_000,
         target_fpp: fpp,
         growth: Some(Growth::new(DEFAULT_GROWTH)),
+        window: None,
     }
 }
 

@@ -1,0 +1,95 @@
+//! The clock that time windows read: the system clock, or the time `--now`
+//! set for the whole run (tests, replays of old logs, cron scripts), and the
+//! two ways a time is written (RFC 3339, `@` Unix seconds).
+//!
+//! Set once, in `main`, before any filter is opened; every store reads it
+//! through [`now`], so a run never mixes the two clocks.
+
+use std::sync::OnceLock;
+
+/// The time `--now` gave, when it did.
+static FIXED: OnceLock<u64> = OnceLock::new();
+
+/// Makes [`now`] answer `t` (Unix seconds) for the rest of the process. Only
+/// the first call counts.
+pub fn set_fixed(t: u64) {
+    let _ = FIXED.set(t);
+}
+
+/// Whether the time is the one `--now` set (it does not advance).
+pub fn is_fixed() -> bool {
+    FIXED.get().is_some()
+}
+
+/// Seconds since the Unix epoch: `--now` when given, else the system clock
+/// (0 before 1970).
+pub fn now() -> u64 {
+    FIXED.get().copied().unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    })
+}
+
+/// Parses `--now`: an RFC 3339 time (`2026-12-01T09:00:00Z`,
+/// `2026-12-01T10:00:00+01:00`; a fraction of a second is dropped) or `@`
+/// and Unix seconds (`@1796115600`).
+///
+/// # Errors
+/// A message with both forms, for anything else or a time before 1970.
+pub fn parse_now(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let forms = "use an RFC 3339 time such as 2026-12-01T09:00:00Z (or with an offset, \
+                 +01:00), or @ and Unix seconds such as @1796115600";
+    if let Some(secs) = t.strip_prefix('@') {
+        return secs
+            .parse::<u64>()
+            .map_err(|_| format!("`{s}` is not a time: after @ come Unix seconds; {forms}"));
+    }
+    let ts: jiff::Timestamp = t
+        .parse()
+        .map_err(|e| format!("`{s}` is not a time ({e}); {forms}"))?;
+    u64::try_from(ts.as_second())
+        .map_err(|_| format!("`{s}` is before 1970, which a filter cannot record; {forms}"))
+}
+
+/// `t` (Unix seconds) as an RFC 3339 time in UTC, e.g. `2026-12-01T09:00:00Z`.
+pub fn format(t: u64) -> String {
+    i64::try_from(t)
+        .ok()
+        .and_then(|t| jiff::Timestamp::from_second(t).ok())
+        .map_or_else(|| format!("@{t}"), |ts| ts.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_parse_in_both_forms_and_print_back() {
+        assert_eq!(parse_now("2026-12-01T09:00:00Z"), Ok(1_796_115_600));
+        assert_eq!(parse_now("2026-12-01T10:00:00+01:00"), Ok(1_796_115_600));
+        assert_eq!(parse_now("2026-12-01T09:00:00.75Z"), Ok(1_796_115_600));
+        assert_eq!(parse_now("@1796115600"), Ok(1_796_115_600));
+        assert_eq!(parse_now(" @0 "), Ok(0));
+        assert_eq!(format(1_796_115_600), "2026-12-01T09:00:00Z");
+        assert_eq!(format(0), "1970-01-01T00:00:00Z");
+        for bad in [
+            "",
+            "@",
+            "@-5",
+            "@1.5",
+            "yesterday",
+            "2026-12-01",
+            "1969-12-31T23:59:59Z",
+        ] {
+            let e = parse_now(bad).unwrap_err();
+            assert!(e.contains("RFC 3339") && e.contains('@'), "{bad}: {e}");
+        }
+        assert!(
+            parse_now("1969-12-31T23:59:59Z")
+                .unwrap_err()
+                .contains("1970")
+        );
+    }
+}
