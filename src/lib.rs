@@ -20,7 +20,7 @@
 //! - `input`: line sources, the chunked reader, counting and sampling.
 //! - `filter`: the pure data structure (layout, kernels, occupancy) and
 //!   `filter::sizing` (the math, and the policy that picks a size).
-//! - leaves: `hash`, `keys`, `scan`, `memory`, `output`, `signals`, `units`,
+//! - leaves: `hash`, `keys`, `scan`, `memory`, `output`, `signals`, `units`, `clock`,
 //!   `progress`; below them `prefetch` and `tuning` (the switches).
 //!
 //! `unsafe` lives in `file` and `input` (memory mappings), `filter` (SIMD
