@@ -7,6 +7,9 @@
 
 use std::sync::OnceLock;
 
+/// 9999-12-31T23:59:59Z, the last time `--now` takes.
+const LAST: u64 = 253_402_300_799;
+
 /// The time `--now` gave, when it did.
 static FIXED: OnceLock<u64> = OnceLock::new();
 
@@ -42,9 +45,18 @@ pub fn parse_now(s: &str) -> Result<u64, String> {
     let forms = "use an RFC 3339 time such as 2026-12-01T09:00:00Z (or with an offset, \
                  +01:00), or @ and Unix seconds such as @1796115600";
     if let Some(secs) = t.strip_prefix('@') {
-        return secs
+        let secs = secs
             .parse::<u64>()
-            .map_err(|_| format!("`{s}` is not a time: after @ come Unix seconds; {forms}"));
+            .map_err(|_| format!("`{s}` is not a time: after @ come Unix seconds; {forms}"))?;
+        // A filter's clock never goes back: a time far ahead would stop it
+        // forgetting for good.
+        if secs > LAST {
+            return Err(format!(
+                "`{s}` is after the year 9999: after @ come seconds (not milliseconds) \
+                 since 1970"
+            ));
+        }
+        return Ok(secs);
     }
     let ts: jiff::Timestamp = t
         .parse()
@@ -91,5 +103,11 @@ mod tests {
                 .unwrap_err()
                 .contains("1970")
         );
+        assert!(
+            parse_now("@1796083200000")
+                .unwrap_err()
+                .contains("milliseconds")
+        );
+        assert_eq!(parse_now("@253402300799"), Ok(253_402_300_799));
     }
 }

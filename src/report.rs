@@ -32,6 +32,18 @@ pub fn span(secs: f64) -> String {
     }
 }
 
+/// [`span`] rounded up in its smaller unit, for a bound that must not be
+/// understated: 13⅓ s is `14s`, 1h 8min 34s is `1h 9min`.
+pub fn span_up(secs: f64) -> String {
+    let units = [86_400u64, 3_600, 60, 1];
+    let s = secs.ceil() as u64;
+    let Some(first) = units.iter().position(|&u| s >= u) else {
+        return "0s".to_string();
+    };
+    let step = units[(first + 1).min(units.len() - 1)];
+    span((s.div_ceil(step) * step) as f64)
+}
+
 /// One `key  value` line of a human report (`stats`, `plan`).
 ///
 /// # Errors

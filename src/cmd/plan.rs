@@ -219,7 +219,7 @@ fn windowed(out: &mut dyn Write, spec: &Spec, w: Window, first: &Plan) -> Result
             w.slices,
             span(slice_secs),
             span(w.secs as f64),
-            span(w.secs as f64 + slice_secs)
+            crate::report::span_up(w.secs as f64 + slice_secs)
         ),
     )?;
     row(

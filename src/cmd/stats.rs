@@ -3,7 +3,7 @@
 
 use crate::cli::{RecordArgs, StatsArgs};
 use crate::file::ReadFilter;
-use crate::file::format::{Header, MAX_LAYERS, VERSION_MAJOR};
+use crate::file::format::{Header, MAX_LAYERS};
 use crate::filter::sizing::{self, classic_bits, classic_k, keys_at_rate, layer_fpp};
 use crate::filter::{self, BLOCK_BITS};
 use crate::input::{Source, sources};
@@ -270,7 +270,7 @@ pub struct Stats {
 /// not). Only when `over` (the rate is above the target; under it, at most
 /// that share of new keys can have been missed) and the difference is at least
 /// 1 % of the inserts; else 0.
-fn uncounted(layers: &[LayerStats], over: bool) -> u64 {
+fn uncounted(layers: &[&LayerStats], over: bool) -> u64 {
     let inserts: u64 = layers
         .iter()
         .map(|l| l.inserts)
@@ -349,7 +349,11 @@ pub fn compute_from(h: &Header, bits: &[&[u8]], name: String) -> Stats {
     // (none yet when nothing was recorded in it).
     let newest = match &window {
         None => Some(layers.len() - 1),
-        Some(w) => w.live.last().and_then(|s| s.layers.last().copied()),
+        // As the writer picks it: the slice's layer of most capacity.
+        Some(w) => w
+            .live
+            .last()
+            .and_then(|s| s.layers.iter().copied().max_by_key(|&i| layers[i].capacity)),
     };
     let can_grow = h.growth.is_some() && h.layers.len() < MAX_LAYERS;
     let slice_capacity = h
@@ -400,13 +404,13 @@ pub fn compute_from(h: &Header, bits: &[&[u8]], name: String) -> Stats {
             sizing::UNRELIABLE
         )),
     }
-    let estimated_uncounted = uncounted(&layers, estimated_fpp > target);
+    let estimated_uncounted = uncounted(&counted, estimated_fpp > target);
     if h.is_dirty() {
         warnings.push("not closed cleanly: the insert counter may be low".to_string());
     }
     Stats {
         file: name,
-        format_version: format!("{VERSION_MAJOR}.{}", h.version_minor),
+        format_version: h.format_version(),
         hash: "xxh3-128",
         seed: h.seed,
         keys: h.keys.to_string(),
@@ -421,7 +425,12 @@ pub fn compute_from(h: &Header, bits: &[&[u8]], name: String) -> Stats {
         inserts,
         capacity_used: used,
         bits_set,
-        fill_ratio: bits_set as f64 / bits as f64,
+        // A window whose slices all expired has no live bits.
+        fill_ratio: if bits == 0 {
+            0.0
+        } else {
+            bits_set as f64 / bits as f64
+        },
         estimated_items: counted.iter().map(|l| l.estimated_items).sum(),
         estimated_uncounted,
         estimated_fpp,
@@ -453,7 +462,7 @@ fn window_stats(
                 .collect();
             let bits: u64 = mine.iter().map(|&i| layers[i].bits).sum();
             let bits_set: u64 = mine.iter().map(|&i| layers[i].bits_set).sum();
-            let end = win.slice_start(j + 1);
+            let end = win.slice_start(j.saturating_add(1));
             SliceStats {
                 start: win.slice_start(j),
                 end,
@@ -607,7 +616,7 @@ fn identity(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
                 w.slices,
                 crate::report::span(w.slice_seconds),
                 crate::report::span(w.seconds as f64),
-                crate::report::span(w.seconds as f64 + w.slice_seconds)
+                crate::report::span_up(w.seconds as f64 + w.slice_seconds)
             ),
         )?;
         let behind = if w.now == w.clock && crate::clock::now() < w.clock {

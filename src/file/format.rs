@@ -21,9 +21,16 @@ pub(super) const VERSION_MINOR: u16 = 4;
 const BLANK_FIELDS_SINCE_MINOR: u16 = 5;
 /// First minor version with sectored bit positions (layer entry bytes 56..60).
 const SECTORED_SINCE_MINOR: u16 = 4;
-/// First minor version with time windows (header bytes 84..88 and 96..120,
-/// layer entry bytes 60..64).
-pub(crate) const WINDOW_SINCE_MINOR: u16 = 6;
+/// Major version of a filter with a time window (header bytes 84..88 and
+/// 96..120, layer entry bytes 60..64): a 1.x reader would take it for a
+/// filter that never forgets, so it must refuse it, and it refuses major
+/// versions it does not know by name ("not supported", not "corrupt").
+pub(crate) const WINDOW_MAJOR: u16 = 2;
+/// Minor version written for filters with a window.
+const WINDOW_MINOR: u16 = 0;
+/// The minor a 2.x file's features are checked as: it has every feature of
+/// 1.5 (key options, sectored positions, blank-separated fields).
+const AS_MINOR_OF_2: u16 = 6;
 /// Bytes of header (fixed part + layer table); bit arrays start after it.
 pub const HEADER_LEN: usize = 4096;
 /// Alignment of every bit array in the file.
@@ -133,7 +140,7 @@ pub struct Header {
     pub growth: Option<Growth>,
     /// Bit arrays, oldest first (1 to `MAX_LAYERS`).
     pub layers: Vec<LayerEntry>,
-    /// The time window of a filter that forgets (format 1.6).
+    /// The time window of a filter that forgets (format 2.0).
     pub window: Option<WindowState>,
 }
 
@@ -323,6 +330,15 @@ impl Header {
         self.flags & FLAG_DIRTY != 0
     }
 
+    /// The format version, as `seen stats` prints it: `2.MINOR` with a
+    /// window, else `1.MINOR`.
+    pub(crate) fn format_version(&self) -> String {
+        match self.window {
+            Some(_) => format!("{WINDOW_MAJOR}.{WINDOW_MINOR}"),
+            None => format!("{VERSION_MAJOR}.{}", self.version_minor),
+        }
+    }
+
     /// The layers a lookup at time `now` tests, as a mask (bit `i`: layer
     /// `i`): every layer, or with a window those of its live slices.
     pub(crate) fn live(&self, now: u64) -> u64 {
@@ -355,7 +371,12 @@ impl Header {
         assert!(self.layers.len() <= MAX_LAYERS);
         let mut b = [0u8; HEADER_LEN];
         put(&mut b, 0, &MAGIC);
-        put(&mut b, 8, &VERSION_MAJOR.to_le_bytes());
+        let major = if self.window.is_some() {
+            WINDOW_MAJOR
+        } else {
+            VERSION_MAJOR
+        };
+        put(&mut b, 8, &major.to_le_bytes());
         // A layer with sectored positions makes the file 1.4 whatever it was.
         let minor = if self
             .layers
@@ -372,9 +393,9 @@ impl Header {
         } else {
             minor
         };
-        // A window makes it 1.6: a 1.5 reader rejects its reserved bytes.
+        // A window makes it 2.0 (above).
         let minor = if self.window.is_some() {
-            minor.max(WINDOW_SINCE_MINOR)
+            WINDOW_MINOR
         } else {
             minor
         };
@@ -480,9 +501,12 @@ fn decode_envelope(bytes: &[u8], file_len: u64) -> Result<(&[u8], u16), FormatEr
         return Err(FormatError::BadMagic);
     }
     let (major, minor) = (u16_at(b, 8), u16_at(b, 10));
-    if major != VERSION_MAJOR {
-        return Err(FormatError::UnsupportedVersion { major, minor });
-    }
+    // A 2.x file is checked as a 1.x file with every 1.x feature.
+    let minor = match major {
+        VERSION_MAJOR => minor,
+        WINDOW_MAJOR if minor == WINDOW_MINOR => AS_MINOR_OF_2,
+        _ => return Err(FormatError::UnsupportedVersion { major, minor }),
+    };
     let stored = u64_at(b, CHECKSUM_OFFSET);
     let computed = header_checksum(b);
     if stored != computed {
@@ -547,25 +571,25 @@ fn decode_fixed(b: &[u8], minor: u16) -> Result<Fixed, FormatError> {
     })
 }
 
-/// The time window (bytes 84..88 and 96..120; format 1.6): all zero for a
-/// filter without one.
+/// The time window (bytes 84..88 and 96..120): reserved (zero) in a 1.x
+/// file, set in a 2.x file.
 fn decode_window(b: &[u8], minor: u16) -> Result<Option<WindowState>, FormatError> {
-    let bytes = || b[84..88].iter().chain(&b[96..CHECKSUM_OFFSET]);
-    if minor < WINDOW_SINCE_MINOR {
-        if bytes().any(|&x| x != 0) {
+    if minor < AS_MINOR_OF_2 {
+        if b[84..88]
+            .iter()
+            .chain(&b[96..CHECKSUM_OFFSET])
+            .any(|&x| x != 0)
+        {
             return Err(bad("reserved bytes 84..88, 96..120", "are not zero"));
         }
         return Ok(None);
     }
     let secs = u64_at(b, 96);
     if secs == 0 {
-        if bytes().any(|&x| x != 0) {
-            return Err(bad(
-                "window",
-                "= 0 (none), but its slices, base or clock are set",
-            ));
-        }
-        return Ok(None);
+        return Err(bad(
+            "window",
+            "= 0 in a format 2 file, which is a filter with a window",
+        ));
     }
     let slices = u32_at(b, 84);
     if !(1..=MAX_SLICES).contains(&slices) {
@@ -580,10 +604,23 @@ fn decode_window(b: &[u8], minor: u16) -> Result<Option<WindowState>, FormatErro
             format!("= {secs} seconds is not between {slices} (a second per slice) and 100 years"),
         ));
     }
+    let window = Window { secs, slices };
+    let (base, clock) = (u64_at(b, 104), u64_at(b, 112));
+    // Writers set the clock before they name a slice: no slice, the first
+    // included, is after the clock's.
+    if base > window.slice_at(clock) {
+        return Err(bad(
+            "window base",
+            format!(
+                "= slice {base} is after the clock's slice ({})",
+                window.slice_at(clock)
+            ),
+        ));
+    }
     Ok(Some(WindowState {
-        window: Window { secs, slices },
-        base: u64_at(b, 104),
-        clock: u64_at(b, 112),
+        window,
+        base,
+        clock,
     }))
 }
 
@@ -710,10 +747,18 @@ fn decode_layer(
         ));
     }
     let slice = match window {
-        Some(w) => w
-            .base
-            .checked_add(u64::from(u32_at(e, 60)))
-            .ok_or_else(|| bad("layer slice", format!("{i} is past 2^64")))?,
+        Some(w) => {
+            let last = w.window.slice_at(w.clock);
+            match w.base.checked_add(u64::from(u32_at(e, 60))) {
+                Some(s) if s <= last => s,
+                _ => {
+                    return Err(bad(
+                        "layer slice",
+                        format!("{i} is after the clock's slice ({last})"),
+                    ));
+                }
+            }
+        }
         None if e[60..].iter().any(|&x| x != 0) => {
             return Err(bad("layer reserved bytes", format!("{i} are not zero")));
         }
@@ -799,7 +844,7 @@ mod tests {
         }
     }
 
-    /// A filter with a time window: version 1.6, its fields where
+    /// A filter with a time window: version 2.0, its fields where
     /// docs/FORMAT.md says, layers naming slices from the base; a 1.5
     /// reader's rule (reserved bytes zero) rejects it naming the bytes; bad
     /// values are refused.
@@ -817,7 +862,8 @@ mod tests {
         });
         h.layers[0].slice = 20_003;
         let b = h.encode();
-        assert_eq!(u16_at(&b, 10), WINDOW_SINCE_MINOR);
+        assert_eq!((u16_at(&b, 8), u16_at(&b, 10)), (2, 0));
+        assert_eq!(h.format_version(), "2.0");
         assert_eq!(u32_at(&b, 84), 8);
         assert_eq!(u64_at(&b, 96), 6 * 86_400);
         assert_eq!(u64_at(&b, 104), 20_000);
@@ -826,12 +872,27 @@ mod tests {
         let back = Header::decode(&b, len(&h)).unwrap();
         assert_eq!(back.window, h.window);
         assert_eq!(back.layers[0].slice, 20_003);
-        // The same bytes said to be 1.5: what a 1.5 reader checks.
+        // Readers of 1.x refuse major 2 by name (`seen` 0.1 with this
+        // check, as before windows, for a major it does not know).
+        let mut newer = b;
+        newer[8..10].copy_from_slice(&3u16.to_le_bytes());
+        reseal(&mut newer);
+        let e = Header::decode(&newer, len(&h)).unwrap_err().to_string();
+        assert!(e.contains("format version 3.0 is not supported"), "{e}");
+        // The window's bytes in a 1.x file are reserved.
         let mut old = b;
+        old[8..10].copy_from_slice(&1u16.to_le_bytes());
         old[10..12].copy_from_slice(&5u16.to_le_bytes());
         reseal(&mut old);
         let e = Header::decode(&old, len(&h)).unwrap_err().to_string();
         assert!(e.contains("reserved bytes 84..88, 96..120"), "{e}");
+        // A layer, or the base, after the clock's slice is refused.
+        let mut future = h.clone();
+        future.layers[0].slice = 20_004;
+        let e = Header::decode(&future.encode(), len(&h))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("after the clock's slice"), "{e}");
         // A layer slice without a window is a reserved field.
         let mut no_window = sample();
         no_window.layers[0].slice = 0;
@@ -841,12 +902,18 @@ mod tests {
         let e = Header::decode(&nb, len(&h)).unwrap_err().to_string();
         assert!(e.contains("layer reserved bytes"), "{e}");
         for (at, value, want) in [
+            (96, 0u64, "format 2 file"),
+            (104, 20_004, "window base"),
             (84, 0u64, "window slices"),
             (84, 33, "window slices"),
             (96, 7, "a second per slice"),
             (96, 101 * 365 * 86_400, "100 years"),
         ] {
             let mut bad = b;
+            if at == 104 {
+                // Layers name their slice from the base: keep them before it.
+                bad[LAYER_TABLE_OFFSET + 60..LAYER_TABLE_OFFSET + 64].fill(0);
+            }
             if at == 84 {
                 bad[84..88].copy_from_slice(&(value as u32).to_le_bytes());
             } else {
@@ -1031,10 +1098,10 @@ mod tests {
         assert_eq!(Header::decode(&b, l), Err(FormatError::BadMagic));
 
         let mut b = good;
-        b[8] = 2;
+        b[8] = 3;
         assert!(matches!(
             Header::decode(&b, l),
-            Err(FormatError::UnsupportedVersion { major: 2, .. })
+            Err(FormatError::UnsupportedVersion { major: 3, .. })
         ));
 
         let mut b = good;

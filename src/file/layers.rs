@@ -128,14 +128,15 @@ pub(super) trait Room {
     /// When there is no room for it.
     fn extend(&mut self, header: &Header) -> Result<MmapMut>;
 
-    /// Layer `i`'s bits were cleared and the header names it for a new
-    /// slice: make the header stick before any line goes in (a file
-    /// writes it and syncs, so that lines recorded there are never in a
-    /// layer the file still calls expired).
+    /// A layer's bits (`map`) were cleared and the header names it for a
+    /// new slice: make both stick before any line goes in (a file writes
+    /// the cleared bits back, then the header, and syncs, so that lines
+    /// recorded there are never in a layer the file still calls expired,
+    /// and old bits never come back under the new slice).
     ///
     /// # Errors
     /// When the header cannot be written.
-    fn reused(&mut self, header: &Header, i: usize) -> Result<()>;
+    fn reused(&mut self, header: &Header, map: &MmapMut) -> Result<()>;
 }
 
 /// Anonymous memory (the in-memory filter).
@@ -146,7 +147,7 @@ impl Room for Anon {
         super::memory::anon(header.layers.last().expect("a filter has a layer"))
     }
 
-    fn reused(&mut self, _: &Header, _: usize) -> Result<()> {
+    fn reused(&mut self, _: &Header, _: &MmapMut) -> Result<()> {
         Ok(())
     }
 }
@@ -222,9 +223,6 @@ impl Layers {
             out.clear();
         }
         let now = crate::clock::now();
-        if let Some(w) = &mut self.header.window {
-            w.clock = w.time(now);
-        }
         let mut done = 0;
         let mut new = 0;
         while done < hashes.len() {
@@ -233,9 +231,13 @@ impl Layers {
             };
             let last = self.header.layers[top];
             let others = self.header.live(now) & !(1u64 << top);
+            // A window's slice whose layer is full and that could not grow
+            // (no room left for a layer) takes more, as a fixed filter does.
+            let growing =
+                self.can_grow() && (self.header.window.is_none() || last.inserts < last.capacity);
             // Runs end where the layer is full (growing) or where a warning
             // about the rate is due (fixed), so both happen at an exact count.
-            let limit = if self.can_grow() {
+            let limit = if growing {
                 last.capacity
             } else {
                 let [over, far] = self.alarms(top, others).map(|a| a.saturating_add(1));
@@ -294,11 +296,35 @@ impl Layers {
             new += n;
             done += batch.len();
             self.expected = self.expected.map(|e| e.saturating_sub(batch.len() as u64));
-            if !self.can_grow() {
+            if !growing {
                 self.warn_full(top, others);
             }
         }
         Ok(new)
+    }
+
+    /// With a window, moves its clock to the time this run works at
+    /// ([`WindowState::time`]): called before a slice is named or looked
+    /// up for writing, so that lines judged at a time are recorded at that
+    /// time or later, and no layer is ever after the clock's slice.
+    ///
+    /// # Errors
+    /// A time past the last slice the filter can name.
+    pub(super) fn tick(&mut self, now: u64) -> Result<()> {
+        let Some(w) = &mut self.header.window else {
+            return Ok(());
+        };
+        let t = w.time(now);
+        if w.window.slice_at(t) > w.last_slice() {
+            bail!(
+                "{} cannot record lines at {}: its slices are numbered from its creation \
+                 with 32 bits, and this is past the last; make a new filter",
+                self.name,
+                crate::clock::format(t)
+            );
+        }
+        w.clock = t;
+        Ok(())
     }
 
     /// The layer that takes inserts at time `now`, after making it when due:
@@ -307,7 +333,7 @@ impl Layers {
     /// of the same size cleared and reused, else a new one). `None`: a layer
     /// was just added or reused; ask again.
     fn target(&mut self, now: u64, room: &mut dyn Room) -> Result<Option<usize>> {
-        let Some(w) = self.header.window else {
+        if self.header.window.is_none() {
             let top = self.header.layers.len() - 1;
             let last = self.header.layers[top];
             if self.can_grow() && last.inserts >= last.capacity {
@@ -316,16 +342,10 @@ impl Layers {
                 return Ok(None);
             }
             return Ok(Some(top));
-        };
-        let cur = w.window.slice_at(w.time(now));
-        if cur > w.last_slice() {
-            bail!(
-                "{} cannot record lines at {}: its slices are numbered from its creation \
-                 with 32 bits, and this is past the last; make a new filter",
-                self.name,
-                crate::clock::format(now)
-            );
         }
+        self.tick(now)?;
+        let w = self.header.window.expect("checked above");
+        let cur = w.window.slice_at(w.clock);
         let spec = self.spec();
         let growth = spec.slice().growth;
         // The slice's layers, by level (capacity): the largest takes inserts.
@@ -347,7 +367,7 @@ impl Layers {
             }
         };
         let plan = spec.layer(level);
-        let oldest = w.window.oldest_live(w.time(now));
+        let oldest = w.window.oldest_live(w.clock);
         if let Ok(plan) = &plan
             && let Some(j) = (0..self.header.layers.len()).find(|&j| {
                 let l = &self.header.layers[j];
@@ -359,7 +379,15 @@ impl Layers {
             self.reuse(j, cur, room)?;
             return Ok(None);
         }
-        if self.header.layers.len() < format::MAX_LAYERS || mine.is_none() {
+        // A slice's first layer may take any entry left; a growth layer only
+        // while S + 1 stay free, so that every slice of the window can
+        // still get a first layer.
+        let reserve = if mine.is_none() {
+            0
+        } else {
+            w.window.live() as usize
+        };
+        if self.header.layers.len() + 1 + reserve <= format::MAX_LAYERS || mine.is_none() {
             self.add_layer(plan, cur, room)?;
             return Ok(None);
         }
@@ -394,7 +422,7 @@ impl Layers {
         }
         self.alarms = None;
         self.warned = 0;
-        room.reused(&self.header, j)
+        room.reused(&self.header, &self.maps[j])
             .with_context(|| format!("cannot start a new time slice in {}", self.name))
     }
 
@@ -517,12 +545,39 @@ impl Layers {
                 .map(|l| sizing::layer_fpp(&l.layout, l.inserts)),
         );
         let target = self.header.target_fpp;
-        let (why, sized) = if self.header.window.is_some() {
-            (
-                "holds more lines in its current time slice than it was sized for",
-                "a slice was",
-            )
-        } else if older.is_empty() {
+        if let Some(w) = self.header.window {
+            let live = older
+                .iter()
+                .chain([l])
+                .fold(0u64, |a, l| a.saturating_add(l.inserts));
+            let per_live = self
+                .header
+                .capacity
+                .div_ceil(u64::from(w.window.slices))
+                .saturating_mul(u64::from(w.window.live()));
+            crate::say!(
+                "seen: warning: {}'s false-positive rate has passed {} {target:e} (about \
+                 {fpp:.1e} with {} distinct lines in its live time slices, {:.0}% of the {} \
+                 they were sized for: -n {} per window): {}",
+                self.name,
+                if level == 2 {
+                    format!("{} times its target", sizing::UNRELIABLE)
+                } else {
+                    "its target".to_string()
+                },
+                indicatif::HumanCount(live),
+                100.0 * live as f64 / per_live.max(1) as f64,
+                indicatif::HumanCount(per_live),
+                indicatif::HumanCount(self.header.capacity),
+                if level == 2 {
+                    "results are no longer reliable; make a new filter with a larger -n"
+                } else {
+                    "make a new filter with a larger -n before it degrades further"
+                }
+            );
+            return;
+        }
+        let (why, sized) = if older.is_empty() {
             ("is a fixed filter", "it was")
         } else {
             (

@@ -312,6 +312,8 @@ impl Store for NewFilter {
     }
 
     fn contains_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
+        // Lines judged now are recorded at this time or later.
+        self.layers.tick(crate::clock::now())?;
         contains_in(&self.layers.header, &self.layers.maps, hashes, out);
         Ok(())
     }

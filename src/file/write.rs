@@ -222,7 +222,11 @@ impl Room for FileRoom<'_> {
         Ok(map)
     }
 
-    fn reused(&mut self, header: &Header, _: usize) -> Result<()> {
+    fn reused(&mut self, header: &Header, map: &memmap2::MmapMut) -> Result<()> {
+        if self.sync {
+            map.flush()
+                .with_context(|| format!("cannot write {} back to disk", self.path.display()))?;
+        }
         write_header(self.file, self.path, header)?;
         if self.sync {
             self.file
@@ -239,6 +243,8 @@ impl Store for WriteFilter {
     }
 
     fn contains_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
+        // Lines judged now are recorded at this time or later.
+        self.layers.tick(crate::clock::now())?;
         contains_in(&self.layers.header, &self.layers.maps, hashes, out);
         Ok(())
     }

@@ -306,7 +306,7 @@ fn stats_verify_and_plan_know_the_window() {
     let live_inserts: u64 = (2..=8).map(|d| 1000 + 100 * d).sum();
     assert_eq!(s["inserts"], live_inserts);
     assert_eq!(s["capacity"], 60_000);
-    assert_eq!(s["format_version"], "1.6");
+    assert_eq!(s["format_version"], "2.0");
     let fpp = s["estimated_fpp"].as_f64().unwrap();
     assert!(fpp > 0.0 && fpp < 1e-4, "{fpp}");
     // The table.
@@ -390,7 +390,80 @@ fn window_refusals() {
     .fails("cannot be kept in Redis yet");
     seen(d.path(), ["copy", "w.seen", "redis://127.0.0.1:1/x"])
         .fails("cannot be kept in Redis yet");
-    assert!(!d.path().join("m.seen").exists());
+    assert!(!d.path().join("m.seen").exists()); // A time in milliseconds is refused, not taken for the year 58,884.
+    seen(
+        d.path(),
+        ["query", "w.seen", "a", "--now", "@1796083200000"],
+    )
+    .fails("milliseconds");
+    // One-second slices numbered from the creation run out after 2^32
+    // of them: a run past that fails, and leaves the filter's time as it
+    // was (a later run at the right time still records).
+    let win = ["--window", "8s", "--slices", "8", "-n", "100"];
+    dedup_at(&d, "s.seen", T0, &win, b"a\n");
+    let r = seen_io(
+        d.path(),
+        ["dedup", "-f", "s.seen", &at(T0 + (1 << 32) + 10)],
+        b"b\n",
+    );
+    r.code(2);
+    assert!(r.stderr.contains("past the last"), "{}", r.ctx());
+    assert_eq!(dedup_at(&d, "s.seen", T0 + 20, &[], b"a\nc\n"), b"a\nc\n");
+}
+
+/// A window of many slices whose slices all take more than their share
+/// grows each one while S + 1 layers stay free for the slices to come, then
+/// lets a full slice take more, never failing for want of a layer; every
+/// line of the window stays seen; `stats` counts what a writer does next.
+#[test]
+fn many_growing_slices_never_run_out_of_layers() {
+    let d = tmp();
+    let f = "g.seen";
+    // 32 slices of 100 s, sized for one line each; 4 lines per slice.
+    for i in 0..80u64 {
+        let mut args = vec!["dedup".to_string(), "-f".into(), f.into(), at(T0 + 100 * i)];
+        if i == 0 {
+            args.extend(["--window", "3200s", "--slices", "32", "-n", "32"].map(String::from));
+        }
+        let data = numbered(&format!("s{i}-"), 0..4);
+        let r = seen_io(d.path(), &args, &data);
+        r.code(0).stdout(&data);
+        // Every line of the last 32 slices is still seen.
+        if i % 20 == 19 {
+            for j in i.saturating_sub(31)..=i {
+                let old = numbered(&format!("s{j}-"), 0..4);
+                assert_eq!(present_at(&d, f, T0 + 100 * i, &old), 4, "slice {j} at {i}");
+            }
+        }
+    }
+    let r = seen(d.path(), ["stats", "--json", f, &at(T0 + 7900)]);
+    let s = r.stdout_json();
+    let layers = s["layers"].as_array().unwrap();
+    assert!(layers.len() <= 62, "{}", layers.len());
+    // The slice of the last run: next_layer_in is its largest layer's room.
+    let cur = s["window"]["live"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    let top = cur["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| &layers[i.as_u64().unwrap() as usize])
+        .max_by_key(|l| l["capacity"].as_u64().unwrap())
+        .unwrap();
+    let room = top["capacity"]
+        .as_u64()
+        .unwrap()
+        .saturating_sub(top["inserts"].as_u64().unwrap());
+    assert_eq!(s["growth"]["next_layer_in"], room, "{cur}");
+    // Long after the last line: nothing is live, and the figures say so.
+    let r = seen(d.path(), ["stats", "--json", f, &at(T0 + 100_000)]);
+    let s = r.stdout_json();
+    assert_eq!(s["fill_ratio"], 0.0);
+    assert_eq!(s["inserts"], 0);
 }
 
 /// Without a file, `dedup --window` keeps the window in memory: with a fixed
