@@ -28,6 +28,16 @@ fn layout_text(p: &Plan) -> String {
     )
 }
 
+/// A layer's size: bytes, bits, bits per key.
+fn size_text(p: &Plan) -> String {
+    format!(
+        "{} ({} bits, {:.2} bits per key)",
+        HumanBytes(p.layout.bytes()),
+        HumanCount(p.layout.bits()),
+        p.bits_per_key()
+    )
+}
+
 /// Runs `seen plan`.
 ///
 /// # Errors
@@ -90,16 +100,7 @@ pub fn run(a: PlanArgs) -> Result<ExitCode> {
 fn fixed(out: &mut dyn Write, first: &Plan) -> Result<()> {
     let row = crate::report::field;
     row(out, "layout", layout_text(first))?;
-    row(
-        out,
-        "size",
-        format!(
-            "{} ({} bits, {:.2} bits per key)",
-            HumanBytes(first.layout.bytes()),
-            HumanCount(first.layout.bits()),
-            first.bits_per_key()
-        ),
-    )?;
+    row(out, "size", size_text(first))?;
     row(
         out,
         "file size",
@@ -232,16 +233,7 @@ fn windowed(out: &mut dyn Write, spec: &Spec, w: Window, first: &Plan) -> Result
             layout_text(first)
         ),
     )?;
-    row(
-        out,
-        "slice size",
-        format!(
-            "{} ({} bits, {:.2} bits per key)",
-            HumanBytes(first.layout.bytes()),
-            HumanCount(first.layout.bits()),
-            first.bits_per_key()
-        ),
-    )?;
+    row(out, "slice size", size_text(first))?;
     let bits = first.layout.bits().saturating_mul(live);
     let vs = sizing::plan(spec.capacity, spec.target_fpp)
         .map(|f| format!("{:.2}x", bits as f64 / f.layout.bits() as f64))
