@@ -271,8 +271,14 @@ fn plan(a: DedupArgs, dups: Option<&DupsFile>) -> Result<Job> {
             } else {
                 if a.size.any() {
                     eprintln!(
-                        "seen: warning: {} already exists: sizing flags are ignored (they only size a new filter)",
-                        path.display()
+                        "seen: warning: {} already exists: sizing flags are ignored (they only size a new filter){}",
+                        path.display(),
+                        if a.size.window.is_some() {
+                            "; --window too: a filter keeps the window it was made with, or \
+                             none (`seen stats` shows it)"
+                        } else {
+                            ""
+                        }
                     );
                 }
                 None

@@ -120,6 +120,19 @@ impl WriteFilter {
             // A writer stopped between changing bits and writing their checksums.
             stale.all();
         }
+        // Another process started a new slice in a layer: its warnings
+        // are its own.
+        if self
+            .layers
+            .header
+            .layers
+            .iter()
+            .zip(&header.layers)
+            .any(|(mine, theirs)| mine.slice != theirs.slice)
+        {
+            self.layers.warned = 0;
+            self.layers.alarms = None;
+        }
         self.layers.header = header;
         Ok(())
     }

@@ -380,6 +380,15 @@ fn window_refusals() {
     )
     .ok();
     seen(d.path(), ["build", "-o", "p.seen", "in.txt"]).ok();
+    // A window given for a filter that exists does not change it.
+    seen(
+        d.path(),
+        ["dedup", "-f", "p.seen", "--window", "1d", "in.txt"],
+    )
+    .code(0)
+    .stderr_has("a filter keeps the window it was made with");
+    let s = stats_json(d.path(), "p.seen");
+    assert!(s["window"].is_null(), "{s}");
     seen(d.path(), ["merge", "-o", "m.seen", "w.seen", "p.seen"]).fails("time window");
     // Redis filters do not forget yet: refused before any server is asked.
     seen_io(
