@@ -32,6 +32,21 @@ pub fn span(secs: f64) -> String {
     }
 }
 
+/// What a window of `secs` in `slices` slices promises, as `stats` and
+/// `plan` say it: "6d in 8 slices of 18h: a line is seen for 6d after it is
+/// recorded, and new again 6d 18h after at most".
+pub fn window_rule(secs: u64, slices: u32) -> String {
+    let slice = secs as f64 / f64::from(slices);
+    format!(
+        "{} in {slices} slices of {}: a line is seen for {} after it is recorded, and new \
+         again {} after at most",
+        span(secs as f64),
+        span(slice),
+        span(secs as f64),
+        span_up(secs as f64 + slice)
+    )
+}
+
 /// [`span`] rounded up in its smaller unit, for a bound that must not be
 /// understated: 13⅓ s is `14s`, 1h 8min 34s is `1h 9min`.
 pub fn span_up(secs: f64) -> String {

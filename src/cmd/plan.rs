@@ -8,7 +8,6 @@ use crate::filter::sizing::policy::Asked;
 use crate::filter::sizing::{
     self, Growth, Plan, Spec, Window, classic_bits, classic_fpp, classic_k,
 };
-use crate::report::span;
 use anyhow::{Context, Result};
 use indicatif::{HumanBytes, HumanCount};
 use std::io::Write;
@@ -196,7 +195,6 @@ fn growing(out: &mut dyn Write, spec: &Spec, g: Growth, layers: u32) -> Result<(
 fn windowed(out: &mut dyn Write, spec: &Spec, w: Window, first: &Plan) -> Result<()> {
     let row = crate::report::field;
     let live = u64::from(w.live());
-    let slice_secs = w.secs as f64 / f64::from(w.slices);
     row(
         out,
         "capacity",
@@ -210,19 +208,7 @@ fn windowed(out: &mut dyn Write, spec: &Spec, w: Window, first: &Plan) -> Result
             spec.target_fpp
         ),
     )?;
-    row(
-        out,
-        "window",
-        format!(
-            "{} in {} slices of {}: a line is seen for {} after it is recorded, and new \
-             again after at most {}",
-            span(w.secs as f64),
-            w.slices,
-            span(slice_secs),
-            span(w.secs as f64),
-            crate::report::span_up(w.secs as f64 + slice_secs)
-        ),
-    )?;
+    row(out, "window", crate::report::window_rule(w.secs, w.slices))?;
     row(
         out,
         "slice",

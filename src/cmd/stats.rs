@@ -356,9 +356,7 @@ pub fn compute_from(h: &Header, bits: &[&[u8]], name: String) -> Stats {
             .and_then(|s| s.layers.iter().copied().max_by_key(|&i| layers[i].capacity)),
     };
     let can_grow = h.growth.is_some() && h.layers.len() < MAX_LAYERS;
-    let slice_capacity = h
-        .window
-        .map(|w| h.capacity.div_ceil(u64::from(w.window.slices)));
+    let slice_capacity = h.window.map(|w| w.window.slice_capacity(h.capacity));
     let growth = h.growth.map(|g| GrowthStats {
         factor: g.factor,
         ratio: g.ratio,
@@ -426,11 +424,7 @@ pub fn compute_from(h: &Header, bits: &[&[u8]], name: String) -> Stats {
         capacity_used: used,
         bits_set,
         // A window whose slices all expired has no live bits.
-        fill_ratio: if bits == 0 {
-            0.0
-        } else {
-            bits_set as f64 / bits as f64
-        },
+        fill_ratio: fill(bits_set, bits),
         estimated_items: counted.iter().map(|l| l.estimated_items).sum(),
         estimated_uncounted,
         estimated_fpp,
@@ -442,6 +436,15 @@ pub fn compute_from(h: &Header, bits: &[&[u8]], name: String) -> Stats {
         updated: h.updated,
         layers,
         warnings,
+    }
+}
+
+/// `set / bits`, and 0 for no bits (no live layer).
+fn fill(set: u64, bits: u64) -> f64 {
+    if bits == 0 {
+        0.0
+    } else {
+        set as f64 / bits as f64
     }
 }
 
@@ -472,11 +475,7 @@ fn window_stats(
                     .map(|&i| layers[i].inserts)
                     .fold(0, u64::saturating_add),
                 bits_set,
-                fill_ratio: if bits == 0 {
-                    0.0
-                } else {
-                    bits_set as f64 / bits as f64
-                },
+                fill_ratio: fill(bits_set, bits),
                 estimated_items: mine.iter().fold(0.0, |a, &i| a + layers[i].estimated_items),
                 estimated_fpp: sizing::any_of(mine.iter().map(|&i| layers[i].estimated_fpp)),
                 layers: mine,
@@ -609,15 +608,7 @@ fn identity(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
         row(
             out,
             "window",
-            format!(
-                "{} in {} slices of {}: a line is seen for {} after it is recorded, and new \
-                 again {} after at most",
-                crate::report::span(w.seconds as f64),
-                w.slices,
-                crate::report::span(w.slice_seconds),
-                crate::report::span(w.seconds as f64),
-                crate::report::span_up(w.seconds as f64 + w.slice_seconds)
-            ),
+            crate::report::window_rule(w.seconds, w.slices),
         )?;
         let behind = if w.now == w.clock && crate::clock::now() < w.clock {
             " (the clock given is earlier: time in a filter does not go back)"

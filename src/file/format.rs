@@ -28,9 +28,9 @@ const SECTORED_SINCE_MINOR: u16 = 4;
 pub(crate) const WINDOW_MAJOR: u16 = 2;
 /// Minor version written for filters with a window.
 const WINDOW_MINOR: u16 = 0;
-/// The minor a 2.x file's features are checked as: it has every feature of
-/// 1.5 (key options, sectored positions, blank-separated fields).
-const AS_MINOR_OF_2: u16 = 6;
+/// The minor a 2.x file's 1.x features are checked as: it has every feature
+/// of 1.5 (key options, sectored positions, blank-separated fields).
+const AS_MINOR_OF_2: u16 = 5;
 /// Bytes of header (fixed part + layer table); bit arrays start after it.
 pub const HEADER_LEN: usize = 4096;
 /// Alignment of every bit array in the file.
@@ -450,8 +450,8 @@ impl Header {
     /// # Errors
     /// A [`FormatError`] naming the first problem found.
     pub fn decode(bytes: &[u8], file_len: u64) -> Result<Header, FormatError> {
-        let (b, minor) = decode_envelope(bytes, file_len)?;
-        let fixed = decode_fixed(b, minor)?;
+        let (b, major, minor) = decode_envelope(bytes, file_len)?;
+        let fixed = decode_fixed(b, major, minor)?;
         let (layers, end) = decode_layer_table(b, minor, fixed.count, fixed.window)?;
         check_file_len(file_len, end, fixed.flags)?;
         Ok(Header {
@@ -488,9 +488,9 @@ struct Fixed {
 }
 
 /// What is checked before any field is read: the length, the magic, the
-/// major version and the header checksum. Gives the header's bytes and its
-/// minor version.
-fn decode_envelope(bytes: &[u8], file_len: u64) -> Result<(&[u8], u16), FormatError> {
+/// major version and the header checksum. Gives the header's bytes, its
+/// major version, and the minor its 1.x features are checked as.
+fn decode_envelope(bytes: &[u8], file_len: u64) -> Result<(&[u8], u16, u16), FormatError> {
     if bytes.len() < HEADER_LEN || file_len < HEADER_LEN as u64 {
         return Err(FormatError::TooShort {
             len: file_len.min(bytes.len() as u64),
@@ -512,13 +512,13 @@ fn decode_envelope(bytes: &[u8], file_len: u64) -> Result<(&[u8], u16), FormatEr
     if stored != computed {
         return Err(FormatError::BadChecksum { stored, computed });
     }
-    Ok((b, minor))
+    Ok((b, major, minor))
 }
 
 /// The fixed fields, in order: header length, flags, hash algorithm, block
 /// bits, layer count, layer table size, key options, growth, reserved bytes
 /// and target fpp.
-fn decode_fixed(b: &[u8], minor: u16) -> Result<Fixed, FormatError> {
+fn decode_fixed(b: &[u8], major: u16, minor: u16) -> Result<Fixed, FormatError> {
     if u32_at(b, 12) as usize != HEADER_LEN {
         return Err(bad(
             "header length",
@@ -557,7 +557,7 @@ fn decode_fixed(b: &[u8], minor: u16) -> Result<Fixed, FormatError> {
     }
     let keys = decode_keys(b, minor)?;
     let growth = decode_growth(b)?;
-    let window = decode_window(b, minor)?;
+    let window = decode_window(b, major)?;
     let target_fpp = f64::from_bits(u64_at(b, 56));
     check_fpp("target fpp", target_fpp)?;
     Ok(Fixed {
@@ -573,8 +573,8 @@ fn decode_fixed(b: &[u8], minor: u16) -> Result<Fixed, FormatError> {
 
 /// The time window (bytes 84..88 and 96..120): reserved (zero) in a 1.x
 /// file, set in a 2.x file.
-fn decode_window(b: &[u8], minor: u16) -> Result<Option<WindowState>, FormatError> {
-    if minor < AS_MINOR_OF_2 {
+fn decode_window(b: &[u8], major: u16) -> Result<Option<WindowState>, FormatError> {
+    if major != WINDOW_MAJOR {
         if b[84..88]
             .iter()
             .chain(&b[96..CHECKSUM_OFFSET])

@@ -76,19 +76,28 @@ pub(super) fn new_header(spec: &Spec, first: &Plan, seed: u64, keys: KeySpec) ->
     h
 }
 
-/// Read-only views of the layers in the mask `live` (bit `i`: layer `i`).
-fn views<'a, M: AsRef<[u8]>>(header: &Header, maps: &'a [M], live: u64) -> Vec<LayerBits<'a>> {
-    header
-        .layers
-        .iter()
-        .zip(maps)
-        .enumerate()
-        .filter(|(i, _)| live >> i & 1 == 1)
-        .map(|(_, (l, m))| LayerBits {
+/// Read-only views of the maps of layers in the mask `live` (bit `i`:
+/// layer `i`), given with their layer indexes.
+fn views<'a, M: AsRef<[u8]> + 'a>(
+    header: &Header,
+    maps: impl Iterator<Item = (usize, &'a M)>,
+    live: u64,
+) -> Vec<LayerBits<'a>> {
+    maps.filter(|(i, _)| live >> i & 1 == 1)
+        .map(|(i, m)| LayerBits {
             bits: m.as_ref(),
-            layout: l.layout,
+            layout: header.layers[i].layout,
         })
         .collect()
+}
+
+/// The layers in the mask `mask` (bit `i`: layer `i`).
+fn masked(layers: &[LayerEntry], mask: u64) -> impl Iterator<Item = &LayerEntry> + Clone {
+    layers
+        .iter()
+        .enumerate()
+        .filter(move |(i, _)| mask >> i & 1 == 1)
+        .map(|(_, l)| l)
 }
 
 /// Looks keys up in every layer a lookup at [`crate::clock::now`] tests
@@ -101,7 +110,7 @@ pub(super) fn contains_in<M: AsRef<[u8]>>(
 ) {
     out.clear();
     let live = header.live(crate::clock::now());
-    filter::contains_batch(&views(header, maps, live), hashes, out);
+    filter::contains_batch(&views(header, maps.iter().enumerate(), live), hashes, out);
 }
 
 /// When a filter that cannot grow is due its warnings: the largest counts of
@@ -259,17 +268,11 @@ impl Layers {
             let (newest, after) = rest.split_first_mut().expect("the target layer exists");
             let n = match out.as_deref_mut() {
                 Some(out) => {
-                    let layers = &self.header.layers;
-                    let older: Vec<LayerBits<'_>> = before
+                    let maps = before
                         .iter()
                         .enumerate()
-                        .chain(after.iter().enumerate().map(|(i, m)| (i + top + 1, m)))
-                        .filter(|(i, _)| others >> i & 1 == 1)
-                        .map(|(i, m)| LayerBits {
-                            bits: m.as_ref(),
-                            layout: layers[i].layout,
-                        })
-                        .collect();
+                        .chain(after.iter().enumerate().map(|(i, m)| (i + top + 1, m)));
+                    let older = views(&self.header, maps, others);
                     let from = out.len();
                     let n = filter::insert_batch(&older, newest, &last.layout, batch, out);
                     if let Some(stale) = &mut self.stale {
@@ -301,6 +304,18 @@ impl Layers {
             }
         }
         Ok(new)
+    }
+
+    /// Looks keys up as a writer does ([`contains_in`]), after moving the
+    /// clock ([`Layers::tick`]): lines judged now are recorded at this time
+    /// or later.
+    ///
+    /// # Errors
+    /// As [`Layers::tick`].
+    pub(super) fn contains(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
+        self.tick(crate::clock::now())?;
+        contains_in(&self.header, &self.maps, hashes, out);
+        Ok(())
     }
 
     /// With a window, moves its clock to the time this run works at
@@ -482,9 +497,12 @@ impl Layers {
     /// a batch costs two comparisons.
     fn alarms(&mut self, target: usize, others: u64) -> [u64; 2] {
         let newest = self.header.layers[target];
-        let older = self.others(others);
+        let older = masked(&self.header.layers, others);
         let layers = self.header.layers.len();
-        let older_inserts = older.iter().map(|l| l.inserts).fold(0, u64::saturating_add);
+        let older_inserts = older
+            .clone()
+            .map(|l| l.inserts)
+            .fold(0, u64::saturating_add);
         if let Some(a) = self.alarms
             && (a.layers, a.older_inserts, a.target, a.others)
                 == (layers, older_inserts, target, others)
@@ -492,7 +510,6 @@ impl Layers {
             return a.at;
         }
         let rates: Vec<f64> = older
-            .iter()
             .map(|l| sizing::layer_fpp(&l.layout, l.inserts))
             .collect();
         let goal = self.header.target_fpp;
@@ -510,17 +527,6 @@ impl Layers {
         at
     }
 
-    /// The layers in the mask `others`.
-    fn others(&self, others: u64) -> Vec<LayerEntry> {
-        self.header
-            .layers
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| others >> i & 1 == 1)
-            .map(|(_, l)| *l)
-            .collect()
-    }
-
     /// Warns (once per level) when the false-positive rate of a filter that
     /// cannot grow passes its target, and when it passes
     /// [`sizing::UNRELIABLE`] times it; the rate is the formula's at the
@@ -528,7 +534,7 @@ impl Layers {
     fn warn_full(&mut self, target: usize, others: u64) {
         let [over, far] = self.alarms(target, others);
         let l = &self.header.layers[target];
-        let older = &self.others(others);
+        let older = masked(&self.header.layers, others);
         let level = if l.inserts > far {
             2
         } else {
@@ -540,20 +546,19 @@ impl Layers {
         self.warned = level;
         let fpp = sizing::any_of(
             older
-                .iter()
+                .clone()
                 .chain([l])
                 .map(|l| sizing::layer_fpp(&l.layout, l.inserts)),
         );
         let target = self.header.target_fpp;
         if let Some(w) = self.header.window {
             let live = older
-                .iter()
+                .clone()
                 .chain([l])
                 .fold(0u64, |a, l| a.saturating_add(l.inserts));
-            let per_live = self
-                .header
-                .capacity
-                .div_ceil(u64::from(w.window.slices))
+            let per_live = w
+                .window
+                .slice_capacity(self.header.capacity)
                 .saturating_mul(u64::from(w.window.live()));
             crate::say!(
                 "seen: warning: {}'s false-positive rate has passed {} {target:e} (about \
@@ -577,7 +582,7 @@ impl Layers {
             );
             return;
         }
-        let (why, sized) = if older.is_empty() {
+        let (why, sized) = if older.clone().next().is_none() {
             ("is a fixed filter", "it was")
         } else {
             (

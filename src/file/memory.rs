@@ -1,7 +1,7 @@
 //! The in-memory store: a filter in anonymous memory, growing like a file's.
 
 use super::format::{Header, LayerEntry};
-use super::layers::{Anon, Layers, contains_in, new_header};
+use super::layers::{Anon, Layers, new_header};
 use super::map::huge_pages;
 use crate::filter::sizing::{Plan, Spec};
 use crate::hash::Hash128;
@@ -113,10 +113,7 @@ impl Store for MemFilter {
     }
 
     fn contains_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
-        // Lines judged now are recorded at this time or later.
-        self.layers.tick(crate::clock::now())?;
-        contains_in(&self.layers.header, &self.layers.maps, hashes, out);
-        Ok(())
+        self.layers.contains(hashes, out)
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {

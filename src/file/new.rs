@@ -6,7 +6,7 @@
 use super::checksum::Stale;
 use super::format::Header;
 use super::header::{now, write_header};
-use super::layers::{Layers, contains_in, new_header};
+use super::layers::{Layers, new_header};
 use super::lock::open_locked;
 use super::map::{map_write, reserve};
 use super::path::{
@@ -312,10 +312,7 @@ impl Store for NewFilter {
     }
 
     fn contains_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
-        // Lines judged now are recorded at this time or later.
-        self.layers.tick(crate::clock::now())?;
-        contains_in(&self.layers.header, &self.layers.maps, hashes, out);
-        Ok(())
+        self.layers.contains(hashes, out)
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {

@@ -7,7 +7,7 @@
 use super::checksum::Stale;
 use super::format::{FLAG_DIRTY, Header, LayerEntry};
 use super::header::{now, open_checked, read_header, warn_dirty, write_header};
-use super::layers::{Layers, Room, contains_in, hint_layer};
+use super::layers::{Layers, Room, hint_layer};
 use super::lock::lock;
 use super::map::{extend, map_write};
 use super::path::{dir_and_name, sweep_leftovers};
@@ -256,10 +256,7 @@ impl Store for WriteFilter {
     }
 
     fn contains_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
-        // Lines judged now are recorded at this time or later.
-        self.layers.tick(crate::clock::now())?;
-        contains_in(&self.layers.header, &self.layers.maps, hashes, out);
-        Ok(())
+        self.layers.contains(hashes, out)
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {

@@ -756,6 +756,12 @@ impl Window {
         self.slices + 1
     }
 
+    /// A slice's share of `capacity` lines per window (rounded up, at
+    /// least 1).
+    pub fn slice_capacity(&self, capacity: u64) -> u64 {
+        capacity.div_ceil(u64::from(self.slices)).max(1)
+    }
+
     /// The slice that holds time `t` (Unix seconds).
     pub fn slice_at(&self, t: u64) -> u64 {
         (u128::from(t) * u128::from(self.slices) / u128::from(self.secs)) as u64
@@ -819,7 +825,7 @@ impl Spec {
         match self.window {
             None => *self,
             Some(w) => Spec {
-                capacity: self.capacity.div_ceil(u64::from(w.slices)).max(1),
+                capacity: w.slice_capacity(self.capacity),
                 target_fpp: self.target_fpp / f64::from(w.live()),
                 growth: self.growth,
                 window: None,
