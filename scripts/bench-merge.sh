@@ -9,6 +9,7 @@
 # DIR (default target/bench-merge) needs about 4.5 GB free.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-lib.sh
 dir=${1:-target/bench-merge}
 runs=${2:-3}
 cargo build --release -q
@@ -18,8 +19,6 @@ cd "$dir"
 [ -e A.seen ] || seq 1 1000000 | "$seen" build -q --fixed -n 270M -p 1e-6 -o A.seen
 [ -e B.seen ] || seq 1000001 2000000 | "$seen" build -q --fixed -n 270M -p 1e-6 -o B.seen
 cat A.seen B.seen >/dev/null
-t() { local s e; s=$(date +%s.%N); "$@" >/dev/null 2>&1; e=$(date +%s.%N); awk -v s="$s" -v e="$e" 'BEGIN {print e - s}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", a / b}'; }
 cats=() merges=() cps=()
 for _ in $(seq 1 "$runs"); do
     cats+=("$(t sh -c 'cat A.seen B.seen > /dev/null')")
@@ -28,7 +27,6 @@ for _ in $(seq 1 "$runs"); do
     cps+=("$(t sh -c 'cp A.seen C.seen && sync C.seen')")
     rm -f C.seen
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 c=$(median "${cats[@]}") m=$(median "${merges[@]}") p=$(median "${cps[@]}")
 echo "two filters of $(du -h A.seen | cut -f1) each, medians of $runs runs"
 echo "| what | s | vs cat |"

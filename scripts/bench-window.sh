@@ -14,14 +14,11 @@
 # Needs the corpus of scripts/bench.sh (made here if missing) and ~2 GB free.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-lib.sh
 runs=${1:-5}
 dir=target/bench
-corpus=$dir/urls-10000000.txt
+corpus=$(corpus)
 mkdir -p "$dir/window"
-if [ ! -e "$corpus" ]; then
-    python3 scripts/gen-urls.py --lines 10000000 --seed 42 --min-words 3 --max-words 9 > "$corpus.tmp"
-    mv "$corpus.tmp" "$corpus"
-fi
 cargo build --release -q
 seen=$PWD/target/release/seen
 w=$dir/window
@@ -37,7 +34,6 @@ if [ ! -e "$w/steady.seen" ]; then
 fi
 now="@$((t0 + 8 * day))"
 cat "$corpus" > /dev/null
-t() { local s e; s=$(date +%s.%N); "$@" > /dev/null 2>&1; e=$(date +%s.%N); awk -v s="$s" -v e="$e" 'BEGIN {print e - s}'; }
 as=() bs=() cs=() ds=()
 for _ in $(seq 1 "$runs"); do
     rm -f "$w"/new.seen
@@ -51,9 +47,7 @@ for _ in $(seq 1 "$runs"); do
     ds+=("$(t "$seen" dedup -q -f "$w/d.seen" --now "$now" "$corpus")")
     rm -f "$w/d.seen"
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 a=$(median "${as[@]}") b=$(median "${bs[@]}") c=$(median "${cs[@]}") d=$(median "${ds[@]}")
-ratio() { awk -v x="$1" -v y="$2" 'BEGIN {printf "%.2f", x / y}'; }
 echo "dedup -f of $corpus, medians of $runs runs"
 echo "| run | s | vs A |"
 echo "|---|---:|---:|"
