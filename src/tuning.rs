@@ -15,6 +15,7 @@
 //! | `SEEN_NO_HUGEPAGE` | [`Tuning::huge_pages`] (off when set) |
 //! | `SEEN_PORTABLE` | [`Tuning::portable_kernels`] |
 //! | `SEEN_SCATTERED_ONLY` | [`Tuning::scattered_only`] |
+//! | `SEEN_HOLD` | [`Tuning::hold`] (`always` or `never`) |
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -40,6 +41,10 @@ pub struct Tuning {
     pub portable_kernels: bool,
     /// Size filters with scattered bit positions only (no sectored layouts).
     pub scattered_only: bool,
+    /// Whether `dedup -f` holds a filter file in memory in every commit
+    /// window (`Some(true)`) or in none (`Some(false)`), rather than in the
+    /// dense ones.
+    pub hold: Option<bool>,
 }
 
 impl Default for Tuning {
@@ -53,6 +58,7 @@ impl Default for Tuning {
             huge_pages: true,
             portable_kernels: false,
             scattered_only: false,
+            hold: None,
         }
     }
 }
@@ -83,6 +89,11 @@ impl Tuning {
             huge_pages: !set("SEEN_NO_HUGEPAGE"),
             portable_kernels: set("SEEN_PORTABLE"),
             scattered_only: set("SEEN_SCATTERED_ONLY"),
+            hold: match var("SEEN_HOLD").as_deref().map(str::trim) {
+                Some("always") => Some(true),
+                Some("never") => Some(false),
+                _ => None,
+            },
         }
     }
 }
@@ -116,6 +127,7 @@ mod tests {
             ("SEEN_PROGRESS_DELAY_MS", "250"),
             ("SEEN_NO_HUGEPAGE", ""),
             ("SEEN_PORTABLE", "1"),
+            ("SEEN_HOLD", "never"),
         ];
         let t = Tuning::from_lookup(|name| {
             vars.iter()
@@ -128,5 +140,10 @@ mod tests {
         assert_eq!(t.sample_min_bytes, Some(0), "0 samples every file");
         assert_eq!(t.progress_delay, Some(Duration::from_millis(250)));
         assert!(!t.huge_pages && t.portable_kernels && !t.scattered_only);
+        assert_eq!(t.hold, Some(false));
+        let hold =
+            |v: &str| Tuning::from_lookup(|n| (n == "SEEN_HOLD").then(|| v.to_string())).hold;
+        assert_eq!(hold("always"), Some(true));
+        assert_eq!(hold("sometimes"), None, "anything else: the default");
     }
 }

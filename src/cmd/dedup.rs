@@ -261,7 +261,9 @@ fn plan(a: DedupArgs, dups: Option<&DupsFile>) -> Result<Job> {
             let mut lines = None;
             let create = if !path.exists() {
                 if asked.capacity.is_none() {
-                    lines = counted(&sources, &opts)?;
+                    // A file that grows may be sized from a sample, as an
+                    // in-memory filter is: no pass over the input first.
+                    lines = measured(&sources, &opts, asked.may_sample())?.lines();
                 }
                 Some(NewFile {
                     spec: asked.spec(policy::for_new_file(lines)),

@@ -25,7 +25,7 @@ pub(super) enum Segment {
 
 /// Segments whose checksum must be (re)written, per layer.
 #[derive(Default)]
-pub(super) struct Stale(Vec<Vec<Segment>>);
+pub(super) struct Stale(Vec<Vec<Segment>>, bool);
 
 impl Stale {
     /// Makes room for `layers` layers; the segments of the ones not covered
@@ -36,6 +36,11 @@ impl Stale {
         for l in &layers[self.0.len().min(layers.len())..] {
             self.0.push(vec![state; l.segments() as usize]);
         }
+    }
+
+    /// Forgets the layers past the first `n` (cut from the file).
+    pub(super) fn truncate(&mut self, n: usize) {
+        self.0.truncate(n);
     }
 
     /// Marks every segment of every layer stale.
@@ -52,6 +57,24 @@ impl Stale {
         }
     }
 
+    /// Whether keys are not marked one by one ([`Stale::mark`]) because the
+    /// owner marks whole layers ([`Stale::layer`]).
+    pub(super) fn by_layer(&self) -> bool {
+        self.1
+    }
+
+    /// Sets [`Stale::by_layer`].
+    pub(super) fn set_by_layer(&mut self, on: bool) {
+        self.1 = on;
+    }
+
+    /// Marks every segment of layer `i` stale.
+    pub(super) fn layer(&mut self, i: usize) {
+        if let Some(v) = self.0.get_mut(i) {
+            v.fill(Segment::Stale);
+        }
+    }
+
     /// Marks the segment holding the key's blocks (one page, so one segment).
     pub(super) fn mark(&mut self, layer: usize, l: &LayerEntry, h: Hash128) {
         let block = l.layout.blocks(h)[0];
@@ -61,42 +84,121 @@ impl Stale {
         }
     }
 
-    /// Writes the checksums of `maps` that are not current into `file`.
+    /// Reads the stale segments of `maps` (copies of the layers held in
+    /// memory) back from `file`, undoing what changed them since they were
+    /// last written. They stay stale.
+    pub(super) fn read_back(
+        &self,
+        file: &File,
+        path: &Path,
+        header: &Header,
+        maps: &mut [MmapMut],
+    ) -> Result<()> {
+        for ((l, bits), states) in header.layers.iter().zip(maps).zip(&self.0) {
+            for (s, state) in states.iter().enumerate() {
+                if *state == Segment::Stale {
+                    let range = l.segment(s as u64);
+                    file.read_exact_at(&mut bits[range.clone()], l.offset + range.start as u64)
+                        .with_context(|| format!("cannot read {}", path.display()))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the checksums of `maps` that are not current into `file`;
+    /// with `back` (`maps` are copies of the layers held in memory), each
+    /// stale segment's bits first, while they are in the cache. Many
+    /// segments are done on two threads.
     pub(super) fn write(
         &mut self,
         file: &File,
         path: &Path,
         header: &Header,
         maps: &[MmapMut],
+        back: bool,
     ) -> Result<()> {
+        // Every segment to write back or sum, as (layer, segment, state).
+        let mut work = Vec::new();
+        for (i, (l, states)) in header.layers.iter().zip(&mut self.0).enumerate() {
+            for (s, state) in states.iter_mut().enumerate() {
+                let written = back && *state == Segment::Stale;
+                if written || (l.checksums != 0 && *state != Segment::Current) {
+                    work.push((i, s, *state));
+                }
+                if l.checksums == 0 {
+                    // Nothing else to write for a layer without checksums.
+                    *state = Segment::Current;
+                }
+            }
+        }
         // The checksum of zero bytes, by length (whole segments, and a
         // layer's shorter last one).
         let mut zero_sums: Vec<(usize, u64)> = Vec::new();
-        for ((l, bits), states) in header.layers.iter().zip(maps).zip(&mut self.0) {
-            if l.checksums == 0 {
-                continue;
+        for &(i, s, state) in &work {
+            let len = header.layers[i].segment(s as u64).len();
+            if state == Segment::Zero && !zero_sums.iter().any(|(n, _)| *n == len) {
+                zero_sums.push((len, format::segment_checksum(&vec![0u8; len])));
             }
-            for (s, state) in states.iter_mut().enumerate() {
-                let range = l.segment(s as u64);
-                let sum = match *state {
-                    Segment::Current => continue,
-                    Segment::Stale => format::segment_checksum(&bits[range]),
-                    Segment::Zero => {
-                        let len = range.len();
-                        match zero_sums.iter().find(|(n, _)| *n == len) {
-                            Some(&(_, sum)) => sum,
-                            None => {
-                                let sum = format::segment_checksum(&vec![0u8; len]);
-                                zero_sums.push((len, sum));
-                                sum
+        }
+        let one = |&(i, s, state): &(usize, usize, Segment)| -> std::io::Result<Option<u64>> {
+            let l = &header.layers[i];
+            let range = l.segment(s as u64);
+            let bits = &maps[i][range.clone()];
+            if back && state == Segment::Stale {
+                file.write_all_at(bits, l.offset + range.start as u64)?;
+            }
+            Ok((l.checksums != 0).then(|| match state {
+                Segment::Zero => zero_sums
+                    .iter()
+                    .find(|(n, _)| *n == range.len())
+                    .map_or(0, |z| z.1),
+                _ => format::segment_checksum(bits),
+            }))
+        };
+        let sums: Vec<std::io::Result<Option<u64>>> = if work.len() >= 8 {
+            let (a, b) = work.split_at(work.len() / 2);
+            std::thread::scope(|scope| {
+                let other = scope.spawn(|| b.iter().map(one).collect::<Vec<_>>());
+                let mut sums: Vec<_> = a.iter().map(one).collect();
+                match other.join() {
+                    Ok(rest) => sums.extend(rest),
+                    Err(_) => sums.push(Err(std::io::Error::other("a checksum thread panicked"))),
+                }
+                sums
+            })
+        } else {
+            work.iter().map(one).collect()
+        };
+        // The checksums, a table at a time.
+        let mut table: Vec<u8> = Vec::new();
+        let mut at = 0;
+        while at < work.len() {
+            let i = work[at].0;
+            let l = &header.layers[i];
+            let n = work[at..].iter().take_while(|w| w.0 == i).count();
+            let done = &sums[at..at + n];
+            if let Some(e) = done.iter().find_map(|r| r.as_ref().err()) {
+                return Err(std::io::Error::new(e.kind(), e.to_string()))
+                    .with_context(|| format!("cannot write {}", path.display()));
+            }
+            if l.checksums != 0 {
+                table.resize(8 * l.segments() as usize, 0);
+                file.read_exact_at(&mut table, l.checksums)
+                    .and_then(|()| {
+                        for (&(_, s, _), sum) in work[at..at + n].iter().zip(done) {
+                            if let Ok(Some(sum)) = sum {
+                                table[8 * s..8 * s + 8].copy_from_slice(&sum.to_le_bytes());
                             }
                         }
-                    }
-                };
-                file.write_all_at(&sum.to_le_bytes(), l.checksums + 8 * s as u64)
+                        file.write_all_at(&table, l.checksums)
+                    })
                     .with_context(|| format!("cannot write the checksums of {}", path.display()))?;
-                *state = Segment::Current;
             }
+            for &(_, s, _) in &work[at..at + n] {
+                self.0[i][s] = Segment::Current;
+            }
+            at += n;
         }
         Ok(())
     }

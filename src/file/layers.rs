@@ -145,7 +145,7 @@ pub(super) trait Room {
     ///
     /// # Errors
     /// When the header cannot be written.
-    fn reused(&mut self, header: &Header, map: &MmapMut) -> Result<()>;
+    fn reused(&mut self, header: &Header, layer: usize, map: &MmapMut) -> Result<()>;
 }
 
 /// Anonymous memory (the in-memory filter).
@@ -156,7 +156,7 @@ impl Room for Anon {
         super::memory::anon(header.layers.last().expect("a filter has a layer"))
     }
 
-    fn reused(&mut self, _: &Header, _: &MmapMut) -> Result<()> {
+    fn reused(&mut self, _: &Header, _: usize, _: &MmapMut) -> Result<()> {
         Ok(())
     }
 }
@@ -275,7 +275,7 @@ impl Layers {
                     let older = views(&self.header, maps, others);
                     let from = out.len();
                     let n = filter::insert_batch(&older, newest, &last.layout, batch, out);
-                    if let Some(stale) = &mut self.stale {
+                    if let Some(stale) = self.stale.as_mut().filter(|s| !s.by_layer()) {
                         for (h, seen) in batch.iter().zip(&out[from..]) {
                             if !seen {
                                 stale.mark(top, &last, *h);
@@ -286,7 +286,7 @@ impl Layers {
                 }
                 None => {
                     filter::set_batch(newest, &last.layout, batch);
-                    if let Some(stale) = &mut self.stale {
+                    if let Some(stale) = self.stale.as_mut().filter(|s| !s.by_layer()) {
                         for h in batch {
                             stale.mark(top, &last, *h);
                         }
@@ -437,7 +437,7 @@ impl Layers {
         }
         self.alarms = None;
         self.warned = 0;
-        room.reused(&self.header, &self.maps[j])
+        room.reused(&self.header, j, &self.maps[j])
             .with_context(|| format!("cannot start a new time slice in {}", self.name))
     }
 

@@ -68,13 +68,21 @@ pub(super) fn huge_pages_wanted() -> bool {
 /// maps it. Whatever lay past the old end (left by a run that crashed while
 /// growing) is cut off first, so the new layer starts all zero.
 pub(super) fn extend(file: &File, path: &Path, header: &Header) -> Result<MmapMut> {
+    grow(file, path, header)?;
+    let l = header.layers.last().expect("a filter has a layer");
+    map_write(file, path, l).inspect_err(|_| {
+        let _ = file.set_len(l.offset);
+    })
+}
+
+/// [`extend`] without the mapping: the file grows to hold the newest layer
+/// of `header`, all zero, its blocks reserved.
+pub(super) fn grow(file: &File, path: &Path, header: &Header) -> Result<()> {
     let l = header.layers.last().expect("a filter has a layer");
     let grown = file
         .set_len(l.offset)
         .and_then(|()| file.set_len(l.end()))
-        .and_then(|()| reserve(file, l.offset, l.end() - l.offset))
-        .map_err(anyhow::Error::from)
-        .and_then(|()| map_write(file, path, l));
+        .and_then(|()| reserve(file, l.offset, l.end() - l.offset));
     if grown.is_err() {
         // Back to the length the header describes, so the file stays valid.
         let _ = file.set_len(l.offset);

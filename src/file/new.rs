@@ -235,7 +235,13 @@ impl NewFilter {
     pub(crate) fn finish_over(mut self, replace: bool, unchanged: Option<&Header>) -> Result<()> {
         let l = &mut self.layers;
         if let Some(stale) = &mut l.stale {
-            stale.write(self.tmp.as_file(), self.tmp.path(), &l.header, &l.maps)?;
+            stale.write(
+                self.tmp.as_file(),
+                self.tmp.path(),
+                &l.header,
+                &l.maps,
+                false,
+            )?;
         }
         let h = &mut self.layers.header;
         if !self.keep_times {
@@ -320,6 +326,7 @@ impl Store for NewFilter {
             file: self.tmp.as_file(),
             path: self.tmp.path(),
             sync: false,
+            held: false,
         };
         self.layers.add(hashes, Some(out), &mut room)
     }

@@ -9,14 +9,15 @@ use super::format::{FLAG_DIRTY, Header, LayerEntry};
 use super::header::{now, open_checked, read_header, warn_dirty, write_header};
 use super::layers::{Layers, Room, hint_layer};
 use super::lock::lock;
-use super::map::{extend, map_write};
+use super::map::{extend, grow, map_write};
 use super::path::{dir_and_name, sweep_leftovers};
 use crate::filter;
 use crate::hash::Hash128;
 use crate::pipeline::Store;
 use anyhow::{Context, Result, bail};
+use memmap2::MmapMut;
 use std::fs::File;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 /// A filter file opened for writing under an exclusive lock. The dirty flag is
@@ -29,7 +30,24 @@ pub struct WriteFilter {
     pub(super) layers: Layers,
     /// Whether this process holds the exclusive lock now.
     locked: bool,
+    /// The layers are held in anonymous memory, copies of the file's, and
+    /// written back at each window's end ([`WriteFilter::stages`]); else
+    /// they are the file's, mapped.
+    held: bool,
+    /// Keys were staged in this window and are not recorded yet.
+    staged: bool,
+    /// The layers as this window found them (to unstage it).
+    window_layers: Vec<LayerEntry>,
 }
+
+/// A dense window is judged in memory ([`WriteFilter::stages`]) when the
+/// filter's layers take at most this many bytes per key judged new in the
+/// window before: about what a key costs to look up in a file mapping,
+/// hold in the pending set and record again, in bytes written back.
+const HOLD_BYTES_PER_KEY: u64 = 256;
+
+/// Keys assumed for the first window of a run whose expected keys are known.
+const FIRST_WINDOW_KEYS: u64 = 1 << 20;
 
 impl WriteFilter {
     /// Opens, locks (exclusive) and validates a filter file, then marks it dirty.
@@ -60,6 +78,9 @@ impl WriteFilter {
                 expected,
             },
             locked: true,
+            held: false,
+            staged: false,
+            window_layers: Vec::new(),
         };
         w.adopt(header)?;
         w.mark_dirty()?;
@@ -79,6 +100,18 @@ impl WriteFilter {
                 .with_context(|| format!("cannot truncate {}", path.display()))?;
         }
         let mapped = self.layers.maps.len();
+        // Held copies are stale once another process has committed.
+        let changed = {
+            let mine = &self.layers.header;
+            header.is_dirty()
+                || header.updated != mine.updated
+                || header.layers.len() != mine.layers.len()
+                || header
+                    .layers
+                    .iter()
+                    .zip(&mine.layers)
+                    .any(|(a, b)| a.inserts != b.inserts || a.slice != b.slice)
+        };
         // The layers already mapped must be where and what they were (only
         // their counters move).
         let moved = |(mine, theirs): (&LayerEntry, &LayerEntry)| {
@@ -101,9 +134,21 @@ impl WriteFilter {
                 path.display()
             );
         }
+        if self.held && changed {
+            for (l, map) in header.layers.iter().zip(&mut self.layers.maps) {
+                read_layer(&self.file, path, l, map)?;
+            }
+        }
         for l in &header.layers[mapped..] {
-            let map = map_write(&self.file, path, l)?;
-            hint_layer(&header, self.layers.expected, self.layers.maps.len(), &map);
+            let map = if self.held {
+                let mut map = super::memory::anon(l)?;
+                read_layer(&self.file, path, l, &mut map)?;
+                map
+            } else {
+                let map = map_write(&self.file, path, l)?;
+                hint_layer(&header, self.layers.expected, self.layers.maps.len(), &map);
+                map
+            };
             self.layers.maps.push(map);
         }
         let stale = self.layers.stale.get_or_insert_default();
@@ -173,12 +218,21 @@ impl WriteFilter {
     fn write_clean(&mut self) -> Result<()> {
         let l = &mut self.layers;
         if let Some(stale) = &mut l.stale {
-            stale.write(&self.file, &self.path, &l.header, &l.maps)?;
+            if self.held {
+                mark_changed(stale, &self.window_layers, &l.header);
+            }
+            stale.write(&self.file, &self.path, &l.header, &l.maps, self.held)?;
         }
+        self.window_layers.clone_from(&l.header.layers);
+        self.staged = false;
         let h = &mut self.layers.header;
         h.flags &= !FLAG_DIRTY;
         h.updated = now();
-        write_header(&self.file, &self.path, h)
+        write_header(&self.file, &self.path, h)?;
+        if self.held {
+            start_writeback(&self.file);
+        }
+        Ok(())
     }
 
     /// Path it was opened from.
@@ -197,8 +251,55 @@ impl WriteFilter {
             file: &self.file,
             path: &self.path,
             sync: true,
+            held: self.held,
         };
         self.layers.add(hashes, out, &mut room)
+    }
+
+    /// Holds the layers in anonymous memory, read from the file (nothing is
+    /// unrecorded: called between windows). Returns `false`, leaving the
+    /// file's mappings, when the memory cannot be had.
+    fn hold(&mut self) -> Result<bool> {
+        let mut copies = Vec::with_capacity(self.layers.maps.len());
+        for l in &self.layers.header.layers {
+            let Ok(mut map) = super::memory::anon(l) else {
+                return Ok(false);
+            };
+            read_layer(&self.file, &self.path, l, &mut map)?;
+            copies.push(map);
+        }
+        self.layers.maps = copies;
+        self.held = true;
+        self.layers.stale.get_or_insert_default().set_by_layer(true);
+        Ok(true)
+    }
+
+    /// Maps the file's layers again instead of holding copies (the copies
+    /// were written back: called between windows).
+    fn unhold(&mut self) -> Result<()> {
+        let mut maps = Vec::with_capacity(self.layers.maps.len());
+        for (i, l) in self.layers.header.layers.iter().enumerate() {
+            let map = map_write(&self.file, &self.path, l)?;
+            hint_layer(&self.layers.header, self.layers.expected, i, &map);
+            maps.push(map);
+        }
+        self.layers.maps = maps;
+        self.held = false;
+        self.layers
+            .stale
+            .get_or_insert_default()
+            .set_by_layer(false);
+        Ok(())
+    }
+
+    /// Bytes of all layers.
+    fn layer_bytes(&self) -> u64 {
+        self.layers
+            .header
+            .layers
+            .iter()
+            .map(|l| l.layout.bytes())
+            .sum()
     }
 
     /// Writes every changed bit to disk, then a clean header with updated counters.
@@ -207,7 +308,12 @@ impl WriteFilter {
     /// When the data or header cannot be written back (disk full, I/O error).
     pub(crate) fn commit(&mut self) -> Result<()> {
         self.relock()?;
-        for m in &self.layers.maps {
+        if self.staged {
+            // A window the pipeline could not close: what it staged was not
+            // all written out, so none of it is recorded.
+            self.unstage()?;
+        }
+        for m in self.layers.maps.iter().filter(|_| !self.held) {
             m.flush()
                 .with_context(|| format!("cannot write {} back to disk", self.path.display()))?;
         }
@@ -218,6 +324,63 @@ impl WriteFilter {
     }
 }
 
+/// Starts writing the file's changed pages to disk without waiting, so that
+/// the sync at the end of the run finds little left to write (a held filter
+/// writes all its segments back at every window's end). Only a hint.
+fn start_writeback(file: &File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a plain system call on a descriptor we own; it reads no memory.
+    unsafe {
+        libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
+    }
+}
+
+/// Marks stale every segment of the layers that took keys since the window
+/// began (`was`: the layers then), in place of a mark per key: a window is
+/// held only when dense, with thousands of keys per 1 MiB segment.
+fn mark_changed(stale: &mut Stale, was: &[LayerEntry], now: &Header) {
+    for (i, l) in now.layers.iter().enumerate() {
+        if was
+            .get(i)
+            .is_none_or(|w| w.inserts != l.inserts || w.slice != l.slice)
+        {
+            stale.layer(i);
+        }
+    }
+}
+
+/// Reads layer `l` of `file` into `map` (a copy held in memory), but for
+/// the holes the file system reports (a new layer's blocks are reserved, not
+/// written): those are zero in the copy, and the pages stay untouched.
+fn read_layer(file: &File, path: &Path, l: &LayerEntry, map: &mut MmapMut) -> Result<()> {
+    use rustix::fs::{SeekFrom, seek};
+    let end = l.offset + map.len() as u64;
+    let mut at = l.offset;
+    let read = |at: u64, to: u64, map: &mut MmapMut| {
+        let range = (at - l.offset) as usize..(to - l.offset) as usize;
+        file.read_exact_at(&mut map[range], at)
+    };
+    while at < end {
+        // Where the next data starts, and where it ends; a file system that
+        // cannot say has it all data.
+        let data = match seek(file, SeekFrom::Data(at)) {
+            Ok(d) => d,
+            Err(rustix::io::Errno::NXIO) => break,
+            Err(_) => at,
+        };
+        if data >= end {
+            break;
+        }
+        let hole = match seek(file, SeekFrom::Hole(data)) {
+            Ok(h) if h > data => h.min(end),
+            _ => end,
+        };
+        read(data, hole, map).with_context(|| format!("cannot read {}", path.display()))?;
+        at = hole;
+    }
+    Ok(())
+}
+
 /// The end of a filter file, where its layers grow, and its header.
 pub(super) struct FileRoom<'a> {
     pub(super) file: &'a File,
@@ -225,18 +388,31 @@ pub(super) struct FileRoom<'a> {
     /// Sync the header that names a reused layer before lines go in (a file
     /// other processes read; a new file is not at its path yet).
     pub(super) sync: bool,
+    /// The layers are copies held in anonymous memory
+    /// ([`WriteFilter::stages`]): a new one is too, and a reused one is
+    /// written to the file.
+    pub(super) held: bool,
 }
 
 impl Room for FileRoom<'_> {
-    fn extend(&mut self, header: &Header) -> Result<memmap2::MmapMut> {
-        let map = extend(self.file, self.path, header)?;
+    fn extend(&mut self, header: &Header) -> Result<MmapMut> {
+        let map = if self.held {
+            grow(self.file, self.path, header)?;
+            super::memory::anon(header.layers.last().expect("a filter has a layer"))?
+        } else {
+            extend(self.file, self.path, header)?
+        };
         // The file names its new layer from now on (still dirty).
         write_header(self.file, self.path, header)?;
         Ok(map)
     }
 
-    fn reused(&mut self, header: &Header, map: &memmap2::MmapMut) -> Result<()> {
-        if self.sync {
+    fn reused(&mut self, header: &Header, layer: usize, map: &MmapMut) -> Result<()> {
+        if self.held {
+            self.file
+                .write_all_at(map, header.layers[layer].offset)
+                .with_context(|| format!("cannot write {}", self.path.display()))?;
+        } else if self.sync {
             map.flush()
                 .with_context(|| format!("cannot write {} back to disk", self.path.display()))?;
         }
@@ -272,6 +448,70 @@ impl Store for WriteFilter {
             self.relock()?;
             self.mark_dirty()?;
         }
+        Ok(())
+    }
+
+    /// A window is held in memory when the layers take at most
+    /// [`HOLD_BYTES_PER_KEY`] bytes per key the last window judged new (for
+    /// the first, the keys expected, up to [`FIRST_WINDOW_KEYS`]): one
+    /// test-and-set in anonymous memory (2 MiB pages) per key, then the
+    /// changed 1 MiB segments written back at the window's end, instead of
+    /// a lookup, the pipeline's pending set and a second pass to record.
+    /// Sparse windows keep the file mapped (a few keys in a large filter
+    /// would otherwise read and write all of it).
+    fn stages(&mut self, last_window: u64) -> Result<bool> {
+        let keys = match last_window {
+            0 => self.layers.expected.unwrap_or(0).min(FIRST_WINDOW_KEYS),
+            n => n,
+        };
+        let dense = crate::tuning::get()
+            .hold
+            .unwrap_or(self.layer_bytes() <= keys.saturating_mul(HOLD_BYTES_PER_KEY));
+        if dense && !self.held {
+            self.hold()?;
+        } else if !dense && self.held {
+            self.unhold()?;
+        }
+        self.window_layers.clone_from(&self.layers.header.layers);
+        Ok(self.held)
+    }
+
+    fn stage_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
+        self.staged = true;
+        self.add(hashes, Some(out))
+    }
+
+    /// Also drops the layers the window added (the file is cut back to the
+    /// layers it had), so that the keys recorded next go where they would
+    /// have gone had the window never been staged.
+    fn unstage(&mut self) -> Result<()> {
+        let l = &mut self.layers;
+        let kept = self.window_layers.len();
+        if l.header.layers.len() > kept {
+            l.header.layers.truncate(kept);
+            l.maps.truncate(kept);
+            if let Some(stale) = &mut l.stale {
+                stale.truncate(kept);
+            }
+            write_header(&self.file, &self.path, &l.header)?;
+            self.file
+                .set_len(l.header.file_len())
+                .with_context(|| format!("cannot truncate {}", self.path.display()))?;
+        }
+        if let Some(stale) = &mut l.stale {
+            mark_changed(stale, &self.window_layers, &l.header);
+            stale.read_back(&self.file, &self.path, &l.header, &mut l.maps)?;
+        }
+        for (layer, was) in l.header.layers.iter_mut().zip(&self.window_layers) {
+            // A layer started anew for a time slice in this window is all
+            // zero (in the file too).
+            layer.inserts = if was.slice == layer.slice {
+                was.inserts
+            } else {
+                0
+            };
+        }
+        self.staged = false;
         Ok(())
     }
 

@@ -312,4 +312,16 @@ impl Store for Opened {
     fn end_window(&mut self) -> Result<()> {
         self.store_mut().end_window()
     }
+
+    fn stages(&mut self, last_window: u64) -> Result<bool> {
+        self.store_mut().stages(last_window)
+    }
+
+    fn stage_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
+        self.store_mut().stage_batch(hashes, out)
+    }
+
+    fn unstage(&mut self) -> Result<()> {
+        self.store_mut().unstage()
+    }
 }

@@ -2,6 +2,12 @@
 //! judge a chunk against the store and the keys judged new but not yet
 //! recorded, let the writer hand it to the kernel, then record its new keys,
 //! window by window. A line is never recorded before it is printed.
+//!
+//! A store that stages ([`Store::stages`]) judges a window's keys by a
+//! test-and-set in its own memory instead, and records them all at the
+//! window's end, once every chunk judged in it was written; when one was not
+//! (the sink stopped or failed), the window is unstaged and only the keys
+//! written are recorded.
 
 use super::{Chunk, Commit, Store};
 use crate::hash::Hash128;
@@ -52,6 +58,10 @@ const PRUNE_AT: usize = 1 << 17;
 /// about 40 MiB (plus one chunk's keys) instead of growing with the input.
 pub const MAX_PENDING_KEYS: usize = 1 << 19;
 
+/// Keys judged new a staged window may hold before it ends: they are kept (16
+/// bytes each) only in case the window must be unstaged, so 16 MiB.
+const MAX_STAGED_KEYS: usize = 1 << 20;
+
 fn pending_key(h: Hash128) -> (u64, u64) {
     (h.lo, h.hi)
 }
@@ -69,8 +79,19 @@ pub(super) struct Deferred {
     written: u64,
     /// Chunks whose new keys are all recorded (a prefix of the written ones).
     recorded: u64,
-    /// Judged new and written out, in input order: recorded at the window's end.
+    /// Judged new and written out, in input order: recorded at the window's
+    /// end (when staging: only if the window is unstaged).
     acked: Vec<Hash128>,
+    /// This window's keys are staged in the store ([`Store::stages`]).
+    staging: bool,
+    /// A chunk of this window was written only in part (the sink stopped).
+    partial: bool,
+    /// Keys judged new in this window, and in the one before.
+    window_new: u64,
+    last_window_new: u64,
+    /// Windows ended, and those staged.
+    pub(super) windows: u64,
+    pub(super) staged_windows: u64,
     pub(super) window_open: bool,
     pub(super) window_lines: u64,
     window_start: Instant,
@@ -86,6 +107,12 @@ impl Deferred {
             written: 0,
             recorded: 0,
             acked: Vec::new(),
+            staging: false,
+            partial: false,
+            window_new: 0,
+            last_window_new: 0,
+            windows: 0,
+            staged_windows: 0,
             window_open: false,
             window_lines: 0,
             window_start: Instant::now(),
@@ -105,6 +132,9 @@ impl Deferred {
     /// nothing is judged then.
     pub(super) fn judge<B: Store>(&mut self, filter: &mut B, chunk: &mut Chunk) -> Result<u64> {
         chunk.new_keys.clear();
+        if self.staging {
+            return self.stage(filter, chunk);
+        }
         // Room for the keys the filter does not hold, before any is judged.
         let mut absent = 0;
         for p in &mut chunk.pieces[..chunk.used] {
@@ -136,16 +166,38 @@ impl Deferred {
                 }
             }
         }
+        self.window_new += new;
         Ok(new)
     }
 
-    /// Opens a window if none is open: the filter's lock, then a fresh count.
+    /// [`Deferred::judge`] in a staged window: the store's test-and-set.
+    fn stage<B: Store>(&mut self, filter: &mut B, chunk: &mut Chunk) -> Result<u64> {
+        let records = chunk.records() as usize;
+        crate::memory::reserve(&mut chunk.new_keys, records, "a chunk's new keys")?;
+        // Counted first: a chunk that fails half staged is not written, so
+        // the window is unstaged.
+        self.judged += 1;
+        let mut new = 0;
+        for p in &mut chunk.pieces[..chunk.used] {
+            new += filter.stage_batch(&p.hashes, &mut p.verdicts)?;
+            let keys = p.hashes.iter().zip(&p.verdicts);
+            chunk
+                .new_keys
+                .extend(keys.filter(|(_, seen)| !**seen).map(|(h, _)| *h));
+        }
+        self.window_new += new;
+        Ok(new)
+    }
+
+    /// Opens a window if none is open: the filter's lock, then a fresh count,
+    /// and whether the store stages this window's keys.
     pub(super) fn begin<B: Store>(&mut self, filter: &mut B) -> Result<()> {
         if !self.window_open {
             filter.begin_window()?;
             self.window_open = true;
             self.window_lines = 0;
             self.window_start = Instant::now();
+            self.staging = filter.stages(self.last_window_new)?;
         }
         Ok(())
     }
@@ -157,6 +209,7 @@ impl Deferred {
             || self.window_lines >= self.commit.lines
             || self.window_start.elapsed() >= self.commit.every
             || self.pending.len() >= MAX_PENDING_KEYS
+            || self.acked.len() >= MAX_STAGED_KEYS
     }
 
     /// Takes the writer's acknowledgements waiting now, or with `wait` every
@@ -175,7 +228,10 @@ impl Deferred {
                 acks.try_recv().ok()
             };
             match keys {
-                Some((keys, _)) => self.written(filter, keys)?,
+                Some((keys, stopped_at)) => {
+                    self.partial |= stopped_at.is_some();
+                    self.written(filter, keys)?;
+                }
                 None => return Ok(self.in_flight() == 0),
             }
         }
@@ -185,7 +241,7 @@ impl Deferred {
     /// the output must be synced first, they are recorded at once (so the
     /// pending set stays a few chunks small).
     fn written<B: Store>(&mut self, filter: &mut B, keys: Vec<Hash128>) -> Result<()> {
-        if !self.commit.sync.is_empty() {
+        if !self.commit.sync.is_empty() || self.staging {
             crate::memory::reserve(
                 &mut self.acked,
                 keys.len(),
@@ -216,7 +272,9 @@ impl Deferred {
     }
 
     /// Records what has been written (after syncing the output when asked)
-    /// and ends the window.
+    /// and ends the window. A staged window is recorded whole by the store
+    /// when every chunk judged in it was written whole; otherwise it is
+    /// unstaged and the keys written are recorded.
     pub(super) fn commit<B: Store>(&mut self, filter: &mut B) -> Result<()> {
         if !self.acked.is_empty() {
             for (file, name) in &self.commit.sync {
@@ -224,12 +282,22 @@ impl Deferred {
                     .map_err(std::io::Error::from)
                     .with_context(|| format!("cannot sync {name} before recording its lines"))?;
             }
-            let acked = std::mem::take(&mut self.acked);
-            filter.record_batch(&acked)?;
         }
+        if self.staging && (self.written < self.judged || self.partial) {
+            filter.unstage()?;
+            filter.record_batch(&self.acked)?;
+        } else if !self.staging && !self.acked.is_empty() {
+            filter.record_batch(&self.acked)?;
+        }
+        self.acked.clear();
         self.recorded = self.written;
         self.tidy();
+        self.windows += 1;
+        self.staged_windows += u64::from(self.staging);
         self.window_open = false;
+        self.staging = false;
+        self.partial = false;
+        self.last_window_new = std::mem::take(&mut self.window_new);
         filter.end_window()
     }
 }

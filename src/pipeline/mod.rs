@@ -101,6 +101,11 @@ pub struct Counts {
     pub missing_field: u64,
     /// Keys that were not absolute URLs (`--url`): hashed as they were.
     pub not_url: u64,
+    /// Commit windows ended ([`Mode::Deferred`]).
+    pub windows: u64,
+    /// Of those, the windows whose keys the store staged in memory
+    /// ([`Store::stages`]).
+    pub staged_windows: u64,
 }
 
 /// Whether the filter stage inserts or only looks up.

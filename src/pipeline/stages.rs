@@ -374,6 +374,8 @@ impl<'f, B: Store> Inserter<'f, B> {
         } else {
             Ok(())
         };
+        self.counts.windows = d.windows;
+        self.counts.staged_windows = d.staged_windows;
         drained.and(committed)
     }
 }

@@ -78,11 +78,48 @@ pub trait Store {
         Ok(())
     }
 
-    /// Ends a commit window: counters written, lock released.
+    /// Ends a commit window: counters written, lock released; a store that
+    /// staged the window's keys ([`Store::stage_batch`]) records them now.
     ///
     /// # Errors
     /// When the header cannot be written.
     fn end_window(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    /// Whether the commit window just begun judges its keys in the store's
+    /// own memory ([`Store::stage_batch`]), recorded all at once by
+    /// [`Store::end_window`], rather than by a lookup, the pipeline's set of
+    /// keys judged new, and [`Store::record_batch`] once their chunk is
+    /// written. Asked after every [`Store::begin_window`], when nothing is
+    /// unrecorded, with the keys the previous window judged new (0 for the
+    /// first): the store may change how it holds its bits then.
+    ///
+    /// # Errors
+    /// When the store cannot change how it holds its bits.
+    fn stages(&mut self, last_window: u64) -> anyhow::Result<bool> {
+        let _ = last_window;
+        Ok(false)
+    }
+
+    /// A test-and-set as [`Store::insert_batch`] whose keys are not recorded
+    /// before [`Store::end_window`], and not at all if [`Store::unstage`]
+    /// comes first. Only called in a window for which [`Store::stages`]
+    /// said yes.
+    ///
+    /// # Errors
+    /// As [`Store::insert_batch`], and always for a store that does not stage.
+    fn stage_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> anyhow::Result<u64> {
+        let _ = (hashes, out);
+        anyhow::bail!("this store cannot stage keys")
+    }
+
+    /// Drops every key staged in this window (some of their lines were not
+    /// written): the store is as the window found it, but for layers it grew.
+    ///
+    /// # Errors
+    /// When the store's recorded bits cannot be read back.
+    fn unstage(&mut self) -> anyhow::Result<()> {
         Ok(())
     }
 }

@@ -48,15 +48,12 @@ fn lines_of(out: &[u8]) -> Vec<Vec<u8>> {
         .collect()
 }
 
-fn run_killed(dir: &Path, args: &[&str], kill_after: usize) -> (Vec<u8>, bool) {
-    run_killed_env(dir, &[], args, kill_after)
-}
-
 /// Invariant 3: SIGKILL at any moment never loses a line. Each trial feeds the
 /// same input to `dedup -f` runs killed after a random number of output bytes,
 /// then one run to completion; together they must print every distinct line
 /// (false positives aside: at p = 1e-9 the budget is 0) and no run prints a
-/// line twice.
+/// line twice. Trials alternate between holding the filter in memory for
+/// every window and keeping it mapped (`SEEN_HOLD`).
 #[test]
 fn sigkill_at_random_moments_loses_no_line() {
     let trials = env_count("SEEN_KILL_TRIALS", 16);
@@ -71,14 +68,16 @@ fn sigkill_at_random_moments_loses_no_line() {
     let budget = (expected_fp + 3.0 * expected_fp.sqrt()).floor() as usize;
     let (mut kills, mut lost_total, mut reemitted) = (0u64, 0usize, 0usize);
     for trial in 0..trials {
+        let hold = [("SEEN_HOLD", if trial % 2 == 0 { "always" } else { "never" })];
         let d = tmp();
         write(&d, "in.txt", &data);
         let mut printed: Vec<Vec<u8>> = Vec::new();
         for _ in 0..3 {
             // Anywhere from the first byte to past the end of the output.
             let at = rng.below(total_out as u64 * 11 / 10) as usize;
-            let (out, killed) = run_killed(
+            let (out, killed) = run_killed_env(
                 d.path(),
+                &hold,
                 &[
                     "dedup",
                     "-p",
@@ -106,8 +105,9 @@ fn sigkill_at_random_moments_loses_no_line() {
             );
             printed.extend(run);
         }
-        let (out, _) = run_killed(
+        let (out, _) = run_killed_env(
             d.path(),
+            &hold,
             &["dedup", "-f", "f.seen", "in.txt"],
             usize::MAX >> 1,
         );

@@ -1523,12 +1523,16 @@ fn json_outputs_match_their_documented_schemas() {
     };
     let d = tmp();
     let data = text(&["http://A.com/x,1", "b", "http://a.com/x#y,2", "c,3"]);
-    // dedup with every optional member: -k (missing_field), --url (not_url)
-    // and --dups-out (dups_written).
+    // dedup with every optional member: -k (missing_field), --url (not_url),
+    // --dups-out (dups_written) and -f (commit_windows, held_windows).
     let r = seen_io(
         d.path(),
         [
             "dedup",
+            "-n",
+            "1k",
+            "-f",
+            "d.seen",
             "-k",
             "1",
             "-t",
@@ -1564,8 +1568,14 @@ fn json_outputs_match_their_documented_schemas() {
     );
     r.code(0);
     let mut built = summary.clone();
-    built.remove("lines_written");
-    built.remove("dups_written");
+    for dedup_only in [
+        "lines_written",
+        "dups_written",
+        "commit_windows",
+        "held_windows",
+    ] {
+        built.remove(dedup_only);
+    }
     assert_eq!(members(&r.stderr_json()), built, "build summary vs docs");
     // query: a non-UTF-8 item (item_hex) through key options (key).
     write(&d, "items.txt", b"http://a.com/x,9\n\xff\n");

@@ -21,6 +21,7 @@ mod edges;
 mod filter_stats;
 mod generated;
 mod growth;
+mod held;
 mod hostile;
 mod keys;
 mod long_lines;

@@ -85,6 +85,17 @@ pub enum Measured {
     Unknown,
 }
 
+impl Measured {
+    /// The records to size for: those counted, or the estimate plus 5 %.
+    pub fn lines(self) -> Option<u64> {
+        match self {
+            Measured::Counted(n) => Some(n),
+            Measured::Estimated(n) => Some(n + n / 20),
+            Measured::Unknown => None,
+        }
+    }
+}
+
 /// The layers of a new in-memory filter: its spec, and a first layer other
 /// than the spec's own when it is sized from the input.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -110,11 +121,7 @@ pub struct Layers {
 /// # Errors
 /// When the first layer cannot be sized.
 pub fn in_memory(asked: &Asked, measured: Measured) -> Result<Layers, SizingError> {
-    let capacity = match measured {
-        Measured::Counted(n) => n,
-        Measured::Estimated(n) => n + n / 20,
-        Measured::Unknown => DEFAULT_CAPACITY,
-    };
+    let capacity = measured.lines().unwrap_or(DEFAULT_CAPACITY);
     let spec = asked.spec(capacity);
     // A window's capacity is lines per window, which the input's size does
     // not tell.
@@ -179,7 +186,8 @@ pub fn printed_repeats(fpp: f64) -> Spec {
 }
 
 /// The capacity of a filter file that `dedup -f` creates when it is missing:
-/// the input's lines when they were counted, but at least
+/// the input's lines when they were counted or estimated
+/// ([`Measured::lines`]), but at least
 /// [`DEFAULT_CAPACITY`] (a filter file remembers across runs: the first run's
 /// input is rarely all it will hold).
 pub fn for_new_file(counted: Option<u64>) -> u64 {
