@@ -1194,7 +1194,8 @@ fn dedup_summary_json_members() {
     );
     r.stdout(b"b,1\nHTTP://X.COM,9\n");
     assert_eq!(r.stderr_json()["lines_written"], 2);
-    // With -f on an existing filter: the same members.
+    // With -f on an existing filter: the same members, and the commit
+    // windows (one, for 3 lines).
     let d = people_filter();
     let r = seen_io(
         d.path(),
@@ -1204,9 +1205,11 @@ fn dedup_summary_json_members() {
     r.code(0).stdout(b"y,zed\n");
     let s = r.stderr_json();
     check_summary(&s);
-    let want: Vec<&str> = base.iter().copied().chain(["missing_field"]).collect();
+    let windows = ["missing_field", "commit_windows", "held_windows"];
+    let want: Vec<&str> = base.iter().copied().chain(windows).collect();
     assert_eq!(members(&s), set(&want), "{s}");
     assert_eq!(s["missing_field"], 1, "{s}");
+    assert_eq!(s["commit_windows"], 1, "{s}");
     assert_eq!(s["keys"], "field 2 (','-separated)", "{s}");
 }
 
