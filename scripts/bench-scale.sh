@@ -15,8 +15,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scales=("$@")
 [ ${#scales[@]} -gt 0 ] || scales=(10000000 100000000 1000000000)
-cargo build --release -q --example gen-lines
-cargo build --release -q
+# One build of both (a build of the example alone unifies other features and
+# would rebuild the binary).
+cargo build --release -q --bin seen --example gen-lines
 seen=$PWD/target/release/seen
 gen=$PWD/target/release/examples/gen-lines
 dir=${SCALE_DIR:-target/bench/scale}

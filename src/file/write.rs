@@ -260,12 +260,23 @@ impl WriteFilter {
     /// unrecorded: called between windows). Returns `false`, leaving the
     /// file's mappings, when the memory cannot be had.
     fn hold(&mut self) -> Result<bool> {
-        let mut copies = Vec::with_capacity(self.layers.maps.len());
-        for l in &self.layers.header.layers {
+        // The file's mappings go first, so that the copies do not come on
+        // top of the pages they brought in: memory stays the filter's size.
+        self.layers.maps.clear();
+        let layers = self.layers.header.layers.clone();
+        let mut copies = Vec::with_capacity(layers.len());
+        for l in &layers {
+            // Either way out, the file is mapped again, as before.
             let Ok(mut map) = super::memory::anon(l) else {
+                drop(copies);
+                self.unhold()?;
                 return Ok(false);
             };
-            read_layer(&self.file, &self.path, l, &mut map)?;
+            if let Err(e) = read_layer(&self.file, &self.path, l, &mut map) {
+                drop(copies);
+                self.unhold()?;
+                return Err(e);
+            }
             copies.push(map);
         }
         self.layers.maps = copies;

@@ -10,6 +10,7 @@ use anyhow::{Context, Result, anyhow};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender, channel, sync_channel};
 use std::thread::{JoinHandle, Scope, ScopedJoinHandle};
+use std::time::Duration;
 
 /// Stage 1: reads chunks of whole records and hashes them, on a thread of its
 /// own, splitting a large chunk into pieces hashed on a rayon pool.
@@ -90,7 +91,12 @@ impl ReaderStage {
 
     /// The next chunk, waiting at most [`SIGNAL_POLL`] for it.
     pub(super) fn next(&self) -> Next {
-        match self.chunks.recv_timeout(SIGNAL_POLL) {
+        self.next_within(SIGNAL_POLL)
+    }
+
+    /// [`ReaderStage::next`], waiting at most `wait`.
+    pub(super) fn next_within(&self, wait: Duration) -> Next {
+        match self.chunks.recv_timeout(wait) {
             Ok(msg) => Next::Chunk(msg),
             Err(RecvTimeoutError::Timeout) => Next::Wait,
             Err(RecvTimeoutError::Disconnected) => Next::End,
@@ -196,6 +202,13 @@ impl<'scope> WriterStage<'scope> {
 /// that it wrote (deferred mode), and where the sink stopped, if it did.
 pub(super) type Ack = (Vec<Hash128>, Option<usize>);
 
+/// How long a drained pipe must stay empty before the input counts as
+/// paused and a commit window ends there: a producer about as fast as `seen`
+/// drains its pipe many times a second without pausing, and a window per
+/// drain would cost a commit each (checksums over the layers' changed
+/// segments), hundreds a second.
+const PAUSE: Duration = Duration::from_millis(20);
+
 /// Why the inserter stopped taking chunks.
 pub(super) enum Stop {
     /// The input ended.
@@ -261,6 +274,9 @@ impl<'f, B: Store> Inserter<'f, B> {
         writer: &WriterStage,
         stopped: &AtomicBool,
     ) -> Stop {
+        // The last chunk ended where a pipe was drained: the input may be
+        // pausing.
+        let mut drained = false;
         loop {
             if crate::signals::received() != 0 {
                 return Stop::Signalled;
@@ -268,9 +284,25 @@ impl<'f, B: Store> Inserter<'f, B> {
             if stopped.load(Ordering::Relaxed) {
                 return Stop::WriterStopped;
             }
-            let mut chunk = match reader.next() {
+            let next = if drained {
+                reader.next_within(PAUSE)
+            } else {
+                reader.next()
+            };
+            let mut chunk = match next {
                 Next::Chunk(Ok(chunk)) => chunk,
                 Next::Chunk(Err(e)) => return Stop::InputFailed(e),
+                Next::Wait if drained => {
+                    // Nothing for PAUSE after a drained pipe: the input has
+                    // paused, and the window ends (a waiting stream holds
+                    // no lock).
+                    drained = false;
+                    match self.commit_if_due(true) {
+                        Ok(true) => continue,
+                        Ok(false) => return Stop::WriterStopped,
+                        Err(e) => return Stop::Failed(e),
+                    }
+                }
                 Next::Wait => continue,
                 Next::End => return Stop::Ended,
             };
@@ -282,11 +314,11 @@ impl<'f, B: Store> Inserter<'f, B> {
                 self.counts.not_url += p.not_url;
             }
             crate::progress::advance(chunk.len as u64, chunk.records());
-            let pause = chunk.flush;
+            drained = chunk.flush;
             if !writer.send(chunk) {
                 return Stop::WriterStopped;
             }
-            match self.commit_if_due(pause) {
+            match self.commit_if_due(false) {
                 Ok(true) => {}
                 Ok(false) => return Stop::WriterStopped,
                 Err(e) => return Stop::Failed(e),
