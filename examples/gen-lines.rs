@@ -23,7 +23,8 @@ fn mix(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Appends `n` in decimal.
+/// Appends `n` in decimal (by hand: `write!` made the whole generator 1.7x
+/// slower, and it must outrun `seen`).
 fn decimal(out: &mut Vec<u8>, mut n: u64) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();

@@ -253,6 +253,39 @@ impl Run {
     }
 }
 
+/// Writers sharing the filter file `f.seen` in `dir`: one `seen dedup
+/// --commit-every 2k -f f.seen IN<p>.txt` per input name `in<p>.txt`, all at
+/// once, small chunks (so windows end often), with the variables `env` set.
+/// Every output is read as it comes (a process blocked on a full pipe holds
+/// the lock for its window, as it must: its judged lines are not recorded
+/// yet). Returns the lines each printed, all of them having exited 0.
+pub fn concurrent_writers(dir: &Path, env: &[(&str, &str)], inputs: &[String]) -> Vec<Vec<u8>> {
+    let children: Vec<_> = inputs
+        .iter()
+        .map(|input| {
+            command(dir)
+                .env("SEEN_CHUNK_BYTES", "8192")
+                .envs(env.iter().copied())
+                .args(["dedup", "--commit-every", "2k", "-f", "f.seen", input])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let readers: Vec<_> = children
+        .into_iter()
+        .map(|c| std::thread::spawn(move || c.wait_with_output().unwrap()))
+        .collect();
+    let mut printed = Vec::new();
+    for r in readers {
+        let o = r.join().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        printed.extend(records(&o.stdout, b'\n').into_iter().map(<[u8]>::to_vec));
+    }
+    printed
+}
+
 /// Runs `seen ARGS` in `dir` to its end, with the variables `env` set (and
 /// the [`SCRUBBED`] ones not inherited) and `input` on standard input (a
 /// pipe, closed after it). Fails if `seen` was killed by a signal.

@@ -6,7 +6,7 @@
 //! (`SEEN_KILL_TRIALS`, `SEEN_FUZZ_CASES`) and print the tallies. Fixed seeds;
 //! nothing sleeps: a kill happens after reading a chosen number of output bytes.
 
-use crate::common::{Rng, command, reseal, run_killed_env, seen, tmp, write};
+use crate::common::{Rng, command, concurrent_writers, reseal, run_killed_env, seen, tmp, write};
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::path::Path;
@@ -181,37 +181,9 @@ fn concurrent_writers_print_each_line_exactly_once() {
     )
     .code;
     assert_eq!(st, 0);
-    let children: Vec<_> = (0..procs)
-        .map(|p| {
-            command(d.path())
-                .env("SEEN_CHUNK_BYTES", "8192")
-                .args(["dedup", "--commit-every", "2k", "-f", "f.seen"])
-                .arg(format!("in{p}.txt"))
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    // Read every output at once: a process blocked on a full pipe holds the
-    // lock for its window, as it must (its judged lines are not recorded yet).
-    let readers: Vec<_> = children
-        .into_iter()
-        .map(|c| std::thread::spawn(move || c.wait_with_output().unwrap()))
-        .collect();
-    let mut printed: Vec<String> = Vec::new();
-    for r in readers {
-        let o = r.join().unwrap();
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(0), "{err}");
-        printed.extend(
-            String::from_utf8(o.stdout)
-                .unwrap()
-                .lines()
-                .map(String::from),
-        );
-    }
-    let union: HashSet<&String> = printed.iter().collect();
+    let names: Vec<String> = (0..procs).map(|p| format!("in{p}.txt")).collect();
+    let printed = concurrent_writers(d.path(), &[], &names);
+    let union: HashSet<&Vec<u8>> = printed.iter().collect();
     println!(
         "{procs} concurrent writers: {} lines printed, {} distinct, {} inputs distinct",
         printed.len(),

@@ -200,29 +200,8 @@ fn held_writers_taking_turns_print_each_line_once() {
         &["-n", "60k", "-p", "1e-9", "-f", "f.seen", "/dev/null"],
     )
     .ok();
-    let children: Vec<_> = (0..3)
-        .map(|p| {
-            command(d.path())
-                .env("SEEN_HOLD", "always")
-                .env("SEEN_CHUNK_BYTES", "8192")
-                .args(["dedup", "--commit-every", "2k", "-f", "f.seen"])
-                .arg(format!("in{p}.txt"))
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let readers: Vec<_> = children
-        .into_iter()
-        .map(|c| std::thread::spawn(move || c.wait_with_output().unwrap()))
-        .collect();
-    let mut printed: Vec<Vec<u8>> = Vec::new();
-    for r in readers {
-        let o = r.join().unwrap();
-        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-        printed.extend(records(&o.stdout, b'\n').into_iter().map(<[u8]>::to_vec));
-    }
+    let names: Vec<String> = (0..3).map(|p| format!("in{p}.txt")).collect();
+    let printed = concurrent_writers(d.path(), &[("SEEN_HOLD", "always")], &names);
     let union: HashSet<&Vec<u8>> = printed.iter().collect();
     assert_eq!(printed.len(), union.len(), "a line was printed twice");
     let all: HashSet<&[u8]> = inputs.iter().flat_map(|i| records(i, b'\n')).collect();
