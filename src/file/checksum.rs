@@ -25,7 +25,7 @@ pub(super) enum Segment {
 
 /// Segments whose checksum must be (re)written, per layer.
 #[derive(Default)]
-pub(super) struct Stale(Vec<Vec<Segment>>, bool);
+pub(super) struct Stale(Vec<Vec<Segment>>);
 
 impl Stale {
     /// Makes room for `layers` layers; the segments of the ones not covered
@@ -55,17 +55,6 @@ impl Stale {
         if let Some(v) = self.0.get_mut(i) {
             v.fill(Segment::Zero);
         }
-    }
-
-    /// Whether keys are not marked one by one ([`Stale::mark`]) because the
-    /// owner marks whole layers ([`Stale::layer`]).
-    pub(super) fn by_layer(&self) -> bool {
-        self.1
-    }
-
-    /// Sets [`Stale::by_layer`].
-    pub(super) fn set_by_layer(&mut self, on: bool) {
-        self.1 = on;
     }
 
     /// Marks every segment of layer `i` stale.
@@ -156,20 +145,21 @@ impl Stale {
                 _ => format::segment_checksum(bits),
             }))
         };
-        let sums: Vec<std::io::Result<Option<u64>>> = if work.len() >= 8 {
+        let sums: std::io::Result<Vec<Option<u64>>> = if work.len() >= 8 {
             let (a, b) = work.split_at(work.len() / 2);
             std::thread::scope(|scope| {
-                let other = scope.spawn(|| b.iter().map(one).collect::<Vec<_>>());
-                let mut sums: Vec<_> = a.iter().map(one).collect();
-                match other.join() {
-                    Ok(rest) => sums.extend(rest),
-                    Err(_) => sums.push(Err(std::io::Error::other("a checksum thread panicked"))),
-                }
-                sums
+                let other = scope.spawn(|| b.iter().map(one).collect::<std::io::Result<Vec<_>>>());
+                let mut sums = a.iter().map(one).collect::<std::io::Result<Vec<_>>>()?;
+                let rest = other
+                    .join()
+                    .map_err(|_| std::io::Error::other("a checksum thread panicked"))?;
+                sums.extend(rest?);
+                Ok(sums)
             })
         } else {
             work.iter().map(one).collect()
         };
+        let sums = sums.with_context(|| format!("cannot write {}", path.display()))?;
         // The checksums, a table at a time.
         let mut table: Vec<u8> = Vec::new();
         let mut at = 0;
@@ -178,16 +168,12 @@ impl Stale {
             let l = &header.layers[i];
             let n = work[at..].iter().take_while(|w| w.0 == i).count();
             let done = &sums[at..at + n];
-            if let Some(e) = done.iter().find_map(|r| r.as_ref().err()) {
-                return Err(std::io::Error::new(e.kind(), e.to_string()))
-                    .with_context(|| format!("cannot write {}", path.display()));
-            }
             if l.checksums != 0 {
                 table.resize(8 * l.segments() as usize, 0);
                 file.read_exact_at(&mut table, l.checksums)
                     .and_then(|()| {
                         for (&(_, s, _), sum) in work[at..at + n].iter().zip(done) {
-                            if let Ok(Some(sum)) = sum {
+                            if let Some(sum) = sum {
                                 table[8 * s..8 * s + 8].copy_from_slice(&sum.to_le_bytes());
                             }
                         }

@@ -146,6 +146,13 @@ pub(super) trait Room {
     /// # Errors
     /// When the header cannot be written.
     fn reused(&mut self, header: &Header, layer: usize, map: &MmapMut) -> Result<()>;
+
+    /// Whether the owner marks the segments of whole layers stale when a
+    /// window ends (layers held in memory for a dense window), so that keys
+    /// need no mark each ([`Stale::mark`](super::checksum::Stale::mark)).
+    fn marks_layers(&self) -> bool {
+        false
+    }
 }
 
 /// Anonymous memory (the in-memory filter).
@@ -275,7 +282,7 @@ impl Layers {
                     let older = views(&self.header, maps, others);
                     let from = out.len();
                     let n = filter::insert_batch(&older, newest, &last.layout, batch, out);
-                    if let Some(stale) = self.stale.as_mut().filter(|s| !s.by_layer()) {
+                    if let Some(stale) = self.stale.as_mut().filter(|_| !room.marks_layers()) {
                         for (h, seen) in batch.iter().zip(&out[from..]) {
                             if !seen {
                                 stale.mark(top, &last, *h);
@@ -286,7 +293,7 @@ impl Layers {
                 }
                 None => {
                     filter::set_batch(newest, &last.layout, batch);
-                    if let Some(stale) = self.stale.as_mut().filter(|s| !s.by_layer()) {
+                    if let Some(stale) = self.stale.as_mut().filter(|_| !room.marks_layers()) {
                         for h in batch {
                             stale.mark(top, &last, *h);
                         }

@@ -281,7 +281,6 @@ impl WriteFilter {
         }
         self.layers.maps = copies;
         self.held = true;
-        self.layers.stale.get_or_insert_default().set_by_layer(true);
         Ok(true)
     }
 
@@ -296,21 +295,7 @@ impl WriteFilter {
         }
         self.layers.maps = maps;
         self.held = false;
-        self.layers
-            .stale
-            .get_or_insert_default()
-            .set_by_layer(false);
         Ok(())
-    }
-
-    /// Bytes of all layers.
-    fn layer_bytes(&self) -> u64 {
-        self.layers
-            .header
-            .layers
-            .iter()
-            .map(|l| l.layout.bytes())
-            .sum()
     }
 
     /// Writes every changed bit to disk, then a clean header with updated counters.
@@ -406,6 +391,10 @@ pub(super) struct FileRoom<'a> {
 }
 
 impl Room for FileRoom<'_> {
+    fn marks_layers(&self) -> bool {
+        self.held
+    }
+
     fn extend(&mut self, header: &Header) -> Result<MmapMut> {
         let map = if self.held {
             grow(self.file, self.path, header)?;
@@ -477,7 +466,7 @@ impl Store for WriteFilter {
         };
         let dense = crate::tuning::get()
             .hold
-            .unwrap_or(self.layer_bytes() <= keys.saturating_mul(HOLD_BYTES_PER_KEY));
+            .unwrap_or(self.layers.header.bit_bytes() <= keys.saturating_mul(HOLD_BYTES_PER_KEY));
         if dense && !self.held {
             self.hold()?;
         } else if !dense && self.held {

@@ -297,11 +297,10 @@ impl<'f, B: Store> Inserter<'f, B> {
                     // paused, and the window ends (a waiting stream holds
                     // no lock).
                     drained = false;
-                    match self.commit_if_due(true) {
-                        Ok(true) => continue,
-                        Ok(false) => return Stop::WriterStopped,
-                        Err(e) => return Stop::Failed(e),
+                    if let Some(stop) = self.commit_or_stop(true) {
+                        return stop;
                     }
+                    continue;
                 }
                 Next::Wait => continue,
                 Next::End => return Stop::Ended,
@@ -318,11 +317,18 @@ impl<'f, B: Store> Inserter<'f, B> {
             if !writer.send(chunk) {
                 return Stop::WriterStopped;
             }
-            match self.commit_if_due(false) {
-                Ok(true) => {}
-                Ok(false) => return Stop::WriterStopped,
-                Err(e) => return Stop::Failed(e),
+            if let Some(stop) = self.commit_or_stop(false) {
+                return stop;
             }
+        }
+    }
+
+    /// [`Inserter::commit_if_due`], and why the run stops if it must.
+    fn commit_or_stop(&mut self, pause: bool) -> Option<Stop> {
+        match self.commit_if_due(pause) {
+            Ok(true) => None,
+            Ok(false) => Some(Stop::WriterStopped),
+            Err(e) => Some(Stop::Failed(e)),
         }
     }
 

@@ -115,7 +115,7 @@ pub trait Store {
     }
 
     /// Drops every key staged in this window (some of their lines were not
-    /// written): the store is as the window found it, but for layers it grew.
+    /// written): the store is as the window found it.
     ///
     /// # Errors
     /// When the store's recorded bits cannot be read back.
