@@ -611,12 +611,14 @@ pub struct DedupArgs {
 
     /// With -f: record printed lines in FILTER (and let other processes at it)
     /// at least this often: a duration (500ms, 2s, 1min) or a line count (100k, 1M)
-    /// [default: 1s or 1M lines, whichever comes first]; windows end between
-    /// input chunks (4 MiB), so a window holds at least one chunk, and also
-    /// once 524,288 new lines wait to be recorded (1,048,576 while the filter
-    /// is held in memory; bounded memory). A line is
-    /// recorded only after it was written out, so a killed run loses nothing;
-    /// it may print again, in the next run, the lines of its last window.
+    /// [default: 1s or 1M lines, whichever comes first, but at least 16 times
+    /// as long as the last commit took, which grows with the filter];
+    /// windows end between input chunks (4 MiB), so a window holds at least
+    /// one chunk, and also once 524,288 new lines wait to be recorded
+    /// (bounded memory; with -m, 1,048,576 while the filter is held in
+    /// memory). A line is recorded only after it was written out, so a killed
+    /// run loses nothing; it may print again, in the next run, the lines of
+    /// its last window.
     #[arg(long, value_name = "WHEN", value_parser = parse_every, requires = "filter")]
     pub commit_every: Option<Every>,
 

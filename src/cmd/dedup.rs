@@ -337,7 +337,13 @@ fn mode(a: &DedupArgs, dups: Option<&DupsFile>) -> Result<Mode> {
         let f = f.with_context(|| format!("cannot duplicate --dups-out file {name}"))?;
         sync.push((f, format!("--dups-out file {name}")));
     }
-    Ok(Mode::Deferred(Commit { lines, every, sync }))
+    Ok(Mode::Deferred(Commit {
+        lines,
+        every,
+        stretch: a.commit_every.is_none(),
+        stops: a.max_count.is_some(),
+        sync,
+    }))
 }
 
 /// Prints each record's first occurrence (or, with `repeated`, every later

@@ -6,7 +6,7 @@ use crate::file::format::Header;
 use crate::file::{MemFilter, NewFilter, ReadFilter, Target, WriteFilter, check_target};
 use crate::hash::{DEFAULT_SEED, Hash128};
 use crate::keys::KeySpec;
-use crate::pipeline::{Chunk, Store};
+use crate::pipeline::{Chunk, LastWindow, Store};
 use crate::redis::{Link, Location, RedisFilter};
 use anyhow::{Result, bail};
 use std::path::Path;
@@ -313,7 +313,7 @@ impl Store for Opened {
         self.store_mut().end_window()
     }
 
-    fn stages(&mut self, last_window: u64) -> Result<bool> {
+    fn stages(&mut self, last_window: Option<LastWindow>) -> Result<bool> {
         self.store_mut().stages(last_window)
     }
 

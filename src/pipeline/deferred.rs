@@ -6,17 +6,20 @@
 //! A store that stages ([`Store::stages`]) judges a window's keys by a
 //! test-and-set in its own memory instead, and records them all at the
 //! window's end, once every chunk judged in it was written; when one was not
-//! (the sink stopped or failed), the window is unstaged and only the keys
-//! written are recorded.
+//! (the sink stopped or failed), the window is unstaged, and the keys
+//! written are recorded if the sink may stop inside a window
+//! ([`Commit::stops`]: `dedup -m`); otherwise none is (the sink failed: its
+//! lines come again in the next run, as after a kill), and the window keeps
+//! no keys.
 
-use super::{Chunk, Commit, Store};
+use super::{Chunk, Commit, LastWindow, STRETCH, Store};
 use crate::hash::Hash128;
 use anyhow::{Context, Result};
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::hash::BuildHasherDefault;
 use std::sync::mpsc::Receiver;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Hashes the keys of the pending map: the key's own 128 bits are already
 /// uniformly random, so nothing more than a fold is needed.
@@ -58,8 +61,9 @@ const PRUNE_AT: usize = 1 << 17;
 /// about 40 MiB (plus one chunk's keys) instead of growing with the input.
 pub const MAX_PENDING_KEYS: usize = 1 << 19;
 
-/// Keys judged new a staged window may hold before it ends: they are kept (16
-/// bytes each) only in case the window must be unstaged, so 16 MiB.
+/// Keys written a staged window whose sink may stop inside it
+/// ([`Commit::stops`]) may keep before it ends: they are kept (16 bytes
+/// each) only in case the window must be unstaged, so 16 MiB.
 const MAX_STAGED_KEYS: usize = 1 << 20;
 
 fn pending_key(h: Hash128) -> (u64, u64) {
@@ -80,15 +84,22 @@ pub(super) struct Deferred {
     /// Chunks whose new keys are all recorded (a prefix of the written ones).
     recorded: u64,
     /// Judged new and written out, in input order: recorded at the window's
-    /// end (when staging: only if the window is unstaged).
+    /// end (when staging: kept only if the sink may stop, and recorded only
+    /// if the window is unstaged).
     acked: Vec<Hash128>,
+    /// A key judged new was written in this window: the outputs are synced
+    /// before it is recorded.
+    unsynced: bool,
     /// This window's keys are staged in the store ([`Store::stages`]).
     staging: bool,
     /// A chunk of this window was written only in part (the sink stopped).
     partial: bool,
-    /// Keys judged new in this window, and in the one before.
+    /// Keys judged new in this window.
     window_new: u64,
-    last_window_new: u64,
+    /// What the window before did (`None` before the first).
+    last_window: Option<LastWindow>,
+    /// How long the last commit took.
+    last_commit: Duration,
     /// Windows ended, and those staged.
     pub(super) windows: u64,
     pub(super) staged_windows: u64,
@@ -107,10 +118,12 @@ impl Deferred {
             written: 0,
             recorded: 0,
             acked: Vec::new(),
+            unsynced: false,
             staging: false,
             partial: false,
             window_new: 0,
-            last_window_new: 0,
+            last_window: None,
+            last_commit: Duration::ZERO,
             windows: 0,
             staged_windows: 0,
             window_open: false,
@@ -196,20 +209,27 @@ impl Deferred {
             filter.begin_window()?;
             self.window_open = true;
             self.window_lines = 0;
+            self.staging = filter.stages(self.last_window)?;
+            // After the store changed how it holds its bits: the window's
+            // bounds and rate count judging time only.
             self.window_start = Instant::now();
-            self.staging = filter.stages(self.last_window_new)?;
         }
         Ok(())
     }
 
-    /// Whether the window has run its course after a chunk (`pause`: the input
-    /// paused after it).
+    /// Whether the window has run its course after a chunk (`pause`: the
+    /// input paused after it). Memory bounds end it at once; `--commit-every`'s
+    /// default bounds only once it has lasted [`STRETCH`] times the last commit.
     pub(super) fn due(&self, pause: bool) -> bool {
-        pause
-            || self.window_lines >= self.commit.lines
-            || self.window_start.elapsed() >= self.commit.every
+        if pause
             || self.pending.len() >= MAX_PENDING_KEYS
-            || self.acked.len() >= MAX_STAGED_KEYS
+            || (self.staging && self.acked.len() >= MAX_STAGED_KEYS)
+        {
+            return true;
+        }
+        let elapsed = self.window_start.elapsed();
+        (self.window_lines >= self.commit.lines || elapsed >= self.commit.every)
+            && (!self.commit.stretch || elapsed >= STRETCH * self.last_commit)
     }
 
     /// Takes the writer's acknowledgements waiting now, or with `wait` every
@@ -241,6 +261,12 @@ impl Deferred {
     /// the output must be synced first, they are recorded at once (so the
     /// pending set stays a few chunks small).
     fn written<B: Store>(&mut self, filter: &mut B, keys: Vec<Hash128>) -> Result<()> {
+        self.unsynced |= !keys.is_empty();
+        if self.staging && !self.commit.stops {
+            // Recorded whole at the window's end, or not at all.
+            self.written += 1;
+            return Ok(());
+        }
         if !self.commit.sync.is_empty() || self.staging {
             crate::memory::reserve(
                 &mut self.acked,
@@ -274,9 +300,11 @@ impl Deferred {
     /// Records what has been written (after syncing the output when asked)
     /// and ends the window. A staged window is recorded whole by the store
     /// when every chunk judged in it was written whole; otherwise it is
-    /// unstaged and the keys written are recorded.
+    /// unstaged and the keys written are recorded (those it kept: none
+    /// unless the sink may stop).
     pub(super) fn commit<B: Store>(&mut self, filter: &mut B) -> Result<()> {
-        if !self.acked.is_empty() {
+        let start = Instant::now();
+        if self.unsynced {
             for (file, name) in &self.commit.sync {
                 rustix::fs::fdatasync(file)
                     .map_err(std::io::Error::from)
@@ -290,6 +318,7 @@ impl Deferred {
             filter.record_batch(&self.acked)?;
         }
         self.acked.clear();
+        self.unsynced = false;
         self.recorded = self.written;
         self.tidy();
         self.windows += 1;
@@ -297,8 +326,14 @@ impl Deferred {
         self.window_open = false;
         self.staging = false;
         self.partial = false;
-        self.last_window_new = std::mem::take(&mut self.window_new);
-        filter.end_window()
+        self.last_window = Some(LastWindow {
+            new_keys: std::mem::take(&mut self.window_new),
+            secs: (start - self.window_start).as_secs_f64(),
+            stretches: self.commit.stretch,
+        });
+        let ended = filter.end_window();
+        self.last_commit = start.elapsed();
+        ended
     }
 }
 
@@ -310,7 +345,6 @@ mod tests {
     use crate::file::MemFilter;
     use crate::filter::sizing::plan;
     use crate::hash::hash;
-    use std::time::Duration;
 
     /// A chunk of one piece holding the hashes of `keys`.
     fn chunk_of(keys: &[u32]) -> Chunk {
@@ -319,6 +353,36 @@ mod tests {
         c.pieces[0].hashes = keys.iter().map(|k| hash(&k.to_le_bytes(), 1)).collect();
         c.used = 1;
         c
+    }
+
+    /// A window ends at its bounds, or, when windows stretch (the default
+    /// bounds), only once it has also lasted [`STRETCH`] times the last
+    /// commit; a pause and the memory bounds end it at once.
+    #[test]
+    fn windows_stretch_with_their_commits_cost() {
+        let commit = |stretch, stops| Commit {
+            lines: 10,
+            every: Duration::MAX,
+            stretch,
+            stops,
+            sync: Vec::new(),
+        };
+        let mut d = Deferred::new(commit(true, false));
+        assert!(!d.due(false), "no bound reached");
+        assert!(d.due(true), "a pause ends it");
+        d.window_lines = 10;
+        assert!(d.due(false), "no commit yet: the bound ends it");
+        d.last_commit = Duration::from_secs(3600);
+        assert!(!d.due(false), "a long commit stretches the window");
+        assert!(d.due(true), "but not past a pause");
+        d.commit = commit(false, false);
+        assert!(d.due(false), "--commit-every: its bounds hold");
+        // Keys kept by a staged window the sink may stop: a memory bound.
+        d.commit = commit(true, true);
+        d.window_lines = 0;
+        d.staging = true;
+        d.acked = vec![Hash128 { lo: 0, hi: 0 }; MAX_STAGED_KEYS];
+        assert!(d.due(false));
     }
 
     /// The pending map of `dedup -f`: a key judged new stays "seen" until its
@@ -331,6 +395,8 @@ mod tests {
         let mut d = Deferred::new(Commit {
             lines: u64::MAX,
             every: Duration::MAX,
+            stretch: false,
+            stops: false,
             sync: Vec::new(),
         });
         d.prune_at = 4;

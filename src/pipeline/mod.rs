@@ -27,7 +27,7 @@ mod store;
 
 pub use chunk::Chunk;
 pub use deferred::MAX_PENDING_KEYS;
-pub use store::Store;
+pub use store::{LastWindow, STRETCH, Store};
 
 use crate::input::Source;
 use crate::keys::KeySpec;
@@ -138,6 +138,16 @@ pub struct Commit {
     pub lines: u64,
     /// Time per window at most.
     pub every: Duration,
+    /// The bounds are the defaults, not asked for: a window stretches past
+    /// them until it has lasted [`STRETCH`] times as long as the last commit
+    /// took (a commit writes back and sums what changed in the filter,
+    /// which grows with it).
+    pub stretch: bool,
+    /// The sink may stop inside a window (`dedup -m`): a staged window then
+    /// keeps every key written, to record exactly those, and ends when they
+    /// reach its bound. Otherwise a long staged window stops keeping them,
+    /// and if it cannot be recorded whole, nothing of it is.
+    pub stops: bool,
     /// The outputs that are regular files (standard output, `dedup
     /// --dups-out`), each with its name for messages: their data is synced
     /// before the lines they hold are recorded. Empty: keys are recorded as

@@ -3,6 +3,25 @@
 use super::Chunk;
 use crate::hash::Hash128;
 
+/// What the window before did, for [`Store::stages`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LastWindow {
+    /// Keys it judged new.
+    pub new_keys: u64,
+    /// Seconds from its start to its commit.
+    pub secs: f64,
+    /// Windows stretch with their commit's cost (no `--commit-every` was
+    /// given): a window lasts at least [`STRETCH`] times as long as the
+    /// commit before it took.
+    pub stretches: bool,
+}
+
+/// How many times the last commit's duration a window lasts at least, when
+/// windows stretch ([`LastWindow::stretches`]): commits then take at most
+/// about a seventeenth of a run's time, however large the filter they
+/// write back.
+pub const STRETCH: u32 = 16;
+
 /// The port this pipeline owns and consumes (as ripgrep's searcher owns its
 /// `Sink`): what it needs from whatever holds the bits — an anonymous mapping,
 /// a mapped file, later a remote store. Hashes in, verdicts out, in order,
@@ -92,12 +111,12 @@ pub trait Store {
     /// [`Store::end_window`], rather than by a lookup, the pipeline's set of
     /// keys judged new, and [`Store::record_batch`] once their chunk is
     /// written. Asked after every [`Store::begin_window`], when nothing is
-    /// unrecorded, with the keys the previous window judged new (0 for the
+    /// unrecorded, with what the previous window did (`None` for the
     /// first): the store may change how it holds its bits then.
     ///
     /// # Errors
     /// When the store cannot change how it holds its bits.
-    fn stages(&mut self, last_window: u64) -> anyhow::Result<bool> {
+    fn stages(&mut self, last_window: Option<LastWindow>) -> anyhow::Result<bool> {
         let _ = last_window;
         Ok(false)
     }

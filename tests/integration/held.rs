@@ -208,3 +208,48 @@ fn held_writers_taking_turns_print_each_line_once() {
     assert_eq!(union.len(), all.len(), "a line was lost");
     seen(d.path(), ["verify", "f.seen"]).ok();
 }
+
+/// A window whose output fails (`--dups-out` on a full disk, at the first
+/// chunk with a duplicate) after chunks of new lines went out loses no line
+/// either way. Mapped, the lines of the chunks written were recorded one
+/// chunk at a time: the next run prints at most those of the chunk that
+/// failed.
+/// Held, the window is undone and records none of them (it keeps no keys
+/// unless `-m` may stop it): the next run prints every line again, as after
+/// a kill.
+#[test]
+fn a_failed_window_loses_nothing_and_a_held_one_records_nothing() {
+    let d = tmp();
+    let distinct: Vec<u8> = (0..2000)
+        .flat_map(|i| format!("line-{i:05}\n").into_bytes())
+        .collect();
+    let input = [&distinct[..], &distinct[..]].concat();
+    for mode in ["never", "always"] {
+        let _ = std::fs::remove_file(d.path().join("f.seen"));
+        let env = [("SEEN_HOLD", mode), ("SEEN_CHUNK_BYTES", "4096")];
+        let args = [
+            "dedup",
+            "-n",
+            "10k",
+            "-f",
+            "f.seen",
+            "--dups-out",
+            "/dev/full",
+        ];
+        // Standard input, read in chunks of 4 KiB (a file would be mapped).
+        let r = seen_env(d.path(), &env, args, &input);
+        r.error("cannot write to --dups-out file /dev/full: No space left on device");
+        // Every new line went out before the first duplicate failed.
+        assert_eq!(r.stdout, distinct, "{mode}: {}", r.ctx());
+        let again = seen_io(d.path(), ["dedup", "-f", "f.seen"], &distinct);
+        again.ok();
+        if mode == "always" {
+            assert_eq!(again.stdout, distinct, "held: none recorded");
+        } else {
+            // The chunk that failed, at most: the ones before were recorded.
+            assert!(distinct.ends_with(&again.stdout), "{}", again.ctx());
+            assert!(again.stdout.len() <= 4096, "{}", again.ctx());
+        }
+        seen(d.path(), ["verify", "f.seen"]).ok();
+    }
+}
