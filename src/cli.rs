@@ -614,7 +614,8 @@ pub struct DedupArgs {
     /// [default: 1s or 1M lines, whichever comes first, but at least 16 times
     /// as long as the last commit took, which grows with the filter];
     /// windows end between input chunks (4 MiB), so a window holds at least
-    /// one chunk, and also once 524,288 new lines wait to be recorded
+    /// one chunk, when the input pauses for 20 ms (by default, not before
+    /// those 16 times), and also once 524,288 new lines wait to be recorded
     /// (bounded memory; with -m, 1,048,576 while the filter is held in
     /// memory). A line is recorded only after it was written out, so a killed
     /// run loses nothing; it may print again, in the next run, the lines of

@@ -105,6 +105,8 @@ pub(super) struct Deferred {
     pub(super) staged_windows: u64,
     pub(super) window_open: bool,
     pub(super) window_lines: u64,
+    /// How long this window has waited for input.
+    pub(super) window_waited: Duration,
     window_start: Instant,
 }
 
@@ -128,6 +130,7 @@ impl Deferred {
             staged_windows: 0,
             window_open: false,
             window_lines: 0,
+            window_waited: Duration::ZERO,
             window_start: Instant::now(),
         }
     }
@@ -209,6 +212,7 @@ impl Deferred {
             filter.begin_window()?;
             self.window_open = true;
             self.window_lines = 0;
+            self.window_waited = Duration::ZERO;
             self.staging = filter.stages(self.last_window)?;
             // After the store changed how it holds its bits: the window's
             // bounds and rate count judging time only.
@@ -217,19 +221,23 @@ impl Deferred {
         Ok(())
     }
 
-    /// Whether the window has run its course after a chunk (`pause`: the
-    /// input paused after it). Memory bounds end it at once; `--commit-every`'s
-    /// default bounds only once it has lasted [`STRETCH`] times the last commit.
+    /// Whether the window has run its course after a chunk, or while the
+    /// input pauses (`pause`). Memory bounds end it at once; a pause and
+    /// `--commit-every`'s default bounds only once it has lasted [`STRETCH`]
+    /// times the last commit (the inserter asks again while the pause lasts).
     pub(super) fn due(&self, pause: bool) -> bool {
-        if pause
-            || self.pending.len() >= MAX_PENDING_KEYS
+        if !self.window_open {
+            return false;
+        }
+        if self.pending.len() >= MAX_PENDING_KEYS
             || (self.staging && self.acked.len() >= MAX_STAGED_KEYS)
         {
             return true;
         }
         let elapsed = self.window_start.elapsed();
-        (self.window_lines >= self.commit.lines || elapsed >= self.commit.every)
-            && (!self.commit.stretch || elapsed >= STRETCH * self.last_commit)
+        let stretched = !self.commit.stretch || elapsed >= STRETCH * self.last_commit;
+        let bound = self.window_lines >= self.commit.lines || elapsed >= self.commit.every;
+        (pause || bound) && stretched
     }
 
     /// Takes the writer's acknowledgements waiting now, or with `wait` every
@@ -328,7 +336,9 @@ impl Deferred {
         self.partial = false;
         self.last_window = Some(LastWindow {
             new_keys: std::mem::take(&mut self.window_new),
+            lines: self.window_lines,
             secs: (start - self.window_start).as_secs_f64(),
+            waited: self.window_waited.as_secs_f64(),
             stretches: self.commit.stretch,
         });
         let ended = filter.end_window();
@@ -368,15 +378,18 @@ mod tests {
             sync: Vec::new(),
         };
         let mut d = Deferred::new(commit(true, false));
+        assert!(!d.due(true), "no window open");
+        d.window_open = true;
         assert!(!d.due(false), "no bound reached");
         assert!(d.due(true), "a pause ends it");
         d.window_lines = 10;
         assert!(d.due(false), "no commit yet: the bound ends it");
         d.last_commit = Duration::from_secs(3600);
         assert!(!d.due(false), "a long commit stretches the window");
-        assert!(d.due(true), "but not past a pause");
+        assert!(!d.due(true), "past a pause too");
         d.commit = commit(false, false);
         assert!(d.due(false), "--commit-every: its bounds hold");
+        assert!(d.due(true), "and a pause ends it");
         // Keys kept by a staged window the sink may stop: a memory bound.
         d.commit = commit(true, true);
         d.window_lines = 0;

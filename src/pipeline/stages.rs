@@ -10,7 +10,7 @@ use anyhow::{Context, Result, anyhow};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender, channel, sync_channel};
 use std::thread::{JoinHandle, Scope, ScopedJoinHandle};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Stage 1: reads chunks of whole records and hashes them, on a thread of its
 /// own, splitting a large chunk into pieces hashed on a rayon pool.
@@ -277,6 +277,9 @@ impl<'f, B: Store> Inserter<'f, B> {
         // The last chunk ended where a pipe was drained: the input may be
         // pausing.
         let mut drained = false;
+        // The input has paused and a window is open: it ends once it has
+        // lasted long enough (deferred mode), asked again at each poll.
+        let mut idle = false;
         loop {
             if crate::signals::received() != 0 {
                 return Stop::Signalled;
@@ -284,27 +287,35 @@ impl<'f, B: Store> Inserter<'f, B> {
             if stopped.load(Ordering::Relaxed) {
                 return Stop::WriterStopped;
             }
+            let waiting = Instant::now();
             let next = if drained {
                 reader.next_within(PAUSE)
             } else {
                 reader.next()
             };
+            if let Some((d, _)) = &mut self.deferred
+                && d.window_open
+            {
+                d.window_waited += waiting.elapsed();
+            }
             let mut chunk = match next {
                 Next::Chunk(Ok(chunk)) => chunk,
                 Next::Chunk(Err(e)) => return Stop::InputFailed(e),
-                Next::Wait if drained => {
+                Next::Wait if drained || idle => {
                     // Nothing for PAUSE after a drained pipe: the input has
                     // paused, and the window ends (a waiting stream holds
-                    // no lock).
+                    // no lock), as soon as it has lasted long enough.
                     drained = false;
                     if let Some(stop) = self.commit_or_stop(true) {
                         return stop;
                     }
+                    idle = self.deferred.as_ref().is_some_and(|(d, _)| d.window_open);
                     continue;
                 }
                 Next::Wait => continue,
                 Next::End => return Stop::Ended,
             };
+            idle = false;
             if let Err(e) = self.judge(&mut chunk) {
                 return Stop::Failed(e);
             }

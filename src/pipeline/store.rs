@@ -8,8 +8,14 @@ use crate::hash::Hash128;
 pub struct LastWindow {
     /// Keys it judged new.
     pub new_keys: u64,
+    /// Lines (records) it judged.
+    pub lines: u64,
     /// Seconds from its start to its commit.
     pub secs: f64,
+    /// Of those, the seconds it waited for input: a window that waited for
+    /// less than half of its time was kept busy by its input, which could
+    /// have gone faster.
+    pub waited: f64,
     /// Windows stretch with their commit's cost (no `--commit-every` was
     /// given): a window lasts at least [`STRETCH`] times as long as the
     /// commit before it took.

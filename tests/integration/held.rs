@@ -160,7 +160,8 @@ fn held_and_mapped_runs_print_and_record_the_same() {
 }
 
 /// With the default choice, a dense run on a small filter holds its windows
-/// and a sparse one on a large filter keeps it mapped.
+/// (and keeps holding them when all its lines are duplicates), and a sparse
+/// one on a large filter keeps it mapped.
 #[test]
 fn dense_runs_hold_and_sparse_runs_map() {
     let d = tmp();
@@ -175,6 +176,21 @@ fn dense_runs_hold_and_sparse_runs_map() {
         &[&sum[..], &["small.seen", "-n", "50k", "many.txt"]].concat(),
     );
     assert!(held(&r) >= 1, "{}", r.ctx());
+    // The same lines again, all duplicates, in windows of 10k lines: every
+    // one stays held (nothing to write back).
+    let r = dedup(
+        &d,
+        "",
+        &[
+            &sum[..],
+            &["small.seen", "--commit-every", "10k", "many.txt"],
+        ]
+        .concat(),
+    );
+    let j = r.code(0).stderr_json();
+    assert_eq!(j["new"], 0, "{}", r.ctx());
+    assert!(j["commit_windows"].as_u64().unwrap() >= 3, "{}", r.ctx());
+    assert_eq!(j["held_windows"], j["commit_windows"], "{}", r.ctx());
     // 100 lines into a filter of about 40 MiB: sparse.
     let r = dedup(
         &d,
