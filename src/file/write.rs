@@ -506,11 +506,12 @@ impl Store for WriteFilter {
     /// it would at the last window's rate in the time a held window lasts
     /// ([`held_window_keys`]); for the first, the keys the run expects, up to
     /// [`FIRST_WINDOW_KEYS`]. A window after one that judged nothing new is
-    /// held if that one was (an all-duplicate stream costs no write-back). Held: one test-and-set in anonymous memory
-    /// (2 MiB pages) per key, then the changed 1 MiB segments written back
-    /// at the window's end, instead of a lookup, the pipeline's pending set
-    /// and a second pass to record. Sparse windows keep the file mapped (a
-    /// few keys in a large filter would otherwise read and write all of it).
+    /// held if that one was (an all-duplicate stream costs no write-back).
+    /// Held: one test-and-set in anonymous memory (2 MiB pages) per key,
+    /// then the changed 1 MiB segments written back at the window's end,
+    /// instead of a lookup, the pipeline's pending set and a second pass to
+    /// record. Sparse windows keep the file mapped (a few keys in a large
+    /// filter would otherwise read and write all of it).
     fn stages(&mut self, last_window: Option<LastWindow>) -> Result<bool> {
         let bytes = self.layers.header.bit_bytes();
         let dense_for = |keys: u64| bytes <= keys.saturating_mul(HOLD_BYTES_PER_KEY);

@@ -87,8 +87,10 @@ pub(super) struct Deferred {
     /// end (when staging: kept only if the sink may stop, and recorded only
     /// if the window is unstaged).
     acked: Vec<Hash128>,
-    /// A key judged new was written in this window: the outputs are synced
-    /// before it is recorded.
+    /// A key judged new was written in this window (as the writer's
+    /// acknowledgements tell; a staged window's keys do not come back
+    /// unless kept, see `window_new`): the outputs are synced before it is
+    /// recorded.
     unsynced: bool,
     /// This window's keys are staged in the store ([`Store::stages`]).
     staging: bool,
@@ -187,19 +189,26 @@ impl Deferred {
     }
 
     /// [`Deferred::judge`] in a staged window: the store's test-and-set.
+    /// The chunk's new keys come back from the writer only if the sink may
+    /// stop ([`Commit::stops`]): no other window records them itself.
     fn stage<B: Store>(&mut self, filter: &mut B, chunk: &mut Chunk) -> Result<u64> {
-        let records = chunk.records() as usize;
-        crate::memory::reserve(&mut chunk.new_keys, records, "a chunk's new keys")?;
+        let keep = self.commit.stops;
+        if keep {
+            let records = chunk.records() as usize;
+            crate::memory::reserve(&mut chunk.new_keys, records, "a chunk's new keys")?;
+        }
         // Counted first: a chunk that fails half staged is not written, so
         // the window is unstaged.
         self.judged += 1;
         let mut new = 0;
         for p in &mut chunk.pieces[..chunk.used] {
             new += filter.stage_batch(&p.hashes, &mut p.verdicts)?;
-            let keys = p.hashes.iter().zip(&p.verdicts);
-            chunk
-                .new_keys
-                .extend(keys.filter(|(_, seen)| !**seen).map(|(h, _)| *h));
+            if keep {
+                let keys = p.hashes.iter().zip(&p.verdicts);
+                chunk
+                    .new_keys
+                    .extend(keys.filter(|(_, seen)| !**seen).map(|(h, _)| *h));
+            }
         }
         self.window_new += new;
         Ok(new)
@@ -312,7 +321,7 @@ impl Deferred {
     /// unless the sink may stop).
     pub(super) fn commit<B: Store>(&mut self, filter: &mut B) -> Result<()> {
         let start = Instant::now();
-        if self.unsynced {
+        if self.unsynced || (self.staging && self.window_new > 0) {
             for (file, name) in &self.commit.sync {
                 rustix::fs::fdatasync(file)
                     .map_err(std::io::Error::from)
