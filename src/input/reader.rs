@@ -41,6 +41,17 @@ fn stdin_file() -> Option<File> {
     f.metadata().is_ok_and(|m| m.is_file()).then_some(f)
 }
 
+/// Asks for a 1 MiB buffer on standard input when it is a pipe (the
+/// default is 64 KiB): the writer on the other end and `seen` then take
+/// turns 16 times less often. Only a hint: a pipe that cannot grow (past
+/// `/proc/sys/fs/pipe-max-size`, or not a pipe) stays as it is.
+fn grow_pipe() {
+    // SAFETY: a plain system call on descriptor 0; it reads no memory.
+    unsafe {
+        libc::fcntl(0, libc::F_SETPIPE_SZ, 1 << 20);
+    }
+}
+
 /// Whether a regular file reports a size: pseudo-files (`/proc`, `/sys`) say
 /// 0 and are only read, never mapped or probed at their "end".
 fn has_size(f: &File) -> bool {
@@ -244,7 +255,10 @@ impl Reader {
                     }
                     (Box::new(f), false)
                 }
-                None => (Box::new(io::stdin()), true),
+                None => {
+                    grow_pipe();
+                    (Box::new(io::stdin()), true)
+                }
             },
             Source::File(p) => {
                 let f = open_file(p)?;
