@@ -18,6 +18,9 @@ pub struct Reader {
     term: u8,
     pending: Option<anyhow::Error>,
     drained: bool,
+    /// A read of the open stream shorter than this emptied it: what its
+    /// pipe holds.
+    drain_below: usize,
     /// Hash records longer than this many bytes as they stream by, under this
     /// seed, instead of holding them ([`Reader::stream_long_records`]).
     long: Option<(usize, u64)>,
@@ -44,12 +47,26 @@ fn stdin_file() -> Option<File> {
 /// Asks for a 1 MiB buffer on standard input when it is a pipe (the
 /// default is 64 KiB): the writer on the other end and `seen` then take
 /// turns 16 times less often. Only a hint: a pipe that cannot grow (past
-/// `/proc/sys/fs/pipe-max-size`, or not a pipe) stays as it is.
-fn grow_pipe() {
+/// `/proc/sys/fs/pipe-max-size`) stays as it is. Returns what the pipe
+/// holds now ([`pipe_bytes`]).
+fn grow_pipe() -> usize {
     // SAFETY: a plain system call on descriptor 0; it reads no memory.
     unsafe {
         libc::fcntl(0, libc::F_SETPIPE_SZ, 1 << 20);
     }
+    pipe_bytes(0)
+}
+
+/// How many bytes the pipe `fd` holds: a read shorter than that emptied it
+/// (see [`Reader::fill`]). [`DRAINED`] for what is not a pipe (a terminal,
+/// a socket).
+fn pipe_bytes(fd: std::os::fd::RawFd) -> usize {
+    // SAFETY: a plain system call on a descriptor; it reads no memory.
+    let n = unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) };
+    usize::try_from(n)
+        .ok()
+        .filter(|&n| n > 0)
+        .unwrap_or(DRAINED)
 }
 
 /// Whether a regular file reports a size: pseudo-files (`/proc`, `/sys`) say
@@ -96,7 +113,8 @@ pub enum Filled {
     Streamed(Hash128),
 }
 
-/// A read shorter than this (and than asked for) means the pipe is empty for now.
+/// What a pipe holds by default: a read shorter than this (and than asked
+/// for) from a stream whose pipe size is unknown means it is empty for now.
 pub const DRAINED: usize = 64 << 10;
 
 impl Reader {
@@ -110,6 +128,7 @@ impl Reader {
             term,
             pending: None,
             drained: false,
+            drain_below: DRAINED,
             long: None,
             prehashed: None,
             map: false,
@@ -256,13 +275,17 @@ impl Reader {
                     (Box::new(f), false)
                 }
                 None => {
-                    grow_pipe();
+                    self.drain_below = grow_pipe();
                     (Box::new(io::stdin()), true)
                 }
             },
             Source::File(p) => {
                 let f = open_file(p)?;
                 let regular = f.metadata().is_ok_and(|m| m.is_file());
+                if !regular {
+                    use std::os::fd::AsRawFd;
+                    self.drain_below = pipe_bytes(f.as_raw_fd());
+                }
                 if regular {
                     warn_if_compressed(&f, p);
                     if self.map && has_size(&f) {
@@ -290,8 +313,8 @@ impl Reader {
     /// An error (say, the next file is missing) is reported only after the
     /// records read before it have been returned.
     ///
-    /// A pipe that has been drained (a read returned less than a pipe holds,
-    /// [`DRAINED`]) ends the chunk early with `true`, so a slow producer's lines
+    /// A pipe that has been drained (a read returned less than the pipe holds,
+    /// 64 KiB by default, 1 MiB for standard input once grown) ends the chunk early with `true`, so a slow producer's lines
     /// go through (and out) now rather than after 4 MiB more: `crawl | seen dedup
     /// | fetch` streams. Regular files are read in full chunks.
     ///
@@ -407,7 +430,7 @@ impl Reader {
                 buf[0] = self.term;
                 return Ok(Some(1));
             }
-            let drained = stream && n < asked.min(DRAINED);
+            let drained = stream && n < asked.min(self.drain_below);
             if (len >= target || drained)
                 && let Some(p) = last_term
             {

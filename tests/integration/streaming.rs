@@ -63,6 +63,34 @@ fn dedup_passes_lines_through_while_input_is_open() {
     assert!(child.wait().unwrap().success());
 }
 
+/// A burst larger than a default pipe (64 KiB) and smaller than the 1 MiB
+/// that `seen` gives its standard input, then silence: every line of it
+/// comes out while the input is still open. (A read of more than 64 KiB was
+/// once not taken for an emptied pipe, and `seen` waited for more.)
+#[test]
+fn a_burst_larger_than_a_default_pipe_streams_through() {
+    let dir = tmp();
+    let mut child = command(dir.path())
+        .args(["dedup", "-n", "100k"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let burst = common::numbered("line", 0..20_000);
+    assert!(
+        (100_000..1_000_000).contains(&burst.len()),
+        "{}",
+        burst.len()
+    );
+    stdin.write_all(&burst).unwrap();
+    stdin.flush().unwrap();
+    let out = read_exactly(child.stdout.take().unwrap(), burst.len());
+    assert_eq!(out, burst);
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
+
 #[test]
 fn persistent_dedup_streams_too() {
     let dir = tmp();
