@@ -285,8 +285,7 @@ impl Reader {
                 if !regular {
                     use std::os::fd::AsRawFd;
                     self.drain_below = pipe_bytes(f.as_raw_fd());
-                }
-                if regular {
+                } else {
                     warn_if_compressed(&f, p);
                     if self.map && has_size(&f) {
                         // A second descriptor of the same open file: they
@@ -313,10 +312,11 @@ impl Reader {
     /// An error (say, the next file is missing) is reported only after the
     /// records read before it have been returned.
     ///
-    /// A pipe that has been drained (a read returned less than the pipe holds,
-    /// 64 KiB by default, 1 MiB for standard input once grown) ends the chunk early with `true`, so a slow producer's lines
-    /// go through (and out) now rather than after 4 MiB more: `crawl | seen dedup
-    /// | fetch` streams. Regular files are read in full chunks.
+    /// A pipe that has been drained (a read returned less than the pipe
+    /// holds: 64 KiB by default, 1 MiB for standard input once grown) ends
+    /// the chunk early with `true`, so a slow producer's lines go through (and
+    /// out) now rather than after 4 MiB more: `crawl | seen dedup | fetch`
+    /// streams. Regular files are read in full chunks.
     ///
     /// # Errors
     /// Opening or reading a source failed; the message names it.
