@@ -281,7 +281,8 @@ mod tests {
 
     /// The batch functions (specialised per `x` and `k`, or the fallback for
     /// k > 16) agree with the reference `Probe` path bit for bit, with and
-    /// without an older layer, including keys repeated inside a batch; sectored
+    /// without three older layers (each holding some keys that no newer one
+    /// holds), including keys repeated inside a batch; sectored
     /// layouts with the AVX2 kernels (where the CPU has them) and the portable
     /// ones.
     #[test]
@@ -308,19 +309,46 @@ mod tests {
                 Scheme::Scattered => with_scheme(64, 8, 2, Scheme::Sectored),
                 Scheme::Sectored => layout(64, 3, 2),
             };
-            let mut old_bits = vec![0u8; old.bytes() as usize];
-            for i in 0..200u32 {
-                test_and_set(&mut old_bits, &old.probe(hash(&i.to_le_bytes(), 5)));
-            }
-            let older = [LayerBits {
-                bits: &old_bits,
-                layout: old,
-            }];
+            // Three older layers, oldest first: one block per key without a
+            // specialised kernel, `old`, and a sectored one of three blocks;
+            // their keys overlap each other's and the batch's.
+            let olds = [
+                (layout(64, 20, 1), 0..150u32),
+                (old, 100..300),
+                (with_scheme(128, 16, 3, Scheme::Sectored), 250..450),
+            ];
+            let old_bits: Vec<Vec<u8>> = olds
+                .iter()
+                .map(|(o, keys)| {
+                    let mut bits = vec![0u8; o.bytes() as usize];
+                    for i in keys.clone() {
+                        test_and_set(&mut bits, &o.probe(hash(&i.to_le_bytes(), 5)));
+                    }
+                    bits
+                })
+                .collect();
+            let older: Vec<LayerBits> = olds
+                .iter()
+                .zip(&old_bits)
+                .map(|((layout, _), bits)| LayerBits {
+                    bits,
+                    layout: *layout,
+                })
+                .collect();
             // Keys 0..1500 with every 7th repeated from earlier in the batch.
             let keys: Vec<Hash128> = (0..1500u32)
                 .map(|i| if i % 7 == 3 { i / 2 } else { i })
                 .map(|i| hash(&i.to_le_bytes(), 5))
                 .collect();
+            // Each older layer is the newest to hold some of the batch's keys.
+            for (i, o) in older.iter().enumerate() {
+                assert!(keys.iter().any(|h| {
+                    contains(o.bits, &o.layout.probe(*h))
+                        && !older[i + 1..]
+                            .iter()
+                            .any(|n| contains(n.bits, &n.layout.probe(*h)))
+                }));
+            }
             for with_older in [false, true] {
                 let older: &[LayerBits] = if with_older { &older } else { &[] };
                 let mut want_bits = vec![0u8; l.bytes() as usize];
