@@ -4,6 +4,10 @@
 //! over `SEEN_BENCH_RUNS` runs (default 3).
 //!
 //! `cargo bench --bench filter -- 16M` limits the sizes to those given.
+//! `cargo bench --bench filter -- layers` measures a growing filter instead:
+//! 7M distinct keys into one layer sized for 10M, against a filter that
+//! starts at 30k and grows to 8 layers (the `l1`/`l8` rows of
+//! `scripts/bench-paths.sh`, without the pipeline around them).
 
 use seen::file::MemFilter;
 use seen::filter::Scheme;
@@ -38,6 +42,10 @@ fn main() {
         .skip(1)
         .filter(|a| !a.starts_with('-'))
         .collect();
+    if wanted.iter().any(|w| w == "layers") {
+        layers(runs);
+        return;
+    }
     let sizes: [(&str, u64); 6] = [
         ("64K", 64 << 10),
         ("1M", 1 << 20),
@@ -110,4 +118,68 @@ fn main() {
 /// Faults every page in, so the timings are of probes, not of page faults.
 fn prefault(f: &mut MemFilter) {
     f.prefault();
+}
+
+/// A growing filter against one layer: ns per key to insert 7M distinct keys
+/// (in batches of 60k, about a 4 MiB chunk of URLs), then to look up 7M
+/// present and 7M absent ones, medians of `runs`; and the ratio.
+fn layers(runs: usize) {
+    use seen::filter::sizing::{Growth, Spec};
+    let n = 7_000_000u64;
+    let present = keys(&urls(0..n));
+    let absent = keys(&urls(n..2 * n));
+    let spec = |capacity, growth| Spec {
+        capacity,
+        target_fpp: 1e-6,
+        growth,
+        window: None,
+    };
+    println!(
+        "| filter | layers | insert ns/key | query (present) ns/key | query (absent) ns/key |"
+    );
+    println!("|---|---|---|---|---|");
+    let mut rows = vec![];
+    for (name, spec) in [
+        ("-n 10M", spec(10_000_000, Some(Growth::new(2)))),
+        ("-n 30k", spec(30_000, Some(Growth::new(2)))),
+    ] {
+        let (mut ins, mut qp, mut qa, mut count) = (vec![], vec![], vec![], 0);
+        let mut v = Vec::with_capacity(n as usize);
+        for _ in 0..runs {
+            let mut f = MemFilter::with_spec(&spec, 1).unwrap();
+            let t = Instant::now();
+            for batch in present.chunks(60_000) {
+                v.clear();
+                f.insert_batch(batch, &mut v).unwrap();
+            }
+            ins.push(t.elapsed().as_nanos() as f64 / n as f64);
+            count = f.header().layers.len();
+            let t = Instant::now();
+            v.clear();
+            for batch in present.chunks(60_000) {
+                f.contains_batch(batch, &mut v).unwrap();
+            }
+            qp.push(t.elapsed().as_nanos() as f64 / n as f64);
+            assert!(v.iter().all(|&b| b), "false negative");
+            let t = Instant::now();
+            v.clear();
+            for batch in absent.chunks(60_000) {
+                f.contains_batch(batch, &mut v).unwrap();
+            }
+            qa.push(t.elapsed().as_nanos() as f64 / n as f64);
+        }
+        let row = (median(ins), median(qp), median(qa));
+        println!(
+            "| {name} | {count} | {:.1} | {:.1} | {:.1} |",
+            row.0, row.1, row.2
+        );
+        rows.push(row);
+    }
+    let (one, grown) = (rows[0], rows[1]);
+    println!(
+        "| ratio | | {:.2}x | {:.2}x | {:.2}x |",
+        grown.0 / one.0,
+        grown.1 / one.1,
+        grown.2 / one.2
+    );
 }

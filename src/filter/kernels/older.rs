@@ -27,9 +27,9 @@ use crate::hash::Hash128;
 use crate::prefetch::prefetch;
 
 /// How many keys ahead a key's first block is requested.
-const AHEAD: usize = 16;
+const AHEAD: usize = 32;
 /// How many keys after its first block a key's other blocks are tested.
-const LAG: usize = 8;
+const LAG: usize = 12;
 /// The keys between the two steps (a power of two above `LAG`).
 const RING: usize = 16;
 
