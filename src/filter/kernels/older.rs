@@ -32,6 +32,8 @@ const AHEAD: usize = 32;
 const LAG: usize = 12;
 /// The keys between the two steps (a power of two above `LAG`).
 const RING: usize = 16;
+/// The most keys of one pass.
+const MAX_KEYS: usize = 1 << 31;
 
 /// Sets `found[i]` for every key `hashes[i]` not found yet that one of
 /// `layers` (oldest first, as everywhere) holds: every bit of the key, as
@@ -40,6 +42,13 @@ const RING: usize = 16;
 pub(super) fn find_in(layers: &[LayerBits], hashes: &[Hash128], found: &mut [bool]) {
     debug_assert_eq!(hashes.len(), found.len());
     if layers.is_empty() {
+        return;
+    }
+    // Keys are counted in `u32`s.
+    if hashes.len() > MAX_KEYS {
+        for (h, f) in hashes.chunks(MAX_KEYS).zip(found.chunks_mut(MAX_KEYS)) {
+            find_in(layers, h, f);
+        }
         return;
     }
     let mut pending: Vec<u32> = (0..found.len() as u32).collect();
