@@ -178,26 +178,12 @@ fn lean<P: Pass, const X: usize, R: fixed::Rule, const FOUND: bool>(
     absent
 }
 
-/// [`lean`] compiled for AVX2.
+/// [`lean`] compiled for AVX2 (on x86-64; elsewhere there is no AVX2
+/// kernel, see [`fixed::simd`]).
 ///
 /// # Safety
-/// The CPU must have AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn lean_avx2<P: Pass, const X: usize, R: fixed::Rule, const FOUND: bool>(
-    bits: P::Bits<'_>,
-    nblocks: u64,
-    hashes: &[Hash128],
-    verdicts: &mut [bool],
-) -> u64 {
-    lean::<P, X, R, FOUND>(bits, nblocks, hashes, verdicts)
-}
-
-/// Elsewhere there is no AVX2 kernel (see [`fixed::simd`]).
-///
-/// # Safety
-/// None needed.
-#[cfg(not(target_arch = "x86_64"))]
+/// On x86-64 the CPU must have AVX2.
+#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx2"))]
 unsafe fn lean_avx2<P: Pass, const X: usize, R: fixed::Rule, const FOUND: bool>(
     bits: P::Bits<'_>,
     nblocks: u64,

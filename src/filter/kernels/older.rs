@@ -129,27 +129,12 @@ fn find<const X: usize, R: Rule>(
     }
 }
 
-/// [`find`] compiled for AVX2.
+/// [`find`] compiled for AVX2 (on x86-64; elsewhere there is no AVX2
+/// kernel, see [`fixed::simd`]).
 ///
 /// # Safety
-/// The CPU must have AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn find_avx2<const X: usize, R: Rule>(
-    bits: &[u8],
-    nblocks: u64,
-    hashes: &[Hash128],
-    pending: &[u32],
-    found: &mut [bool],
-) {
-    find::<X, R>(bits, nblocks, hashes, pending, found);
-}
-
-/// Elsewhere there is no AVX2 kernel (see [`fixed::simd`]).
-///
-/// # Safety
-/// None needed.
-#[cfg(not(target_arch = "x86_64"))]
+/// On x86-64 the CPU must have AVX2.
+#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx2"))]
 unsafe fn find_avx2<const X: usize, R: Rule>(
     bits: &[u8],
     nblocks: u64,
