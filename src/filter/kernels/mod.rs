@@ -5,8 +5,9 @@
 //! [`lean_avx2`] where the CPU has it; any other layout takes
 //! [`for_each_prefetched`] over the per-key functions of the reference path.
 //!
-//! The older layers of a growing filter, only looked up, are asked first,
-//! all together, by [`older::find_in`].
+//! The older layers of a growing filter, only looked up, are asked by
+//! [`older::find_in`]: one layer at a time, newest first, each for the keys
+//! no newer layer held.
 //!
 //! This is the hot path: the `#[inline]` attributes, the `#[target_feature]`
 //! and the const generics are what make it fast (see [`lean`]).
@@ -43,34 +44,26 @@ pub(crate) struct LayerBits<'a> {
     pub layout: Layout,
 }
 
-/// Calls `f` on each hash in order that `skip` (empty, or one flag per hash)
-/// does not flag, with the blocks of the key [`PREFETCH_DISTANCE`] places
-/// ahead already requested from memory. `bits` is `&[u8]` or `&mut [u8]`,
-/// handed back to `f` for the probe itself. The general path, for layouts
-/// without a specialised kernel; those run [`lean`].
+/// Calls `f` on each hash in order, with its index, and with the blocks of
+/// the key [`PREFETCH_DISTANCE`] places ahead already requested from memory.
+/// `bits` is `&[u8]` or `&mut [u8]`, handed back to `f` for the probe itself.
+/// The general path, for layouts without a specialised kernel; those run
+/// [`lean`].
 #[inline(always)]
 fn for_each_prefetched<S: AsRef<[u8]>>(
     bits: &mut S,
     layout: &Layout,
     hashes: &[Hash128],
-    skip: &[bool],
     mut f: impl FnMut(&mut S, usize, Hash128),
 ) {
-    let skipped = |i: usize| skip.get(i).copied().unwrap_or(false);
-    for (i, h) in hashes.iter().enumerate().take(PREFETCH_DISTANCE) {
-        if !skipped(i) {
-            prefetch_key(bits.as_ref(), layout, *h);
-        }
+    for h in hashes.iter().take(PREFETCH_DISTANCE) {
+        prefetch_key(bits.as_ref(), layout, *h);
     }
     for (i, h) in hashes.iter().enumerate() {
-        if let Some(next) = hashes.get(i + PREFETCH_DISTANCE)
-            && !skipped(i + PREFETCH_DISTANCE)
-        {
+        if let Some(next) = hashes.get(i + PREFETCH_DISTANCE) {
             prefetch_key(bits.as_ref(), layout, *next);
         }
-        if !skipped(i) {
-            f(bits, i, *h);
-        }
+        f(bits, i, *h);
     }
 }
 
@@ -196,8 +189,8 @@ unsafe fn lean_avx2<P: Pass, const X: usize, R: fixed::Rule, const FOUND: bool>(
 /// Inserts `hashes` in order into `newest`, appending to `out` per key whether
 /// it was already present (in `newest` or in any layer of `older`, which are
 /// never changed); returns the number of new keys. A key found in an older
-/// layer is not inserted again: the older layers are asked first, all
-/// together ([`older::find_in`]). Blocks are prefetched
+/// layer is not inserted again: the older layers are asked first
+/// ([`older::find_in`]). Blocks are prefetched
 /// [`PREFETCH_DISTANCE`] keys ahead, and only written when a bit is missing.
 pub(crate) fn insert_batch(
     older: &[LayerBits],
@@ -234,11 +227,13 @@ pub(crate) fn insert_batch(
     fixed::dispatch!(layout, run, {
         // The general path, for layouts without a specialised kernel.
         let (mut newest, mut new) = (newest, 0);
-        let found = verdicts.to_vec();
-        for_each_prefetched(&mut newest, layout, hashes, &found, |bits, i, h| {
-            let seen = test_and_set_key(bits, layout, h);
-            new += u64::from(!seen);
-            verdicts[i] = seen;
+        for_each_prefetched(&mut newest, layout, hashes, |bits, i, h| {
+            // A key an older layer holds is not inserted again.
+            if !verdicts[i] {
+                let seen = test_and_set_key(bits, layout, h);
+                new += u64::from(!seen);
+                verdicts[i] = seen;
+            }
         });
         new
     })
@@ -246,8 +241,8 @@ pub(crate) fn insert_batch(
 
 /// Looks `hashes` up in `layers` (present when any layer holds every bit of the
 /// key), appending one verdict per key to `out`: the newest layer first,
-/// prefetched like [`insert_batch`], then the older ones, all together, for
-/// the keys it does not hold ([`older::find_in`]).
+/// prefetched like [`insert_batch`], then the older ones for the keys it
+/// does not hold ([`older::find_in`]).
 pub(crate) fn contains_batch(layers: &[LayerBits], hashes: &[Hash128], out: &mut Vec<bool>) {
     let start = out.len();
     out.resize(start + hashes.len(), false);
@@ -271,7 +266,7 @@ pub(crate) fn contains_batch(layers: &[LayerBits], hashes: &[Hash128], out: &mut
     fixed::dispatch!(layout, run, {
         // The general path, for layouts without a specialised kernel.
         let mut bits = newest.bits;
-        for_each_prefetched(&mut bits, layout, hashes, &[], |bits, i, h| {
+        for_each_prefetched(&mut bits, layout, hashes, |bits, i, h| {
             verdicts[i] = contains_key(bits, layout, h);
         });
     });
@@ -294,7 +289,7 @@ pub(crate) fn set_batch(bits: &mut [u8], layout: &Layout, hashes: &[Hash128]) {
     fixed::dispatch!(layout, run, {
         // The general path, for layouts without a specialised kernel.
         let mut bits = bits;
-        for_each_prefetched(&mut bits, layout, hashes, &[], |bits, _, h| {
+        for_each_prefetched(&mut bits, layout, hashes, |bits, _, h| {
             set_key(bits, layout, h)
         });
     });

@@ -19,8 +19,8 @@
 //! present key's other blocks unrequested, one dependent miss after another:
 //! the query of an 8-layer filter took 4.5 times one layer's.
 
-use super::LayerBits;
 use super::fixed::{self, Rule};
+use super::{LayerBits, prefetch_key};
 use crate::filter::layout::{BLOCK_BYTES, Layout, block_of};
 use crate::filter::probe::contains_key;
 use crate::hash::Hash128;
@@ -148,12 +148,7 @@ unsafe fn find_avx2<const X: usize, R: Rule>(
 /// One layer's pass for a layout without a specialised kernel: every block
 /// of a key requested [`AHEAD`] keys early, then the reference lookup.
 fn find_any(bits: &[u8], layout: &Layout, hashes: &[Hash128], pending: &[u32], found: &mut [bool]) {
-    let request = |i: u32| {
-        let h = hashes[i as usize];
-        for b in layout.blocks(h).iter().take(layout.blocks_per_key as usize) {
-            prefetch(bits, *b as usize * BLOCK_BYTES);
-        }
-    };
+    let request = |i: u32| prefetch_key(bits, layout, hashes[i as usize]);
     for &i in pending.iter().take(AHEAD) {
         request(i);
     }
