@@ -612,7 +612,9 @@ pub struct DedupArgs {
     /// With -f: record printed lines in FILTER (and let other processes at it)
     /// at least this often: a duration (500ms, 2s, 1min) or a line count (100k, 1M)
     /// [default: 1s or 1M lines, whichever comes first, but at least 16 times
-    /// as long as the last commit took, which grows with the filter];
+    /// as long as the last commit took, which grows with the filter (the
+    /// first window of a filter held in memory: as its commit is foreseen to
+    /// take)];
     /// windows end between input chunks (4 MiB), so a window holds at least
     /// one chunk, when the input pauses for 20 ms (by default, not before
     /// those 16 times), and also once 524,288 new lines wait to be recorded

@@ -317,6 +317,10 @@ impl Store for Opened {
         self.store_mut().stages(last_window)
     }
 
+    fn foreseen_commit(&self) -> std::time::Duration {
+        self.store().foreseen_commit()
+    }
+
     fn stage_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
         self.store_mut().stage_batch(hashes, out)
     }

@@ -223,6 +223,10 @@ impl Deferred {
             self.window_lines = 0;
             self.window_waited = Duration::ZERO;
             self.staging = filter.stages(self.last_window)?;
+            if self.last_window.is_none() {
+                // No commit timed yet: the store's foresight stands in.
+                self.last_commit = filter.foreseen_commit();
+            }
             // After the store changed how it holds its bits: the window's
             // bounds and rate count judging time only.
             self.window_start = Instant::now();
@@ -405,6 +409,51 @@ mod tests {
         d.staging = true;
         d.acked = vec![Hash128 { lo: 0, hi: 0 }; MAX_STAGED_KEYS];
         assert!(d.due(false));
+    }
+
+    /// The first window of a run, before any commit was timed, stretches
+    /// with the commit the store foresees; a later one with the last
+    /// commit's time, whatever the store foresees then.
+    #[test]
+    fn a_first_window_stretches_with_the_foreseen_commit() {
+        struct Foresees(MemFilter, Duration);
+        impl Store for Foresees {
+            fn seed(&self) -> u64 {
+                self.0.seed()
+            }
+            fn contains_batch(&mut self, h: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
+                self.0.contains_batch(h, out)
+            }
+            fn insert_batch(&mut self, h: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
+                self.0.insert_batch(h, out)
+            }
+            fn foreseen_commit(&self) -> Duration {
+                self.1
+            }
+        }
+        let commit = || Commit {
+            lines: 10,
+            every: Duration::MAX,
+            stretch: true,
+            stops: false,
+            sync: Vec::new(),
+        };
+        let mem = || MemFilter::new(&plan(1000, 1e-9).unwrap(), 1).unwrap();
+        for (foreseen, due) in [(Duration::ZERO, true), (Duration::from_secs(3600), false)] {
+            let mut f = Foresees(mem(), foreseen);
+            let mut d = Deferred::new(commit());
+            d.begin(&mut f).unwrap();
+            d.window_lines = 10;
+            assert_eq!(d.due(false), due, "first window, {foreseen:?} foreseen");
+            // The commit is timed (a moment): the next window stretches
+            // with that, not with what the store foresees.
+            d.commit(&mut f).unwrap();
+            d.begin(&mut f).unwrap();
+            assert!(
+                d.last_commit < Duration::from_secs(60),
+                "{foreseen:?} foreseen"
+            );
+        }
     }
 
     /// The pending map of `dedup -f`: a key judged new stays "seen" until its

@@ -127,6 +127,15 @@ pub trait Store {
         Ok(false)
     }
 
+    /// How long the commit of the window just begun is foreseen to take,
+    /// before any commit was timed: the first window of a run stretches
+    /// with it, as later ones do with the last commit's time
+    /// ([`LastWindow::stretches`]). Zero (no foresight) unless the store
+    /// knows; asked after [`Store::stages`].
+    fn foreseen_commit(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+
     /// A test-and-set as [`Store::insert_batch`] whose keys are not recorded
     /// before [`Store::end_window`], and not at all if [`Store::unstage`]
     /// comes first. Only called in a window for which [`Store::stages`]
