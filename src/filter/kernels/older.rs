@@ -26,8 +26,12 @@ use crate::filter::probe::contains_key;
 use crate::hash::Hash128;
 use crate::prefetch::prefetch;
 
-/// How many keys ahead a key's first block is requested.
-const AHEAD: usize = 32;
+/// How many keys ahead a key's first block is requested. The 10M-line
+/// benchmark's 8 layers (up to 17 MiB) were asked as fast at 64 as at 32;
+/// 10M absent keys against 6 layers of up to 280 MiB, 10 % faster (0.61 s
+/// against 0.67, medians of 5); 128 gained nothing more. Larger layers
+/// miss the caches, and more requests in flight hide more of it.
+const AHEAD: usize = 64;
 /// How many keys after its first block a key's other blocks are tested.
 const LAG: usize = 12;
 /// The keys between the two steps (a power of two above `LAG`).
