@@ -7,12 +7,18 @@
 # against the filter's size, layers, and the false-positive rate measured at
 # the end by looking up 1M lines of another stream (none of them were added).
 #
-#   scripts/bench-scale.sh [LINES...]        (default: 10000000 100000000 1000000000)
+#   scripts/bench-scale.sh [--growth G] [LINES...]
+#                                (default: growth 2; 10000000 100000000 1000000000)
+#
+# --growth G makes the filter grow G times per layer (fewer layers, more
+# memory just after each growth; see `seen plan --growth G`).
 #
 # The billion-line run takes minutes and needs the filter's size free in DIR
 # (default target/bench/scale; about 3 GB; override with SCALE_DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+growth=()
+if [ "${1:-}" = --growth ]; then growth=(--growth "$2"); shift 2; fi
 scales=("$@")
 [ ${#scales[@]} -gt 0 ] || scales=(10000000 100000000 1000000000)
 # One build of both (a build of the example alone unifies other features and
@@ -30,7 +36,7 @@ first=
 for n in "${scales[@]}"; do
     rm -f "$dir/f.seen"
     "$gen" "$n" 42 2> "$dir/gen.err" |
-        /usr/bin/time -f "%e %M" -o "$dir/time" "$seen" dedup -q -f "$dir/f.seen" -n 10M -p 1e-6 > /dev/null
+        /usr/bin/time -f "%e %M" -o "$dir/time" "$seen" dedup -q -f "$dir/f.seen" -n 10M -p 1e-6 "${growth[@]}" > /dev/null
     distinct=$(sed 's/.* \([0-9]*\) distinct/\1/' "$dir/gen.err")
     read -r secs kib < "$dir/time"
     stats=$("$seen" stats --json "$dir/f.seen" | python3 -c '
