@@ -299,6 +299,101 @@ mod tests {
         PORTABLE.with(|p| p.set(false));
     }
 
+    /// Older layers alike but for their size are asked in one pass per
+    /// group (`older::find_group`): three sectored layers and two scattered
+    /// ones, full enough that a key's first block often holds by chance in
+    /// a newer layer of its group while an older one holds the key (which
+    /// the test checks happens), give the reference answers, AVX2 and
+    /// portable.
+    #[test]
+    fn grouped_older_layers_match_probe_path() {
+        let olds = [
+            (layout(64, 6, 4), 0..1500u32),
+            (layout(128, 6, 4), 1000..4000),
+            (with_scheme(64, 8, 3, Scheme::Sectored), 3500..5000),
+            (with_scheme(128, 8, 3, Scheme::Sectored), 4500..7500),
+            (with_scheme(192, 8, 3, Scheme::Sectored), 7000..11500),
+        ];
+        let old_bits: Vec<Vec<u8>> = olds
+            .iter()
+            .map(|(o, keys)| {
+                let mut bits = vec![0u8; o.bytes() as usize];
+                for i in keys.clone() {
+                    test_and_set(&mut bits, &o.probe(hash(&i.to_le_bytes(), 9)));
+                }
+                bits
+            })
+            .collect();
+        let older: Vec<LayerBits> = olds
+            .iter()
+            .zip(&old_bits)
+            .map(|((layout, _), bits)| LayerBits {
+                bits,
+                layout: *layout,
+            })
+            .collect();
+        let keys: Vec<Hash128> = (0..20_000u32).map(|i| hash(&i.to_le_bytes(), 9)).collect();
+        let holds = |o: &LayerBits, h: Hash128| contains(o.bits, &o.layout.probe(h));
+        let want: Vec<bool> = keys
+            .iter()
+            .map(|h| older.iter().any(|o| holds(o, *h)))
+            .collect();
+        // Keys whose first block holds in a newer layer of their group that
+        // does not hold them, while an older layer of the group does.
+        let first_holds = |o: &LayerBits, h: Hash128| {
+            let p = o.layout.probe(h);
+            let at = p.blocks[0] as usize * 64;
+            (0..8).all(|w| {
+                let word =
+                    u64::from_le_bytes(o.bits[at + 8 * w..at + 8 * w + 8].try_into().unwrap());
+                p.masks[0][w] & !word == 0
+            })
+        };
+        let by_chance = keys
+            .iter()
+            .filter(|h| {
+                [&older[2..], &older[..2]].iter().any(|group| {
+                    let newest_first: Vec<&LayerBits> = group.iter().rev().collect();
+                    newest_first
+                        .iter()
+                        .position(|o| first_holds(o, **h))
+                        .is_some_and(|f| {
+                            !holds(newest_first[f], **h)
+                                && newest_first[f + 1..].iter().any(|o| holds(o, **h))
+                        })
+                })
+            })
+            .count();
+        assert!(by_chance > 0, "no key takes the by-chance path");
+        let newest = with_scheme(64, 8, 2, Scheme::Sectored);
+        for portable in [false, true] {
+            PORTABLE.with(|p| p.set(portable));
+            let mut layers = older.clone();
+            let empty = vec![0u8; newest.bytes() as usize];
+            layers.push(LayerBits {
+                bits: &empty,
+                layout: newest,
+            });
+            let mut got = Vec::new();
+            contains_batch(&layers, &keys, &mut got);
+            assert_eq!(got, want, "contains, portable={portable}");
+            // Inserting: a key no older layer holds is test-and-set in the
+            // newest, which fills up (its verdicts come from there too).
+            let mut want_bits = vec![0u8; newest.bytes() as usize];
+            let want_insert: Vec<bool> = keys
+                .iter()
+                .zip(&want)
+                .map(|(h, &old)| old || test_and_set(&mut want_bits, &newest.probe(*h)))
+                .collect();
+            let mut bits = vec![0u8; newest.bytes() as usize];
+            let mut got = Vec::new();
+            insert_batch(&older, &mut bits, &newest, &keys, &mut got);
+            assert!(got == want_insert, "insert, portable={portable}");
+            assert!(bits == want_bits, "bits, portable={portable}");
+        }
+        PORTABLE.with(|p| p.set(false));
+    }
+
     fn batches_match_probe_path() {
         for l in all_layouts(128) {
             let (x, k) = (l.blocks_per_key, l.k);
