@@ -299,6 +299,33 @@ mod tests {
         PORTABLE.with(|p| p.set(false));
     }
 
+    /// The bits of layers `olds` (layout, keys it holds), keys hashed with `seed`.
+    fn fill_layers(olds: &[(Layout, std::ops::Range<u32>)], seed: u64) -> Vec<Vec<u8>> {
+        olds.iter()
+            .map(|(o, keys)| {
+                let mut bits = vec![0u8; o.bytes() as usize];
+                for i in keys.clone() {
+                    test_and_set(&mut bits, &o.probe(hash(&i.to_le_bytes(), seed)));
+                }
+                bits
+            })
+            .collect()
+    }
+
+    /// [`fill_layers`]' layers as the kernels take them.
+    fn layer_views<'a>(
+        olds: &[(Layout, std::ops::Range<u32>)],
+        bits: &'a [Vec<u8>],
+    ) -> Vec<LayerBits<'a>> {
+        olds.iter()
+            .zip(bits)
+            .map(|((layout, _), bits)| LayerBits {
+                bits,
+                layout: *layout,
+            })
+            .collect()
+    }
+
     /// Older layers alike but for their size are asked in one pass per
     /// group (`older::find_group`): three sectored layers and two scattered
     /// ones, full enough that a key's first block often holds by chance in
@@ -314,24 +341,8 @@ mod tests {
             (with_scheme(128, 8, 3, Scheme::Sectored), 4500..7500),
             (with_scheme(192, 8, 3, Scheme::Sectored), 7000..11500),
         ];
-        let old_bits: Vec<Vec<u8>> = olds
-            .iter()
-            .map(|(o, keys)| {
-                let mut bits = vec![0u8; o.bytes() as usize];
-                for i in keys.clone() {
-                    test_and_set(&mut bits, &o.probe(hash(&i.to_le_bytes(), 9)));
-                }
-                bits
-            })
-            .collect();
-        let older: Vec<LayerBits> = olds
-            .iter()
-            .zip(&old_bits)
-            .map(|((layout, _), bits)| LayerBits {
-                bits,
-                layout: *layout,
-            })
-            .collect();
+        let old_bits = fill_layers(&olds, 9);
+        let older = layer_views(&olds, &old_bits);
         let keys: Vec<Hash128> = (0..20_000u32).map(|i| hash(&i.to_le_bytes(), 9)).collect();
         let holds = |o: &LayerBits, h: Hash128| contains(o.bits, &o.layout.probe(h));
         let want: Vec<bool> = keys
@@ -412,24 +423,8 @@ mod tests {
                 (old, 100..300),
                 (with_scheme(128, 16, 3, Scheme::Sectored), 250..450),
             ];
-            let old_bits: Vec<Vec<u8>> = olds
-                .iter()
-                .map(|(o, keys)| {
-                    let mut bits = vec![0u8; o.bytes() as usize];
-                    for i in keys.clone() {
-                        test_and_set(&mut bits, &o.probe(hash(&i.to_le_bytes(), 5)));
-                    }
-                    bits
-                })
-                .collect();
-            let older: Vec<LayerBits> = olds
-                .iter()
-                .zip(&old_bits)
-                .map(|((layout, _), bits)| LayerBits {
-                    bits,
-                    layout: *layout,
-                })
-                .collect();
+            let old_bits = fill_layers(&olds, 5);
+            let older = layer_views(&olds, &old_bits);
             // Keys 0..1500 with every 7th repeated from earlier in the batch.
             let keys: Vec<Hash128> = (0..1500u32)
                 .map(|i| if i % 7 == 3 { i / 2 } else { i })
