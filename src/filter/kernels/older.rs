@@ -75,37 +75,25 @@ pub(super) fn find_in(layers: &[LayerBits], hashes: &[Hash128], found: &mut [boo
         if pending.is_empty() {
             return;
         }
-        if group.len() > 1 {
-            macro_rules! run {
-                ($x:literal, $r:ty) => {
-                    find_group::<$x, $r>(group, hashes, &pending, found)
-                };
-                ($x:literal, $r:ty, $fast:ty) => {
-                    // SAFETY: `dispatch` passes an AVX2 rule only when `fixed::simd()`.
-                    unsafe { find_group_avx2::<$x, $fast>(group, hashes, &pending, found) }
-                };
-            }
-            // Layouts without a specialised kernel: one layer at a time, below.
-            if fixed::dispatch!(&group[0].layout, run, false) {
-                continue;
-            }
+        macro_rules! run {
+            ($x:literal, $r:ty) => {
+                find_group::<$x, $r>(group, hashes, &pending, found)
+            };
+            ($x:literal, $r:ty, $fast:ty) => {
+                // SAFETY: `dispatch` passes an AVX2 rule only when `fixed::simd()`.
+                unsafe { find_group_avx2::<$x, $fast>(group, hashes, &pending, found) }
+            };
         }
-        for layer in group.iter().rev() {
-            keep_pending(&mut pending, found);
-            let nblocks = layer.layout.nblocks;
-            macro_rules! run {
-                ($x:literal, $r:ty) => {
-                    find::<$x, $r>(layer.bits, nblocks, hashes, &pending, found)
-                };
-                ($x:literal, $r:ty, $fast:ty) => {
-                    // SAFETY: `dispatch` passes an AVX2 rule only when `fixed::simd()`.
-                    unsafe { find_avx2::<$x, $fast>(layer.bits, nblocks, hashes, &pending, found) }
-                };
+        if fixed::dispatch!(&group[0].layout, run, false) {
+            continue;
+        }
+        // The general path, for layouts without a specialised kernel: one
+        // layer at a time.
+        for (n, layer) in group.iter().rev().enumerate() {
+            if n > 0 {
+                keep_pending(&mut pending, found);
             }
-            fixed::dispatch!(&layer.layout, run, {
-                // The general path, for layouts without a specialised kernel.
-                find_any(layer.bits, &layer.layout, hashes, &pending, found)
-            });
+            find_any(layer.bits, &layer.layout, hashes, &pending, found);
         }
     }
 }
@@ -115,7 +103,8 @@ const MAX_GROUP: usize = 8;
 
 /// One pass over the keys `pending` for a group of layers with the same
 /// kernel (`X` blocks per key, rule `R`; `group` oldest first, as
-/// everywhere), in the two steps of [`find`]: a key's first block in each
+/// everywhere; one layer or more), in the two steps of the [module](self)
+/// docs: a key's first block in each
 /// layer is requested ahead (fewer keys ahead the more layers, so that as
 /// many requests are in flight), then tested newest layer first, the
 /// key's rule computed once for all of them; the first layer whose block
@@ -124,7 +113,8 @@ const MAX_GROUP: usize = 8;
 /// the group's older layers are asked at once, without prefetching: it is
 /// rare. Returns `true` (it ran: for `fixed::dispatch`).
 ///
-/// Against a pass per layer (`scripts/ab.sh`, medians of 7): `dedup -n 30k`
+/// Against a pass per layer (`scripts/ab.sh`, medians of 7, f6e8b65, when a
+/// group of one layer still had a kernel of its own): `dedup -n 30k`
 /// of the 10M-line corpus (8 layers by its end; its 7 older ones in groups
 /// of 4 and 3) took 0.53 s against 0.65. `query` gained nothing measurable
 /// (the 8-layer filter 0.32 s against 0.31, 10M absent keys against 6 layers
@@ -225,65 +215,6 @@ fn keep_pending(pending: &mut Vec<u32>, found: &[bool]) {
         kept += usize::from(!found[i as usize]);
     }
     pending.truncate(kept);
-}
-
-/// One layer's pass (`X` blocks per key, rule `R`) over the keys `pending`
-/// (indices into `hashes`), in the two steps of the [module](self) docs.
-#[inline(always)]
-fn find<const X: usize, R: Rule>(
-    bits: &[u8],
-    nblocks: u64,
-    hashes: &[Hash128],
-    pending: &[u32],
-    found: &mut [bool],
-) {
-    let key = |t: usize| hashes[pending[t] as usize];
-    let first = |h: Hash128| fixed::blocks::<X>(nblocks, h)[0] as usize * BLOCK_BYTES;
-    for t in 0..AHEAD.min(pending.len()) {
-        prefetch(bits, first(key(t)));
-    }
-    // Whether the key `t` held its first block's bits, by `t % RING`.
-    let mut candidate = [false; RING];
-    for t in 0..pending.len() + LAG {
-        if let Some(&ahead) = pending.get(t + AHEAD) {
-            prefetch(bits, first(hashes[ahead as usize]));
-        }
-        if t < pending.len() {
-            let h = key(t);
-            let blocks = fixed::blocks::<X>(nblocks, h);
-            let held = !R::missing(block_of(bits, blocks[0]), &R::key(h), 0);
-            if held {
-                for b in &blocks[1..] {
-                    prefetch(bits, *b as usize * BLOCK_BYTES);
-                }
-            }
-            candidate[t % RING] = held;
-        }
-        if t >= LAG && candidate[(t - LAG) % RING] {
-            let h = key(t - LAG);
-            let blocks = fixed::blocks::<X>(nblocks, h);
-            let k = R::key(h);
-            if (1..X).all(|j| !R::missing(block_of(bits, blocks[j]), &k, j)) {
-                found[pending[t - LAG] as usize] = true;
-            }
-        }
-    }
-}
-
-/// [`find`] compiled for AVX2 (on x86-64; elsewhere there is no AVX2
-/// kernel, see [`fixed::simd`]).
-///
-/// # Safety
-/// On x86-64 the CPU must have AVX2.
-#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx2"))]
-unsafe fn find_avx2<const X: usize, R: Rule>(
-    bits: &[u8],
-    nblocks: u64,
-    hashes: &[Hash128],
-    pending: &[u32],
-    found: &mut [bool],
-) {
-    find::<X, R>(bits, nblocks, hashes, pending, found);
 }
 
 /// One layer's pass for a layout without a specialised kernel: every block
