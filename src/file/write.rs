@@ -56,6 +56,12 @@ const FIRST_WINDOW_KEYS: u64 = 1 << 20;
 /// 18 ms), to foresee how long a held window lasts when windows stretch.
 const HELD_COMMIT_BYTES_PER_SEC: f64 = 2e9;
 
+/// Seconds a held window's commit is foreseen to take for a filter of
+/// `bytes` (all of it written back and summed, as a dense window does).
+fn held_commit_secs(bytes: u64) -> f64 {
+    bytes as f64 / HELD_COMMIT_BYTES_PER_SEC
+}
+
 /// Lines a second a held window judges at least (measured: 3.8M a second
 /// into 7 layers of 5.4 GiB, 8M into one of 40 MiB), for a window that its
 /// input kept busy, whose own rate says how fast the file mapping was, not
@@ -78,7 +84,7 @@ fn held_window_keys(last: LastWindow, bytes: u64) -> u64 {
     if last.waited < last.secs / 2.0 && last.lines > 0 {
         rate = rate.max(last.new_keys as f64 / last.lines as f64 * HELD_LINES_PER_SEC);
     }
-    let lasts = f64::from(STRETCH) * bytes as f64 / HELD_COMMIT_BYTES_PER_SEC;
+    let lasts = f64::from(STRETCH) * held_commit_secs(bytes);
     (rate * lasts) as u64
 }
 
@@ -541,8 +547,7 @@ impl Store for WriteFilter {
         if !self.held {
             return std::time::Duration::ZERO;
         }
-        let bytes = self.layers.header.bit_bytes() as f64;
-        std::time::Duration::from_secs_f64(bytes / HELD_COMMIT_BYTES_PER_SEC)
+        std::time::Duration::from_secs_f64(held_commit_secs(self.layers.header.bit_bytes()))
     }
 
     fn stage_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
