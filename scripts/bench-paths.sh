@@ -37,14 +37,19 @@ awk 'NR % 10 == 1' "$exact" | "$seen" build -q --force -n 10M -o "$d/old.seen"
 layers=$("$seen" stats --json "$d/l8.seen" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["layers"]))')
 cat "$in" > /dev/null
 
+# run.seen fresh (a copy of $d/$1.seen, or none), and nothing left dirty
+# before the timed run: else what the run before wrote is written back during
+# it (with one binary as both old and new, `dup` measured 1.25x for the second).
+fresh() { rm -f "$d/run.seen"; [ -z "$1" ] || cp "$d/$1.seen" "$d/run.seen"; sync; }
+
 # One run of row $1 with binary $2, printing its seconds (set-up not timed).
 row() {
     local s=$2
     case $1 in
         mem) t "$s" dedup "$in" ;;
-        new) rm -f "$d/run.seen"; t "$s" dedup -q -f "$d/run.seen" "$in" ;;
-        old) cp "$d/old.seen" "$d/run.seen"; t "$s" dedup -q -f "$d/run.seen" "$in" ;;
-        dup) cp "$d/full.seen" "$d/run.seen"; t "$s" dedup -q -f "$d/run.seen" "$in" ;;
+        new) fresh ""; t "$s" dedup -q -f "$d/run.seen" "$in" ;;
+        old) fresh old; t "$s" dedup -q -f "$d/run.seen" "$in" ;;
+        dup) fresh full; t "$s" dedup -q -f "$d/run.seen" "$in" ;;
         l1) t sh -c "cat '$in' | '$s' dedup -n 10M" ;;
         l8) t sh -c "cat '$in' | '$s' dedup -n 30k" ;;
         q1) t "$s" query -c "$d/l1.seen" --file "$in" ;;

@@ -635,7 +635,7 @@ pub fn plan_few_bits(n: u64, p: f64, room: f64) -> Result<Plan, SizingError> {
 /// Sectored bit positions are chosen when they cost at most this fraction more
 /// space than scattered ones (`cargo bench --bench filter` measures the
 /// difference in speed; docs/PERFORMANCE.md quotes it).
-pub const SECTORED_PREMIUM: f64 = 0.03;
+pub const SECTORED_PREMIUM: f64 = 0.04;
 
 /// Sizes a filter for `n` keys at `p` with scattered bit positions, choosing
 /// the blocks per key: the smallest spread whose size is within
