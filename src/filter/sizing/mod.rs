@@ -1168,6 +1168,39 @@ mod tests {
         assert!((44.9..44.9 * 1.08).contains(&four), "{four}");
     }
 
+    /// Where [`plan`] takes sectored positions, as docs/FORMAT.md states it
+    /// (10M keys): from about 1.7e-2 down, but for the bands where `k` per
+    /// block is far from a multiple of 8. And a filter grown from 30k at the
+    /// default rate is sectored in every layer, so that its older layers make
+    /// one group (`kernels::older`): its three smallest were scattered at a
+    /// 3 % premium. A chosen sectored plan never costs more than the premium.
+    #[test]
+    fn sectored_where_the_docs_say() {
+        let scheme = |n: u64, p: f64| plan(n, p).unwrap().layout.scheme;
+        for p in [2.5e-2, 8e-4, 6e-4, 3e-4, 8e-7, 6e-7, 5e-7] {
+            assert_eq!(scheme(10_000_000, p), Scheme::Scattered, "p={p}");
+        }
+        for p in [
+            1.5e-2, 1e-2, 1e-3, 9e-4, 2.5e-4, 1e-4, 1e-6, 9e-7, 4e-7, 3e-8, 1e-9,
+        ] {
+            assert_eq!(scheme(10_000_000, p), Scheme::Sectored, "p={p}");
+        }
+        for i in 0..8 {
+            let layer = Growth::new(DEFAULT_GROWTH)
+                .layer_plan(30_000, 1e-6, i)
+                .unwrap();
+            assert_eq!(layer.layout.scheme, Scheme::Sectored, "layer {i}");
+        }
+        let mut p = 0.1f64;
+        while p >= 0.99e-9 {
+            let (scattered, _) = scattered_plans(10_000_000, p).unwrap();
+            let chosen = plan(10_000_000, p).unwrap();
+            let premium = chosen.layout.nblocks as f64 / scattered.layout.nblocks as f64 - 1.0;
+            assert!(premium <= SECTORED_PREMIUM + 1e-12, "p={p}: {premium}");
+            p /= 10f64.powf(0.125);
+        }
+    }
+
     #[test]
     fn chosen_plans_are_within_ten_percent_of_textbook() {
         let mut p = 0.1f64;
