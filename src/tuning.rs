@@ -16,6 +16,7 @@
 //! | `SEEN_PORTABLE` | [`Tuning::portable_kernels`] |
 //! | `SEEN_SCATTERED_ONLY` | [`Tuning::scattered_only`] |
 //! | `SEEN_HOLD` | [`Tuning::hold`] (`always` or `never`) |
+//! | `SEEN_NO_POPULATE` | [`Tuning::populate`] (off when set) |
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -45,6 +46,8 @@ pub struct Tuning {
     /// window (`Some(true)`) or in none (`Some(false)`), rather than in the
     /// dense ones.
     pub hold: Option<bool>,
+    /// Fault a new layer's memory in on a helper thread (`file::populate`).
+    pub populate: bool,
 }
 
 impl Default for Tuning {
@@ -59,6 +62,7 @@ impl Default for Tuning {
             portable_kernels: false,
             scattered_only: false,
             hold: None,
+            populate: true,
         }
     }
 }
@@ -94,6 +98,7 @@ impl Tuning {
                 Some("never") => Some(false),
                 _ => None,
             },
+            populate: !set("SEEN_NO_POPULATE"),
         }
     }
 }
@@ -128,6 +133,7 @@ mod tests {
             ("SEEN_NO_HUGEPAGE", ""),
             ("SEEN_PORTABLE", "1"),
             ("SEEN_HOLD", "never"),
+            ("SEEN_NO_POPULATE", "1"),
         ];
         let t = Tuning::from_lookup(|name| {
             vars.iter()
@@ -141,6 +147,7 @@ mod tests {
         assert_eq!(t.progress_delay, Some(Duration::from_millis(250)));
         assert!(!t.huge_pages && t.portable_kernels && !t.scattered_only);
         assert_eq!(t.hold, Some(false));
+        assert!(!t.populate);
         let hold =
             |v: &str| Tuning::from_lookup(|n| (n == "SEEN_HOLD").then(|| v.to_string())).hold;
         assert_eq!(hold("always"), Some(true));

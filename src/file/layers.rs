@@ -10,6 +10,7 @@ use super::checksum::Stale;
 use super::format::{self, Header, LayerEntry, VERSION_MINOR, WindowState};
 use super::header::now;
 use super::map::huge_pages;
+use super::populate::Populator;
 use crate::filter::sizing::{self, Plan, Spec};
 use crate::filter::{self, LayerBits};
 use crate::hash::{HASH_XXH3_128_V1, Hash128};
@@ -153,6 +154,12 @@ pub(super) trait Room {
     fn marks_layers(&self) -> bool {
         false
     }
+
+    /// Whether the storage [`Room::extend`] gives is anonymous memory, all
+    /// zero and not faulted in yet ([`Layers::populate`]).
+    fn anonymous(&self) -> bool {
+        false
+    }
 }
 
 /// Anonymous memory (the in-memory filter).
@@ -165,6 +172,10 @@ impl Room for Anon {
 
     fn reused(&mut self, _: &Header, _: usize, _: &MmapMut) -> Result<()> {
         Ok(())
+    }
+
+    fn anonymous(&self) -> bool {
+        true
     }
 }
 
@@ -189,9 +200,35 @@ pub(super) struct Layers {
     pub(super) stale: Option<Stale>,
     /// Keys this run may still insert, when known ([`Layers::expect_keys`]).
     pub(super) expected: Option<u64>,
+    /// Helpers faulting in new layers' anonymous memory
+    /// ([`Layers::populate`]); stopped before any map is dropped.
+    pub(super) populating: Vec<Populator>,
+}
+
+impl Drop for Layers {
+    fn drop(&mut self) {
+        // Before the maps they fault in are unmapped.
+        self.stop_populating();
+    }
 }
 
 impl Layers {
+    /// Starts a helper faulting in the memory of layer `i`, anonymous memory
+    /// that the main thread is about to write at random
+    /// ([`Populator`]); nothing for a small layer.
+    pub(super) fn populate(&mut self, i: usize) {
+        if let Some(p) = Populator::start(&self.maps[i]) {
+            self.populating.push(p);
+        }
+    }
+
+    /// Stops and waits for the helpers of [`Layers::populate`]: called
+    /// before maps are dropped or replaced (a helper must not outlive the
+    /// mapping it faults in).
+    pub(super) fn stop_populating(&mut self) {
+        self.populating.clear();
+    }
+
     /// Says how many keys this run may insert (`None`: unknown; repeated
     /// lines count too), and asks for 2 MiB pages ([`huge_pages`]) on the
     /// layers where it pays ([`Layers::hint`]).
@@ -484,6 +521,9 @@ impl Layers {
             Ok(map) => {
                 self.hint(i, &map);
                 self.maps.push(map);
+                if room.anonymous() {
+                    self.populate(i);
+                }
                 if let Some(stale) = &mut self.stale {
                     stale.cover(&self.header.layers, true);
                 }

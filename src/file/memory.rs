@@ -62,7 +62,7 @@ impl MemFilter {
         // Keys are the pipeline's business; an in-memory filter records none.
         let header = new_header(spec, first, seed, KeySpec::RAW);
         let map = anon(&header.layers[0])?;
-        Ok(MemFilter {
+        let mut filter = MemFilter {
             layers: Layers {
                 header,
                 maps: vec![map],
@@ -72,8 +72,11 @@ impl MemFilter {
                 stale: None,
                 // Its memory asks for 2 MiB pages itself (`anon`).
                 expected: None,
+                populating: Vec::new(),
             },
-        })
+        };
+        filter.layers.populate(0);
+        Ok(filter)
     }
 
     /// Touches every page now (writes a zero to each), so later probes pay no
@@ -118,5 +121,28 @@ impl Store for MemFilter {
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
         self.layers.add(hashes, Some(out), &mut Anon)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::filter::sizing::plan;
+
+    /// A large in-memory filter's first layer is faulted in by a helper,
+    /// not by the lines that go in; a small one gets none.
+    #[test]
+    fn a_large_layer_is_populated_on_the_side() {
+        let small = MemFilter::new(&plan(1_000_000, 1e-6).unwrap(), 1).unwrap();
+        assert!(small.layers.populating.is_empty());
+        let mut large = MemFilter::new(&plan(20_000_000, 1e-6).unwrap(), 1).unwrap();
+        let bytes = large.layers.maps[0].len() as u64;
+        assert!(bytes >= super::super::populate::MIN_BYTES as u64);
+        assert_eq!(large.layers.populating.len(), 1);
+        for p in large.layers.populating.drain(..) {
+            p.finish();
+        }
+        let resident = super::super::populate::resident(large.layers.maps[0].as_ptr());
+        assert!(resident >= bytes, "{resident} of {bytes} bytes");
     }
 }

@@ -33,6 +33,7 @@ mod map;
 mod memory;
 mod new;
 mod path;
+mod populate;
 mod read;
 mod write;
 

@@ -115,6 +115,7 @@ impl WriteFilter {
                 alarms: None,
                 stale: Some(Stale::default()),
                 expected,
+                populating: Vec::new(),
             },
             locked: true,
             held: false,
@@ -302,6 +303,7 @@ impl WriteFilter {
     fn hold(&mut self) -> Result<bool> {
         // The file's mappings go first, so that the copies do not come on
         // top of the pages they brought in: memory stays the filter's size.
+        self.layers.stop_populating();
         self.layers.maps.clear();
         let layers = self.layers.header.layers.clone();
         let mut copies = Vec::with_capacity(layers.len());
@@ -320,6 +322,11 @@ impl WriteFilter {
             copies.push(map);
         }
         self.layers.maps = copies;
+        // A layer's holes (a new file's) were not read: faulted in on the
+        // side, as a new layer's memory is.
+        for i in 0..self.layers.maps.len() {
+            self.layers.populate(i);
+        }
         self.held = true;
         Ok(true)
     }
@@ -333,6 +340,7 @@ impl WriteFilter {
             hint_layer(&self.layers.header, self.layers.expected, i, &map);
             maps.push(map);
         }
+        self.layers.stop_populating();
         self.layers.maps = maps;
         self.held = false;
         Ok(())
@@ -450,6 +458,10 @@ impl Room for FileRoom<'_> {
         self.held
     }
 
+    fn anonymous(&self) -> bool {
+        self.held
+    }
+
     fn extend(&mut self, header: &Header) -> Result<MmapMut> {
         let map = if self.held {
             grow(self.file, self.path, header)?;
@@ -563,6 +575,7 @@ impl Store for WriteFilter {
         let kept = self.window_layers.len();
         if l.header.layers.len() > kept {
             l.header.layers.truncate(kept);
+            l.stop_populating();
             l.maps.truncate(kept);
             if let Some(stale) = &mut l.stale {
                 stale.truncate(kept);
