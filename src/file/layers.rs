@@ -10,7 +10,7 @@ use super::checksum::Stale;
 use super::format::{self, Header, LayerEntry, VERSION_MINOR, WindowState};
 use super::header::now;
 use super::map::huge_pages;
-use super::populate::Populator;
+use super::populate::{self, Populating, Populator};
 use crate::filter::sizing::{self, Plan, Spec};
 use crate::filter::{self, LayerBits};
 use crate::hash::{HASH_XXH3_128_V1, Hash128};
@@ -200,9 +200,9 @@ pub(super) struct Layers {
     pub(super) stale: Option<Stale>,
     /// Keys this run may still insert, when known ([`Layers::expect_keys`]).
     pub(super) expected: Option<u64>,
-    /// Helpers faulting in new layers' anonymous memory
-    /// ([`Layers::populate`]); stopped before any map is dropped.
-    pub(super) populating: Vec<Populator>,
+    /// Helpers faulting in new layers' anonymous memory, running or waiting
+    /// for keys ([`Layers::populate`]); stopped before any map is dropped.
+    pub(super) populating: Populating,
 }
 
 impl Drop for Layers {
@@ -213,20 +213,40 @@ impl Drop for Layers {
 }
 
 impl Layers {
-    /// Starts a helper faulting in the memory of layer `i`, anonymous memory
-    /// that the main thread is about to write at random
-    /// ([`Populator`]); nothing for a small layer.
+    /// Has a helper fault in the memory of layer `i`, anonymous memory that
+    /// is about to be written at random ([`Populator`]), once a batch would
+    /// bring it to [`populate::keys_due`] keys (so a run of a few lines into
+    /// a large filter starts none); nothing for a small layer.
     pub(super) fn populate(&mut self, i: usize) {
-        if let Some(p) = Populator::start(&self.maps[i]) {
-            self.populating.push(p);
+        if populate::wanted(&self.maps[i]) {
+            self.populating.waiting.push(i);
         }
+    }
+
+    /// Starts the helpers of [`Layers::populate`] that are due before `keys`
+    /// more go into layer `top`.
+    fn start_populating(&mut self, top: usize, keys: usize) {
+        let Layers {
+            header,
+            maps,
+            populating,
+            ..
+        } = self;
+        populating.waiting.retain(|&i| {
+            let keys = header.layers[i].inserts + if i == top { keys as u64 } else { 0 };
+            if keys < populate::keys_due(&maps[i]) {
+                return true;
+            }
+            populating.running.extend(Populator::start(&maps[i]));
+            false
+        });
     }
 
     /// Stops and waits for the helpers of [`Layers::populate`]: called
     /// before maps are dropped or replaced (a helper must not outlive the
     /// mapping it faults in).
     pub(super) fn stop_populating(&mut self) {
-        self.populating.clear();
+        self.populating = Populating::default();
     }
 
     /// Says how many keys this run may insert (`None`: unknown; repeated
@@ -308,6 +328,9 @@ impl Layers {
                 _ => usize::MAX,
             };
             let batch = &hashes[done..done + room_left.min(hashes.len() - done)];
+            if !self.populating.waiting.is_empty() {
+                self.start_populating(top, batch.len());
+            }
             let (before, rest) = self.maps.split_at_mut(top);
             let (newest, after) = rest.split_first_mut().expect("the target layer exists");
             let n = match out.as_deref_mut() {

@@ -72,7 +72,7 @@ impl MemFilter {
                 stale: None,
                 // Its memory asks for 2 MiB pages itself (`anon`).
                 expected: None,
-                populating: Vec::new(),
+                populating: Default::default(),
             },
         };
         filter.layers.populate(0);
@@ -127,22 +127,36 @@ impl Store for MemFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::filter::sizing::plan;
 
     /// A large in-memory filter's first layer is faulted in by a helper,
-    /// not by the lines that go in; a small one gets none.
+    /// not by the lines that go in, once a batch brings it to the keys due
+    /// (a batch of fewer starts none); a small one gets none.
     #[test]
     fn a_large_layer_is_populated_on_the_side() {
+        use crate::file::populate::{keys_due, resident};
+        use crate::filter::sizing::plan;
         let small = MemFilter::new(&plan(1_000_000, 1e-6).unwrap(), 1).unwrap();
-        assert!(small.layers.populating.is_empty());
+        assert!(small.layers.populating.waiting.is_empty());
         let mut large = MemFilter::new(&plan(20_000_000, 1e-6).unwrap(), 1).unwrap();
         let bytes = large.layers.maps[0].len() as u64;
-        assert!(bytes >= super::super::populate::MIN_BYTES as u64);
-        assert_eq!(large.layers.populating.len(), 1);
-        for p in large.layers.populating.drain(..) {
+        let due = keys_due(&large.layers.maps[0]);
+        assert!(due >= 2, "{bytes} bytes, {due} keys due");
+        let keys: Vec<Hash128> = (0..due)
+            .map(|i| crate::hash::hash(&i.to_le_bytes(), 1))
+            .collect();
+        let mut out = Vec::new();
+        large.insert_batch(&keys[..1], &mut out).unwrap();
+        assert!(
+            large.layers.populating.running.is_empty(),
+            "not due after one key"
+        );
+        large.insert_batch(&keys[1..], &mut out).unwrap();
+        assert!(large.layers.populating.waiting.is_empty());
+        assert_eq!(large.layers.populating.running.len(), 1);
+        for p in large.layers.populating.running.drain(..) {
             p.finish();
         }
-        let resident = super::super::populate::resident(large.layers.maps[0].as_ptr());
+        let resident = resident(large.layers.maps[0].as_ptr());
         assert!(resident >= bytes, "{resident} of {bytes} bytes");
     }
 }

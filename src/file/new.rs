@@ -193,7 +193,7 @@ impl NewFilter {
                 warned: 0,
                 alarms: None,
                 expected: None,
-                populating: Vec::new(),
+                populating: Default::default(),
             },
         })
     }

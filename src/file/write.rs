@@ -115,7 +115,7 @@ impl WriteFilter {
                 alarms: None,
                 stale: Some(Stale::default()),
                 expected,
-                populating: Vec::new(),
+                populating: Default::default(),
             },
             locked: true,
             held: false,
