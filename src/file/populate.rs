@@ -40,16 +40,17 @@ pub(super) fn wanted(map: &MmapMut) -> bool {
 }
 
 /// The keys a layer of `map` gets (counting the batch about to go in)
-/// before a helper starts on it: one per 2 MiB page of it. Fewer keys,
-/// falling on random pages, would leave many pages untouched, and a helper
-/// would only add memory: a 4 GiB in-memory filter of 1,000 lines reached
-/// 2.1 GB of RSS with a helper started at 1/16 of that, against 1.2 GB
-/// without (its time, 0.05 to 2.7 s, moved with the host's first touch of
-/// the memory, helper or not). A run that fills the layer brings
-/// far more in its first batch (a 4 MiB chunk, some 60,000 URLs), so the
-/// helper still starts before the faults do.
+/// before a helper starts on it: one per 2 MiB page of it, but at most 64.
+/// So a run of a line or two into a large filter (`echo x | seen dedup -n
+/// 1G`: 0.1–0.35 s and up to 280 MiB resident with a helper started at
+/// once, 15 MiB without) starts none, and a run that fills the layer starts
+/// one before its faults. Waiting for one key per page would spare a run
+/// of 1,000 lines into a 4 GiB filter the pages it never touches (1.2 GB
+/// resident against 2.1), but a billion lines into a grown filter took
+/// 91.9 s with that rule against 82.5 with a helper started at once, and
+/// 82.3 with this one (one run each, alternated).
 pub(super) fn keys_due(map: &MmapMut) -> u64 {
-    map.len() as u64 >> 21
+    (map.len() as u64 >> 21).min(64)
 }
 
 /// A helper thread populating one mapping; dropping it stops the helper and
