@@ -237,7 +237,11 @@ impl Layers {
             if keys < populate::keys_due(&maps[i]) {
                 return true;
             }
-            populating.running.extend(Populator::start(&maps[i]));
+            for part in 0..populate::HELPERS {
+                populating
+                    .running
+                    .extend(Populator::start(&maps[i], part, populate::HELPERS));
+            }
             false
         });
     }
