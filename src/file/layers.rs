@@ -702,24 +702,8 @@ mod tests {
     /// Whether the mapping holding `p` was advised `MADV_HUGEPAGE` (`hg` among
     /// its `VmFlags` in `/proc/self/smaps`); `None` when it is not found.
     fn advised_huge(p: *const u8) -> Option<bool> {
-        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
-        let addr = p as usize;
-        let mut inside = false;
-        for line in smaps.lines() {
-            let range = line.split_whitespace().next().and_then(|r| {
-                let (a, b) = r.split_once('-')?;
-                Some((
-                    usize::from_str_radix(a, 16).ok()?,
-                    usize::from_str_radix(b, 16).ok()?,
-                ))
-            });
-            if let Some((a, b)) = range {
-                inside = (a..b).contains(&addr);
-            } else if inside && let Some(flags) = line.strip_prefix("VmFlags:") {
-                return Some(flags.split_whitespace().any(|f| f == "hg"));
-            }
-        }
-        None
+        let flags = super::super::map::smaps_field(p, "VmFlags:")?;
+        Some(flags.split_whitespace().any(|f| f == "hg"))
     }
 
     /// A union replaces its target only if the target is as it was read: a

@@ -107,3 +107,27 @@ pub(super) fn reserve(file: &File, offset: u64, len: u64) -> std::io::Result<()>
         Err(e) => Err(e.into()),
     }
 }
+
+/// The value after `field` (e.g. `"Rss:"`) in `/proc/self/smaps` for the
+/// mapping holding `p`; `None` when it is not found. For tests.
+#[cfg(test)]
+pub(super) fn smaps_field(p: *const u8, field: &str) -> Option<String> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    let addr = p as usize;
+    let mut inside = false;
+    for line in smaps.lines() {
+        let range = line.split_whitespace().next().and_then(|r| {
+            let (a, b) = r.split_once('-')?;
+            Some((
+                usize::from_str_radix(a, 16).ok()?,
+                usize::from_str_radix(b, 16).ok()?,
+            ))
+        });
+        if let Some((a, b)) = range {
+            inside = (a..b).contains(&addr);
+        } else if inside && let Some(value) = line.strip_prefix(field) {
+            return Some(value.trim().to_string());
+        }
+    }
+    None
+}

@@ -9,8 +9,8 @@
 //! took 12 % of the samples of a billion lines into a filter grown to 5.4
 //! GiB, all of it on the main thread. Two helpers, each on half the layer,
 //! take a share of it (the main thread still faults on the pages it
-//! reaches first) on the other core: [`HELPERS`]. It changes no byte: a populated page reads as zero, as an
-//! untouched one does.
+//! reaches first) on the other core: [`HELPERS`]. They change no byte: a
+//! populated page reads as zero, as an untouched one does.
 
 use memmap2::MmapMut;
 use std::sync::Arc;
@@ -130,21 +130,13 @@ impl Populator {
     }
 }
 
-/// The resident bytes of the mapping that starts at `addr`, from
+/// The resident bytes of the mapping holding `addr`, from
 /// `/proc/self/smaps`.
 #[cfg(test)]
 pub(super) fn resident(addr: *const u8) -> u64 {
-    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-    let start = format!("{:x}-", addr as usize);
-    let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&start));
-    lines.next().expect("the mapping is listed");
-    let rss = lines.find(|l| l.starts_with("Rss:")).unwrap();
-    rss.split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse::<u64>()
-        .unwrap()
-        * 1024
+    let rss = super::map::smaps_field(addr, "Rss:").expect("the mapping is listed");
+    let kib = rss.strip_suffix(" kB").expect("Rss in kB");
+    kib.trim().parse::<u64>().unwrap() * 1024
 }
 
 impl Drop for Populator {

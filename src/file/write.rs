@@ -307,6 +307,7 @@ impl WriteFilter {
         self.layers.maps.clear();
         let layers = self.layers.header.layers.clone();
         let mut copies = Vec::with_capacity(layers.len());
+        let mut holey = Vec::new();
         for l in &layers {
             // Either way out, the file is mapped again, as before.
             let Ok(mut map) = super::memory::anon(l) else {
@@ -314,17 +315,25 @@ impl WriteFilter {
                 self.unhold()?;
                 return Ok(false);
             };
-            if let Err(e) = read_layer(&self.file, &self.path, l, &mut map) {
-                drop(copies);
-                self.unhold()?;
-                return Err(e);
+            match read_layer(&self.file, &self.path, l, &mut map) {
+                Ok(read) => {
+                    if read < map.len() as u64 {
+                        holey.push(copies.len());
+                    }
+                }
+                Err(e) => {
+                    drop(copies);
+                    self.unhold()?;
+                    return Err(e);
+                }
             }
             copies.push(map);
         }
         self.layers.maps = copies;
-        // A layer's holes (a new file's) were not read: faulted in on the
-        // side, as a new layer's memory is.
-        for i in 0..self.layers.maps.len() {
+        // A layer's holes (a new file's) were not read, so their pages are
+        // untouched: faulted in on the side, as a new layer's memory is.
+        // The pages of what was read are in already.
+        for i in holey {
             self.layers.populate(i);
         }
         self.held = true;
@@ -411,10 +420,12 @@ fn mark_changed(stale: &mut Stale, was: &[LayerEntry], now: &Header) {
 /// Reads layer `l` of `file` into `map` (a copy held in memory), but for
 /// the holes the file system reports (a new layer's blocks are reserved, not
 /// written): those are zero in the copy, and the pages stay untouched.
-fn read_layer(file: &File, path: &Path, l: &LayerEntry, map: &mut MmapMut) -> Result<()> {
+/// Returns the bytes read (less than the layer's when it has holes).
+fn read_layer(file: &File, path: &Path, l: &LayerEntry, map: &mut MmapMut) -> Result<u64> {
     use rustix::fs::{SeekFrom, seek};
     let end = l.offset + map.len() as u64;
     let mut at = l.offset;
+    let mut bytes = 0;
     let read = |at: u64, to: u64, map: &mut MmapMut| {
         let range = (at - l.offset) as usize..(to - l.offset) as usize;
         file.read_exact_at(&mut map[range], at)
@@ -435,9 +446,10 @@ fn read_layer(file: &File, path: &Path, l: &LayerEntry, map: &mut MmapMut) -> Re
             _ => end,
         };
         read(data, hole, map).with_context(|| format!("cannot read {}", path.display()))?;
+        bytes += hole - data;
         at = hole;
     }
-    Ok(())
+    Ok(bytes)
 }
 
 /// The end of a filter file, where its layers grow, and its header.
@@ -649,5 +661,48 @@ mod tests {
         let fixed = w(2_000_000, 3_000_000, 1.0, false, false);
         assert_eq!(held_window_keys(fixed, 2 * gib), 0);
         assert_eq!(held_window_keys(w(5, 5, 0.0, true, true), 2 * gib), 0);
+    }
+
+    /// Holding a file starts helpers only for the layers it did not read
+    /// whole (holes: a new file's reserved blocks, where the file system
+    /// reports them); a layer read whole has its pages in already.
+    #[test]
+    fn holding_populates_only_layers_with_holes() {
+        use crate::filter::sizing::Spec;
+        use crate::keys::KeySpec;
+        let dir = tempfile::tempdir().unwrap();
+        let spec = Spec {
+            capacity: 20_000_000,
+            target_fpp: 1e-6,
+            growth: None,
+            window: None,
+        };
+        for written in [false, true] {
+            let path = dir.path().join(format!("{written}.seen"));
+            super::super::NewFilter::create(&path, &spec, 7, KeySpec::RAW)
+                .unwrap()
+                .finish(false)
+                .unwrap();
+            let mut w = WriteFilter::open(&path, None).unwrap();
+            let l = w.layers.header.layers[0];
+            let len = l.layout.bytes();
+            assert!(len >= super::super::populate::MIN_BYTES as u64);
+            if written {
+                // The same zeros, now data on any file system.
+                w.file
+                    .write_all_at(&vec![0; len as usize], l.offset)
+                    .unwrap();
+            }
+            let mut probe = super::super::memory::anon(&l).unwrap();
+            let read = read_layer(&w.file, &path, &l, &mut probe).unwrap();
+            drop(probe);
+            assert!(w.hold().unwrap());
+            let waiting = w.layers.populating.waiting.clone();
+            assert_eq!(waiting.contains(&0), read < len, "read {read} of {len}");
+            if written {
+                assert_eq!(read, len);
+                assert!(waiting.is_empty());
+            }
+        }
     }
 }
