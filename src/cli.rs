@@ -2,6 +2,7 @@
 //! comments are the `--help` text, and every flag is documented where it is declared.
 
 use crate::keys::{KeySpec, parse_delimiter};
+use crate::store::{FilterAt, Link};
 use crate::units::{
     Every, parse_count, parse_count_or_zero, parse_every, parse_fpp, parse_fraction, parse_seed,
     parse_wait, parse_window,
@@ -320,8 +321,8 @@ pub struct LockArgs {
 
 impl LockArgs {
     /// The `--redis-timeout` and `--redis-wait`, or their defaults.
-    pub fn redis(&self) -> crate::redis::Link {
-        crate::redis::Link {
+    pub fn link(&self) -> Link {
+        Link {
             timeout: self
                 .redis_timeout
                 .unwrap_or(std::time::Duration::from_secs(10))
@@ -465,8 +466,8 @@ pub struct BuildArgs {
     /// Filter to write: a file, or a Redis location
     /// (redis://[USER@]HOST[:PORT][/DB]/NAME, redis+cluster://HOST:PORT,.../NAME;
     /// the password, if any, in SEEN_REDIS_PASSWORD).
-    #[arg(short = 'o', long = "output", value_name = "FILTER")]
-    pub output: PathBuf,
+    #[arg(short = 'o', long = "output", value_name = "FILTER", value_hint = clap::ValueHint::AnyPath, value_parser = crate::store::FilterAtParser)]
+    pub output: FilterAt,
 
     /// Input files; `-` or none means standard input.
     #[arg(value_name = "FILE")]
@@ -520,8 +521,8 @@ pub struct BuildArgs {
 pub struct QueryArgs {
     /// Filter to ask: a file, or a Redis location (redis://HOST[:PORT][/DB]/NAME,
     /// redis+cluster://HOST:PORT,.../NAME).
-    #[arg(value_name = "FILTER")]
-    pub filter: PathBuf,
+    #[arg(value_name = "FILTER", value_hint = clap::ValueHint::AnyPath, value_parser = crate::store::FilterAtParser)]
+    pub filter: FilterAt,
 
     /// Keys to look up. Without items, lines are read from --file or standard
     /// input. An item is a key: the filter's field selection (-k/-t) is not
@@ -593,8 +594,8 @@ pub struct DedupArgs {
     /// recorded. Created if missing (sized by the flags below; at least 10M lines).
     /// A file, or a Redis location shared by many machines
     /// (redis://HOST[:PORT][/DB]/NAME, redis+cluster://HOST:PORT,.../NAME).
-    #[arg(short = 'f', long = "filter", value_name = "FILTER")]
-    pub filter: Option<PathBuf>,
+    #[arg(short = 'f', long = "filter", value_name = "FILTER", value_hint = clap::ValueHint::AnyPath, value_parser = crate::store::FilterAtParser)]
+    pub filter: Option<FilterAt>,
 
     /// Input files; `-` or none means standard input.
     #[arg(value_name = "FILE")]
@@ -681,8 +682,8 @@ pub struct DedupArgs {
 #[derive(Debug, Args)]
 pub struct StatsArgs {
     /// Filter to inspect: a file, or a Redis location (redis://..., redis+cluster://...).
-    #[arg(value_name = "FILTER")]
-    pub filter: PathBuf,
+    #[arg(value_name = "FILTER", value_hint = clap::ValueHint::AnyPath, value_parser = crate::store::FilterAtParser)]
+    pub filter: FilterAt,
 
     /// Print one JSON object (schema in docs/STATS.md) instead of a table.
     #[arg(long)]
@@ -717,12 +718,12 @@ pub struct StatsArgs {
 #[derive(Debug, Args)]
 pub struct CopyArgs {
     /// Filter to copy: a file, or a Redis location (redis://... or redis+cluster://...).
-    #[arg(value_name = "FROM")]
-    pub from: PathBuf,
+    #[arg(value_name = "FROM", value_hint = clap::ValueHint::AnyPath, value_parser = crate::store::FilterAtParser)]
+    pub from: FilterAt,
 
     /// Where the copy goes: a new file, or a Redis location (redis://... or redis+cluster://...).
-    #[arg(value_name = "TO")]
-    pub to: PathBuf,
+    #[arg(value_name = "TO", value_hint = clap::ValueHint::AnyPath, value_parser = crate::store::FilterAtParser)]
+    pub to: FilterAt,
 
     /// Replace a filter already at TO.
     #[arg(long)]
@@ -741,14 +742,14 @@ pub struct CopyArgs {
 #[derive(Debug, Args)]
 pub struct MergeArgs {
     /// Filters to merge: files, or Redis locations (redis://..., redis+cluster://...).
-    #[arg(value_name = "FILTER", required = true, num_args = 1..)]
-    pub inputs: Vec<PathBuf>,
+    #[arg(value_name = "FILTER", required = true, num_args = 1.., value_hint = clap::ValueHint::AnyPath, value_parser = crate::store::FilterAtParser)]
+    pub inputs: Vec<FilterAt>,
 
     /// The merged filter: a file, or a Redis location. A file may be one of
     /// the inputs (replaced by the union); a Redis input, or any other filter
     /// already there, needs --force.
-    #[arg(short = 'o', long = "output", value_name = "OUT")]
-    pub output: PathBuf,
+    #[arg(short = 'o', long = "output", value_name = "OUT", value_hint = clap::ValueHint::AnyPath, value_parser = crate::store::FilterAtParser)]
+    pub output: FilterAt,
 
     /// Replace a filter already at OUT that is not one of the inputs.
     #[arg(long)]
@@ -767,8 +768,8 @@ pub struct MergeArgs {
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
     /// Filter to check: a file, or a Redis location (redis://..., redis+cluster://...).
-    #[arg(value_name = "FILTER")]
-    pub filter: PathBuf,
+    #[arg(value_name = "FILTER", value_hint = clap::ValueHint::AnyPath, value_parser = crate::store::FilterAtParser)]
+    pub filter: FilterAt,
 
     /// If a writer was killed (the file is dirty), first recompute its
     /// checksums and counters from its bits, as the next writer would (takes

@@ -45,5 +45,6 @@ pub mod redis;
 pub(crate) mod report;
 pub(crate) mod scan;
 pub mod signals;
+pub mod store;
 pub mod tuning;
 pub(crate) mod units;

@@ -1,15 +1,17 @@
 //! `seen dedup`: print each line the first time it is seen, in input order.
 
-use super::{counted, measured, options, redis_location};
+use super::options;
 use crate::cli::DedupArgs;
 use crate::file::MemFilter;
-use crate::filter::sizing::policy::{self, Asked, Measured, expected_keys};
+use crate::filter::sizing::policy::{self, Asked};
 use crate::hash::DEFAULT_SEED;
-use crate::input::{Source, sources, total_bytes};
-use crate::job::{AtRedis, Job, NewFile, Output, Where, execute};
+use crate::input::{Source, sources};
+use crate::job::plan::{Sizing, Wants, resolve};
+use crate::job::{Job, Output, execute};
 use crate::output::stdout;
 use crate::pipeline::Store;
 use crate::pipeline::{Chunk, Commit, Mode, Taken};
+use crate::store::{Ability, FilterAt};
 use crate::units::Every;
 use anyhow::{Context, Result, bail};
 use std::fs::{File, OpenOptions};
@@ -44,7 +46,7 @@ pub fn run(a: DedupArgs) -> Result<ExitCode> {
         Some(path) => Some(DupsFile::open(
             path,
             &sources(&a.files),
-            a.filter.as_deref(),
+            a.filter.as_ref().and_then(FilterAt::path),
         )?),
         None => None,
     };
@@ -215,84 +217,35 @@ impl DupsFile {
 fn plan(a: DedupArgs, dups: Option<&DupsFile>) -> Result<Job> {
     let opts = options(a.records);
     let sources = sources(&a.files);
-    let asked = Asked::from(a.size);
-    let (store, mode) = match &a.filter {
-        None => {
-            let measure = asked.capacity.is_none();
-            let input = if measure {
-                measured(&sources, &opts, asked.may_sample())?
-            } else {
-                Measured::Unknown
-            };
-            (
-                Where::Memory(policy::in_memory(&asked, input)?),
-                Mode::Insert,
-            )
-        }
-        Some(path) if let Some(loc) = redis_location(path)? => {
-            if let Some(m) = a.max_count {
-                anyhow::bail!(
-                    "-m {m} does not work with a Redis filter yet: its lines are recorded before \
-                     they are printed, so the lines recorded past the {m}th would be owed to the \
-                     next run (use a filter file for -m)"
-                );
+    let sizing = Sizing {
+        given: a.size.any(),
+        window_given: a.size.window.is_some(),
+        asked: Asked::from(a.size),
+        seed: None,
+        quiet: a.progress.quiet,
+        link: a.lock.link(),
+    };
+    let (wants, mode) = match a.filter.clone() {
+        None => (Wants::Memory, Mode::Insert),
+        Some(at) => {
+            if let Some(m) = a.max_count
+                && let Some(why) = at.refuses(Ability::StopAfter(m))
+            {
+                bail!("{why}");
             }
-            let mut lines = None;
-            if asked.capacity.is_none() {
-                lines = counted(&sources, &opts)?;
-            }
-            let mut spec = asked.spec(policy::for_new_file(lines));
-            // A filter in Redis does not grow: its one layer takes the whole target.
-            spec.growth = None;
-            let store = Where::Redis(AtRedis {
-                loc,
-                create: Some(NewFile {
-                    spec,
-                    seed: DEFAULT_SEED,
-                    announce: a.size.capacity.is_none() && !a.progress.quiet,
-                }),
-                write: true,
-                journal: (!(a.repeated || a.all_repeated)).then_some(opts.term),
-                link: a.lock.redis(),
-            });
-            (store, Mode::Insert)
-        }
-        Some(path) => {
-            let mut lines = None;
-            let create = if !path.exists() {
-                if asked.capacity.is_none() {
-                    // A file that grows may be sized from a sample, as an
-                    // in-memory filter is: no pass over the input first.
-                    lines = measured(&sources, &opts, asked.may_sample())?.lines();
-                }
-                Some(NewFile {
-                    spec: asked.spec(policy::for_new_file(lines)),
-                    seed: DEFAULT_SEED,
-                    announce: a.size.capacity.is_none() && !a.progress.quiet,
-                })
+            let printed = !(a.repeated || a.all_repeated);
+            // A store that records before printing (it journals) needs no
+            // commit protocol: its test-and-set runs as lines are judged.
+            let mode = if at.records_before_printing() {
+                Mode::Insert
             } else {
-                if a.size.any() {
-                    eprintln!(
-                        "seen: warning: {} already exists: sizing flags are ignored (they only size a new filter){}",
-                        path.display(),
-                        if a.size.window.is_some() {
-                            "; --window too: a filter keeps the window it was made with, or \
-                             none (`seen stats` shows it)"
-                        } else {
-                            ""
-                        }
-                    );
-                }
-                None
+                mode(&a, dups)?
             };
-            let store = Where::Update {
-                path: path.clone(),
-                create,
-                expect_keys: expected_keys(lines, total_bytes(&sources)),
-            };
-            (store, mode(&a, dups)?)
+            let journal = printed.then_some(opts.term);
+            (Wants::Remember { at, journal }, mode)
         }
     };
+    let store = resolve(wants, &sizing, &sources, &opts)?;
     Ok(Job {
         sources,
         opts,

@@ -4,33 +4,18 @@ use super::options;
 use crate::cli::QueryArgs;
 use crate::hash::hash;
 use crate::input::{Source, sources};
-use crate::job::{AtRedis, Job, Opened, Output, Where, execute, settle_keys};
+use crate::job::plan::reading;
+use crate::job::{Job, Output, execute, settle_keys};
 use crate::keys::{KeySpec, Keyer};
 use crate::output::stdout;
 use crate::pipeline::{Chunk, Mode, Store, Taken};
 use crate::progress::Show;
+use crate::store::Opened;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::process::ExitCode;
-
-/// Where the filter `a` asks is.
-///
-/// # Errors
-/// A malformed Redis location.
-fn filter_at(a: &QueryArgs) -> Result<Where> {
-    Ok(match super::redis_location(&a.filter)? {
-        Some(loc) => Where::Redis(AtRedis {
-            loc,
-            create: None,
-            write: false,
-            journal: None,
-            link: a.lock.redis(),
-        }),
-        None => Where::Read(a.filter.clone()),
-    })
-}
 
 /// Runs `seen query`.
 ///
@@ -63,7 +48,7 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
             opts,
             keys: a.keys.spec(),
             lines_are_keys: a.as_keys,
-            store: filter_at(&a)?,
+            store: reading(a.filter.clone(), a.lock.link()),
             mode: Mode::Lookup,
             progress: Show {
                 forced: a.progress,
@@ -85,7 +70,7 @@ pub fn run(a: QueryArgs) -> Result<ExitCode> {
             );
         }
         note_items_that_are_files(&a.items);
-        let mut filter = Opened::open(&filter_at(&a)?, None)?;
+        let mut filter = Opened::open(&reading(a.filter.clone(), a.lock.link()), None)?;
         // An item is a key: what the user asks about, never a record whose
         // field would be selected.
         let keys = settle_keys(a.keys.spec(), filter.recorded_keys(), true);

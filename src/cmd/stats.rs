@@ -7,9 +7,11 @@ use crate::file::format::{Header, MAX_LAYERS};
 use crate::filter::sizing::{self, classic_bits, classic_k, keys_at_rate, layer_fpp};
 use crate::filter::{self, BLOCK_BITS};
 use crate::input::{Source, sources};
-use crate::job::{AtRedis, Job, Opened, Output, Where};
+use crate::job::plan::reading;
+use crate::job::{Job, Output};
 use crate::pipeline::{Chunk, Mode, Taken};
 use crate::progress::{Progress, Show};
+use crate::store::{Opened, Where};
 use anyhow::{Context, Result, bail};
 use indicatif::{HumanBytes, HumanCount};
 use serde::Serialize;
@@ -774,46 +776,37 @@ fn layer_table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
     crate::report::columns(out, &rows)
 }
 
+/// Reads the filter `a` names whole and computes its statistics; returns
+/// them with the store, open, for `--probe`'s lookups (a remote filter's
+/// bits are fetched once, not twice).
+///
+/// # Errors
+/// An unusable filter, or a server that cannot be reached.
+fn open(a: &StatsArgs) -> Result<(Stats, (Where, Opened))> {
+    let link = a.lock.link();
+    let mut f = a.filter.open_read(link)?;
+    let header = f.header().clone();
+    // A fetched filter is read, then counted: each half of the bar.
+    let total = header.bit_bytes() * if f.fetches_bits() { 2 } else { 1 };
+    let progress = Progress::start(a.progress.into(), Some(total), "", false);
+    let bits = f.bits(&mut |b| crate::progress::advance(b, 0))?;
+    let s = compute_from(&header, &bits, a.filter.to_string());
+    drop(bits);
+    drop(progress);
+    Ok((s, (reading(a.filter.clone(), link), f)))
+}
+
 /// Runs `seen stats`.
 ///
 /// # Errors
 /// An unusable filter or a failed write.
 pub fn run(a: StatsArgs) -> Result<ExitCode> {
-    let redis = super::redis_location(&a.filter)?;
     let probe = a.probe.as_deref().map(|p| sources(&[p.to_path_buf()]));
     if let Some(sources) = &probe {
         // Before the filter is read (a big one takes a while).
         crate::job::refuse_filters_as_lines(sources)?;
     }
-    let (mut s, store) = match redis {
-        Some(loc) => {
-            let mut f = crate::redis::RedisFilter::open(&loc, a.lock.redis(), false)?;
-            let total = f.header().bit_bytes();
-            // Read, then count: each half of the bar.
-            let progress = Progress::start(a.progress.into(), Some(2 * total), "", false);
-            let header = f.header().clone();
-            let bits = f.read_all(&mut |b| crate::progress::advance(b, 0))?;
-            let s = compute_from(&header, &bits, loc.to_string());
-            drop(progress);
-            let at = Where::Redis(AtRedis {
-                loc,
-                create: None,
-                write: false,
-                journal: None,
-                link: a.lock.redis(),
-            });
-            // Every shard is read now: the probe's lookups need no more.
-            (s, (at, Opened::Redis(f)))
-        }
-        None => {
-            let f = ReadFilter::open(&a.filter)?;
-            let total = f.header().bit_bytes();
-            let progress = Progress::start(a.progress.into(), Some(total), "", false);
-            let s = compute(&f);
-            drop(progress);
-            (s, (Where::Read(a.filter.clone()), Opened::Read(f)))
-        }
-    };
+    let (mut s, store) = open(&a)?;
     if let (Some(sources), Some(file)) = (probe, &a.probe) {
         s.probe = Some(measure(sources, file, store, a.progress.into())?);
         probe_warning(&mut s);

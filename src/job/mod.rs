@@ -6,23 +6,21 @@
 //! keys, show progress, run the pipeline into the command's [`Output`],
 //! commit, report.
 //!
-//! A new kind of store (a remote one, time windows) is a new [`Where`] and a
-//! new arm of [`stores::Opened`]; the commands and the pipeline stay as they are.
+//! Which store a run uses is resolved in one place, [`plan::resolve`]
+//! (flags → measured input → size → [`Where`]); opening it is the store
+//! room's business (`store::Opened`), so neither this room nor the commands
+//! tell one store from another.
 
-mod stores;
+pub(crate) mod plan;
 
 use crate::file::format::Header;
-use crate::filter::sizing::Spec;
-use crate::filter::sizing::policy::Layers;
 use crate::input::{Source, total_bytes};
 use crate::keys::KeySpec;
 use crate::pipeline::{self, Chunk, Counts, Mode, Options, Taken};
 use crate::progress::{Progress, Show};
-use crate::redis::{Link, Location};
 use crate::report::Summary;
+use crate::store::{Opened, Where};
 use anyhow::Result;
-use std::path::PathBuf;
-pub(crate) use stores::Opened;
 
 /// The plan of one run.
 #[derive(Debug)]
@@ -47,74 +45,6 @@ pub(crate) struct Job {
     pub prints_lines: bool,
     /// `--summary`: `Some(json)`.
     pub summary: Option<bool>,
-}
-
-/// Which store a run uses.
-#[derive(Debug)]
-pub(crate) enum Where {
-    /// A filter in memory, gone after the run (`dedup` without `-f`).
-    Memory(Layers),
-    /// A new filter file that appears at `path`, complete, only when the run
-    /// succeeds (`build -o`); `replace`: an existing filter there is replaced.
-    Create {
-        path: PathBuf,
-        spec: Spec,
-        seed: u64,
-        replace: bool,
-        /// Keys the run may insert (picks the page size of its mappings).
-        expect_keys: Option<u64>,
-    },
-    /// An existing filter file, written to (`build --add`, `dedup -f`); with
-    /// `create`, made first if it is missing (another process may make it
-    /// first: theirs is used).
-    Update {
-        path: PathBuf,
-        create: Option<NewFile>,
-        /// Keys the run may insert (picks the page size of its mappings).
-        expect_keys: Option<u64>,
-    },
-    /// An existing filter file, only read (`query`).
-    Read(PathBuf),
-    /// A filter in Redis, read or written (see [`AtRedis`]).
-    Redis(AtRedis),
-    /// A new filter, filled in memory and stored in Redis when the run
-    /// succeeds (`build -o redis://…`); `replace`: one already there is
-    /// replaced.
-    RedisNew {
-        loc: Location,
-        spec: Spec,
-        seed: u64,
-        replace: bool,
-        link: Link,
-    },
-}
-
-/// How a run uses a filter in Redis.
-#[derive(Debug)]
-pub(crate) struct AtRedis {
-    /// Where it is.
-    pub loc: Location,
-    /// Made first when missing (`dedup -f`), as this says.
-    pub create: Option<NewFile>,
-    /// The run records keys in it.
-    pub write: bool,
-    /// Keep a journal of the lines judged new, the records ending with this
-    /// byte (`dedup`): what a killed run judged new and did not write is
-    /// printed by the next run on this machine.
-    pub journal: Option<u8>,
-    /// `--redis-timeout`, `--redis-wait`.
-    pub link: Link,
-}
-
-/// How to make a missing filter file that `dedup -f` names.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct NewFile {
-    /// Its spec.
-    pub spec: Spec,
-    /// Its seed.
-    pub seed: u64,
-    /// Say on stderr what was made (`-n` was not given, `-q` was not).
-    pub announce: bool,
 }
 
 /// Where a run's verdicts go: the command's sink.

@@ -13,6 +13,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("cmd", 90),
     ("cli", 80),
     ("job", 80),
+    ("store", 75),
     ("report", 70),
     ("redis", 65),
     ("file", 60),

@@ -1,13 +1,13 @@
-//! The stores a [`Job`](super::Job) can run on, opened or created from a
-//! [`Where`], behind the pipeline's port ([`Store`]) as one type.
+//! The stores a run can use, opened or created from a [`Where`], behind the
+//! pipeline's port ([`Store`]) as one type.
 
-use super::{AtRedis, NewFile, Where};
+use super::{Access, FilterAt, Link, NewFile, Where};
 use crate::file::format::Header;
 use crate::file::{MemFilter, NewFilter, ReadFilter, Target, WriteFilter, check_target};
 use crate::hash::{DEFAULT_SEED, Hash128};
 use crate::keys::KeySpec;
 use crate::pipeline::{Chunk, LastWindow, Store};
-use crate::redis::{Link, Location, RedisFilter};
+use crate::redis::{Location, RedisFilter};
 use anyhow::{Result, bail};
 use std::path::Path;
 
@@ -15,7 +15,7 @@ use std::path::Path;
 pub(crate) enum Opened {
     /// In memory (`dedup` without `-f`).
     Memory(MemFilter),
-    /// A new filter file, not yet at its path; `replace` as in [`Where::Create`].
+    /// A new filter file, not yet at its path; `replace` as in [`Access::New`].
     New(NewFilter, bool),
     /// An existing filter file, written to.
     Update(WriteFilter),
@@ -36,50 +36,97 @@ impl Opened {
     /// When it cannot be sized, created, opened or locked.
     pub fn open(place: &Where, keys: Option<KeySpec>) -> Result<Opened> {
         let keys = keys.unwrap_or(KeySpec::RAW);
-        Ok(match place {
-            Where::Memory(layers) => Opened::Memory(match &layers.first {
-                Some(first) => MemFilter::with_first(&layers.spec, first, DEFAULT_SEED)?,
-                None => MemFilter::with_spec(&layers.spec, DEFAULT_SEED)?,
-            }),
-            Where::Create {
-                path,
-                spec,
-                seed,
-                replace,
-                expect_keys,
-            } => {
-                let mut f = NewFilter::create(path, spec, *seed, keys)?;
-                f.expect_keys(*expect_keys);
-                Opened::New(f, *replace)
+        let (at, access, link) = match place {
+            Where::Memory(layers) => {
+                return Ok(Opened::Memory(match &layers.first {
+                    Some(first) => MemFilter::with_first(&layers.spec, first, DEFAULT_SEED)?,
+                    None => MemFilter::with_spec(&layers.spec, DEFAULT_SEED)?,
+                }));
             }
-            Where::Update {
-                path,
-                create,
-                expect_keys,
-            } => {
+            Where::At { at, access, link } => (at, access, *link),
+        };
+        Ok(match (at, access) {
+            (FilterAt::File(path), Access::Read) => Opened::Read(ReadFilter::open(path)?),
+            (
+                FilterAt::File(path),
+                Access::Write {
+                    create,
+                    expect_keys,
+                    ..
+                },
+            ) => {
                 if let Some(new) = create {
                     create_missing(path, new, keys)?;
                 }
                 Opened::Update(WriteFilter::open(path, *expect_keys)?)
             }
-            Where::Read(path) => Opened::Read(ReadFilter::open(path)?),
-            Where::Redis(at) => Opened::Redis(open_redis(at, keys)?),
-            Where::RedisNew {
-                loc,
-                spec,
-                seed,
-                replace,
-                link,
-            } => {
+            (
+                FilterAt::File(path),
+                Access::New {
+                    spec,
+                    seed,
+                    replace,
+                    expect_keys,
+                },
+            ) => {
+                let mut f = NewFilter::create(path, spec, *seed, keys)?;
+                f.expect_keys(*expect_keys);
+                Opened::New(f, *replace)
+            }
+            (FilterAt::Redis(loc), Access::Read) => {
+                Opened::Redis(RedisFilter::open(loc, link, false)?)
+            }
+            (
+                FilterAt::Redis(loc),
+                Access::Write {
+                    create, journal, ..
+                },
+            ) => Opened::Redis(open_redis(loc, link, create.as_ref(), *journal, keys)?),
+            (
+                FilterAt::Redis(loc),
+                Access::New {
+                    spec,
+                    seed,
+                    replace,
+                    ..
+                },
+            ) => {
                 if !replace {
                     // Say it now, not after the lines are read.
-                    RedisFilter::refuse_existing(loc, *link)?;
+                    RedisFilter::refuse_existing(loc, link)?;
                 }
                 let first = crate::redis::first_layer(spec)?;
                 let mut f = MemFilter::with_first(spec, &first, *seed)?;
                 f.set_keys(keys);
-                Opened::RedisNew(f, loc.clone(), *replace, *link)
+                Opened::RedisNew(f, loc.clone(), *replace, link)
             }
+        })
+    }
+
+    /// Whether the store's bits live elsewhere and must be fetched to be
+    /// read whole ([`Opened::bits`]), which takes as long as counting them.
+    pub fn fetches_bits(&self) -> bool {
+        matches!(self, Opened::Redis(_))
+    }
+
+    /// Every layer's bits, read whole (`stats`, `copy`, `merge`); a remote
+    /// store fetches them first, calling `progress` with the bytes fetched.
+    ///
+    /// # Errors
+    /// A server that cannot be reached.
+    pub fn bits(&mut self, progress: &mut dyn FnMut(u64)) -> Result<Vec<&[u8]>> {
+        Ok(match self {
+            Opened::Redis(f) => f.read_all(progress)?,
+            Opened::Read(f) => (0..f.header().layers.len())
+                .map(|i| f.layer_bits(i))
+                .collect(),
+            Opened::Memory(f) | Opened::RedisNew(f, ..) => (0..f.header().layers.len())
+                .map(|i| f.layer_bits(i))
+                .collect(),
+            Opened::New(f, _) => (0..f.header().layers.len())
+                .map(|i| f.layer_bits(i))
+                .collect(),
+            Opened::Update(_) => bail!("a filter open for writing is not read whole"),
         })
     }
 
@@ -166,31 +213,38 @@ impl Opened {
     }
 }
 
-/// Opens (or makes) the Redis filter `at` names, with its journal.
+/// Opens (or makes, as `create` says) the Redis filter at `loc`, for
+/// writing, with its journal when `journal` gives the records' terminator.
 ///
 /// # Errors
 /// A server that cannot be reached, no filter there (and none to make), or
 /// a journal that cannot be kept.
-fn open_redis(at: &AtRedis, keys: KeySpec) -> Result<RedisFilter> {
-    let mut f = match &at.create {
+fn open_redis(
+    loc: &Location,
+    link: Link,
+    create: Option<&NewFile>,
+    journal: Option<u8>,
+    keys: KeySpec,
+) -> Result<RedisFilter> {
+    let mut f = match create {
         Some(new) => {
             let first = crate::redis::first_layer(&new.spec)?;
             let header = crate::file::new_header(&new.spec, &first, new.seed, keys);
-            let (f, made) = RedisFilter::open_or_create(&at.loc, at.link, &header)?;
+            let (f, made) = RedisFilter::open_or_create(loc, link, &header)?;
             if made && new.announce {
                 eprintln!(
                     "seen: created {} for {} distinct lines at false-positive rate {:e} \
                      (it does not grow: pass -n to size it for the lines you expect over all runs)",
-                    at.loc,
+                    loc,
                     indicatif::HumanCount(new.spec.capacity),
                     new.spec.target_fpp,
                 );
             }
             f
         }
-        None => RedisFilter::open(&at.loc, at.link, at.write)?,
+        None => RedisFilter::open(loc, link, true)?,
     };
-    if let Some(term) = at.journal {
+    if let Some(term) = journal {
         let out = std::io::stdout();
         let (n, dir) = f.journal(term, &mut out.lock())?;
         if n > 0 {
@@ -199,7 +253,7 @@ fn open_redis(at: &AtRedis, keys: KeySpec) -> Result<RedisFilter> {
                  and not written (it was killed, or its output closed early; journal {})",
                 indicatif::HumanCount(n),
                 if n == 1 { "" } else { "s" },
-                at.loc,
+                loc,
                 dir.display()
             );
         }

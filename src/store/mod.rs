@@ -1,0 +1,310 @@
+//! Where a filter lives, behind one door: a location parsed once
+//! ([`FilterAt`]), what a run wants of it ([`Where`]), the store it opens as
+//! one dynamic type ([`Opened`], behind the pipeline's port), and the whole-
+//! filter operations of `stats`, `verify`, `copy` and `merge` (read every
+//! bit, write a filter whole, check where a new one may go). What a store
+//! can do ([`Ability`]) is asked here too, and answered with the message a
+//! user sees. No command tells a file from a server: a new store is a
+//! variant of [`FilterAt`] and an arm in each `match` of this room.
+
+mod at;
+mod open;
+mod verify;
+
+pub(crate) use at::Identity;
+pub use at::{FilterAt, FilterAtParser};
+pub(crate) use open::Opened;
+pub use verify::Verified;
+pub(crate) use verify::verify;
+
+pub(crate) use crate::file::Target;
+use crate::file::format::Header;
+use crate::file::{NewFilter, check_target};
+use crate::filter::sizing::Spec;
+use crate::filter::sizing::policy::Layers;
+use crate::redis::RedisFilter;
+use anyhow::{Result, bail};
+
+/// How long a run waits for a remote store, and for its replicas
+/// (`--redis-timeout`, `--redis-wait`).
+pub use crate::redis::Link;
+
+/// Which store a run uses, and how.
+#[derive(Debug)]
+pub(crate) enum Where {
+    /// A filter in memory, gone after the run (`dedup` without `-f`).
+    Memory(Layers),
+    /// The filter at a location, as [`Access`] says.
+    At {
+        at: FilterAt,
+        access: Access,
+        /// How long to wait for a remote store.
+        link: Link,
+    },
+}
+
+/// What a run does with the filter at a location.
+#[derive(Debug)]
+pub(crate) enum Access {
+    /// Looks lines up (`query`, `stats --probe`).
+    Read,
+    /// Records lines in it (`build --add`, `dedup -f`); with `create`, made
+    /// first when missing (another process may make it first: theirs is
+    /// used).
+    Write {
+        create: Option<NewFile>,
+        /// Keys the run may insert (picks the page size of a file's maps).
+        expect_keys: Option<u64>,
+        /// Keep a journal of the lines judged new, the records ending with
+        /// this byte (`dedup`), where the store records before the lines are
+        /// written: what a killed run judged new and did not write is
+        /// printed by the next run on this machine.
+        journal: Option<u8>,
+    },
+    /// A new filter that appears there, complete, only when the run
+    /// succeeds (`build -o`); `replace`: one already there is replaced.
+    New {
+        spec: Spec,
+        seed: u64,
+        replace: bool,
+        /// Keys the run may insert (picks the page size of a file's maps).
+        expect_keys: Option<u64>,
+    },
+}
+
+/// How to make a missing filter that `dedup -f` names.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NewFile {
+    /// Its spec.
+    pub spec: Spec,
+    /// Its seed.
+    pub seed: u64,
+    /// Say on stderr what was made (`-n` was not given, `-q` was not).
+    pub announce: bool,
+}
+
+/// Something a run may ask of a store that not every store can do.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Ability {
+    /// Add layers when full (a growing filter).
+    Grow,
+    /// Stop recording after `-m N` printed lines: the lines past the Nth
+    /// are not recorded.
+    StopAfter(u64),
+}
+
+impl FilterAt {
+    /// Why the store there cannot do `what` (the message a user sees), or
+    /// `None` when it can.
+    pub(crate) fn refuses(&self, what: Ability) -> Option<String> {
+        match (self, what) {
+            (FilterAt::File(_), _) => None,
+            (FilterAt::Redis(_), Ability::Grow) => {
+                Some("a filter in Redis does not grow: -n sizes it".into())
+            }
+            (FilterAt::Redis(_), Ability::StopAfter(m)) => Some(format!(
+                "-m {m} does not work with a Redis filter yet: its lines are recorded before \
+                 they are printed, so the lines recorded past the {m}th would be owed to the \
+                 next run (use a filter file for -m)"
+            )),
+        }
+    }
+
+    /// Whether the store there can do `what`.
+    pub(crate) fn can(&self, what: Ability) -> bool {
+        self.refuses(what).is_none()
+    }
+
+    /// Whether the store here records a line as it judges it (an atomic
+    /// test-and-set on another machine), before the line is written: it
+    /// keeps a journal of what it judged new instead of the commit protocol
+    /// that records a line only once it is written (a file's).
+    pub(crate) fn records_before_printing(&self) -> bool {
+        matches!(self, FilterAt::Redis(_))
+    }
+
+    /// Refuses to replace the filter here by one made from it (`merge` into
+    /// one of its inputs, without `--force`) when that deletes it first: a
+    /// failure midway would lose it. A file is replaced by a rename.
+    ///
+    /// # Errors
+    /// The refusal, and what to do.
+    pub(crate) fn refuse_replacing_an_input(&self) -> Result<()> {
+        match self {
+            FilterAt::File(_) => Ok(()),
+            FilterAt::Redis(_) => bail!(
+                "{self} is one of the inputs: a filter in Redis is replaced by deleting it \
+                 first, so a failure midway would lose it; merge into a new name (then move \
+                 the fleet to it), or pass --force to take that risk"
+            ),
+        }
+    }
+
+    /// Refuses, before anything is read, to make a new filter here
+    /// (`copy`, `merge`): for a file, a directory, a file that is not a
+    /// filter, or (unless `replace`) a filter; `hint` ends the message for a
+    /// filter file there. In Redis, a filter already there unless `replace`.
+    ///
+    /// # Errors
+    /// Each refusal, naming the location and what to do; a server that
+    /// cannot be reached.
+    pub(crate) fn check_new(&self, replace: bool, link: Link, hint: &str) -> Result<()> {
+        match self {
+            FilterAt::File(out) => {
+                if out.is_dir() && !out.is_symlink() {
+                    bail!(
+                        "{} is a directory: give the filter file to write",
+                        out.display()
+                    );
+                }
+                match check_target(out, replace)? {
+                    Target::Free => Ok(()),
+                    Target::Filter if replace => Ok(()),
+                    Target::Filter => bail!(
+                        "{} already exists: pass --force to replace it{hint}",
+                        out.display()
+                    ),
+                    Target::OtherFile => bail!(
+                        "{} is not a seen filter: give a new path, or the path of a filter \
+                         with --force",
+                        out.display()
+                    ),
+                }
+            }
+            FilterAt::Redis(loc) if !replace => RedisFilter::refuse_existing(loc, link),
+            FilterAt::Redis(_) => Ok(()),
+        }
+    }
+
+    /// What is at a path where `build -o` would make a filter: `None` for
+    /// a store that is not a path (it refuses on open what it cannot take).
+    ///
+    /// # Errors
+    /// A path that cannot be inspected, or a link.
+    pub(crate) fn target(&self, replace: bool) -> Result<Option<Target>> {
+        match self {
+            FilterAt::File(p) => check_target(p, replace).map(Some),
+            FilterAt::Redis(_) => Ok(None),
+        }
+    }
+
+    /// Refuses a filter (by its header) that the store here cannot hold.
+    ///
+    /// # Errors
+    /// What it cannot hold, and what to do.
+    pub(crate) fn refuse_header(&self, header: &Header) -> Result<()> {
+        match self {
+            FilterAt::File(_) => Ok(()),
+            FilterAt::Redis(loc) => RedisFilter::refuse_header(loc, header),
+        }
+    }
+
+    /// Opens the filter here to read it whole (`stats`, `copy`, `merge`),
+    /// or to look lines up in it ([`Opened`] is a store).
+    ///
+    /// # Errors
+    /// No usable filter there, or a server that cannot be reached.
+    pub(crate) fn open_read(&self, link: Link) -> Result<Opened> {
+        Opened::open(
+            &Where::At {
+                at: self.clone(),
+                access: Access::Read,
+                link,
+            },
+            None,
+        )
+    }
+
+    /// Writes a filter whole here (`copy`, `merge`): a file made as a
+    /// temporary file renamed into place, or a Redis filter's shards then
+    /// its meta key; `replace`: one already there is replaced.
+    ///
+    /// # Errors
+    /// A filter there (without `replace`), or a failed write.
+    pub(crate) fn write_whole(
+        &self,
+        link: Link,
+        header: &Header,
+        bits: &[&[u8]],
+        replace: bool,
+    ) -> Result<()> {
+        match self {
+            FilterAt::File(p) => NewFilter::copy_of(p, header, bits)?.finish(replace),
+            FilterAt::Redis(loc) => RedisFilter::upload(loc, link, header, bits, replace),
+        }
+    }
+}
+
+/// A filter made whole from others (`merge`), not yet at its location: a
+/// temporary file beside it, or bits in memory for a server.
+pub(crate) enum Made {
+    /// A new filter file, renamed into place by [`Made::finish`].
+    File(NewFilter),
+    /// Bits to store at the location when the run went well.
+    Bits(FilterAt, Header, Vec<Vec<u8>>),
+}
+
+impl FilterAt {
+    /// The union of `inputs` (each a filter's layers, all of `header`'s
+    /// shape), made for this location; `done` is told the bytes merged.
+    ///
+    /// # Errors
+    /// A file that cannot be made.
+    pub(crate) fn union_of(
+        &self,
+        header: &Header,
+        inputs: &[Vec<&[u8]>],
+        done: &(dyn Fn(u64) + Sync),
+    ) -> Result<Made> {
+        Ok(match self {
+            FilterAt::File(p) => Made::File(NewFilter::union_of(p, header, inputs, done)?),
+            FilterAt::Redis(_) => {
+                let bits = header
+                    .layers
+                    .iter()
+                    .enumerate()
+                    .map(|(i, l)| {
+                        let mut out = vec![0u8; usize::try_from(l.layout.bytes()).unwrap_or(0)];
+                        let srcs: Vec<&[u8]> =
+                            inputs.iter().filter_map(|l| l.get(i).copied()).collect();
+                        crate::filter::union_into(&mut out, &srcs, done);
+                        out
+                    })
+                    .collect();
+                Made::Bits(self.clone(), header.clone(), bits)
+            }
+        })
+    }
+}
+
+impl Made {
+    /// Every layer's bits.
+    pub(crate) fn bits(&self) -> Vec<&[u8]> {
+        match self {
+            Made::File(f) => (0..f.header().layers.len())
+                .map(|i| f.layer_bits(i))
+                .collect(),
+            Made::Bits(_, _, b) => b.iter().map(Vec::as_slice).collect(),
+        }
+    }
+
+    /// Puts the filter at its location; `replace`: one there is replaced,
+    /// but a file only if its header is still `unchanged` (when given).
+    ///
+    /// # Errors
+    /// A filter there (without `replace`), or a failed write.
+    pub(crate) fn finish(
+        self,
+        link: Link,
+        replace: bool,
+        unchanged: Option<&Header>,
+    ) -> Result<()> {
+        match self {
+            Made::File(f) => f.finish_over(replace, unchanged),
+            Made::Bits(at, header, bits) => {
+                let bits: Vec<&[u8]> = bits.iter().map(Vec::as_slice).collect();
+                at.write_whole(link, &header, &bits, replace)
+            }
+        }
+    }
+}
