@@ -1,10 +1,10 @@
 //! `seen verify`: check a filter's header and every data segment against its
 //! checksum, naming what is damaged; with `--repair`, first settle a file a
 //! killed writer left dirty. The checks themselves are the store's
-//! (`store::verify`); this maps what they found to an exit status.
+//! (`FilterAt::verify`); this maps what they found to an exit status.
 
 use crate::cli::VerifyArgs;
-use crate::store::{Verified, verify};
+use crate::store::Verified;
 use anyhow::Result;
 use std::process::ExitCode;
 
@@ -24,13 +24,9 @@ pub const STALE: u8 = 3;
 /// An unusable filter (bad header, truncated, ...) or a failed write.
 pub fn run(a: VerifyArgs) -> Result<ExitCode> {
     let mut out = crate::output::stdout();
-    let found = verify(
-        &a.filter,
-        a.repair,
-        a.lock.link(),
-        a.progress.into(),
-        &mut out,
-    )?;
+    let found = a
+        .filter
+        .verify(a.repair, a.lock.link(), a.progress.into(), &mut out)?;
     Ok(match found {
         Verified::Ok => ExitCode::SUCCESS,
         Verified::Damaged => ExitCode::from(1),

@@ -2,6 +2,7 @@
 //! parsed once by clap wherever a filter goes, so that no command tells a
 //! file from a server itself.
 
+use super::Place;
 use crate::redis::{Location, is_location};
 use std::ffi::OsStr;
 use std::fmt;
@@ -30,31 +31,30 @@ impl FilterAt {
         }
     }
 
+    /// The store's behaviour at this location: the one `match` on the kind
+    /// of location (a new store adds its arm here).
+    pub(crate) fn place(&self) -> &dyn Place {
+        match self {
+            FilterAt::File(p) => p,
+            FilterAt::Redis(loc) => loc,
+        }
+    }
+
     /// The file, when the filter is one (checks that only a path can fail:
     /// the same file given twice, `--dups-out` onto the filter).
     pub fn path(&self) -> Option<&Path> {
-        match self {
-            FilterAt::File(p) => Some(p),
-            FilterAt::Redis(_) => None,
-        }
+        self.place().path()
     }
 
     /// Whether a filter is there already: `None` when that cannot be told
     /// without reaching a server (the store finds out when it opens it).
     pub fn exists(&self) -> Option<bool> {
-        match self {
-            FilterAt::File(p) => Some(p.exists()),
-            FilterAt::Redis(_) => None,
-        }
+        self.place().exists()
     }
 
-    /// Whether two arguments name the same filter, as written.
-    pub fn same_as(&self, other: &FilterAt) -> bool {
-        match (self, other) {
-            (FilterAt::File(a), FilterAt::File(b)) => a == b,
-            (FilterAt::Redis(a), FilterAt::Redis(b)) => a == b,
-            _ => false,
-        }
+    /// What this location points at now (two paths to one file are one).
+    pub(crate) fn identity(&self) -> Identity {
+        self.place().identity()
     }
 }
 
@@ -66,25 +66,6 @@ pub(crate) enum Identity {
     Redis(String),
     /// Nothing there yet.
     Absent,
-}
-
-impl FilterAt {
-    /// What this location points at now (two paths to one file are one).
-    pub(crate) fn identity(&self) -> Identity {
-        use std::os::unix::fs::MetadataExt;
-        match self {
-            FilterAt::Redis(loc) => {
-                let mut plain = loc.clone();
-                plain.password = None;
-                plain.user = None;
-                Identity::Redis(plain.to_string())
-            }
-            FilterAt::File(p) => match std::fs::metadata(p) {
-                Ok(m) => Identity::File(m.dev(), m.ino()),
-                Err(_) => Identity::Absent,
-            },
-        }
-    }
 }
 
 /// The location as messages name it (a path as given; a Redis location
@@ -147,10 +128,9 @@ mod tests {
         assert!(matches!(&r, FilterAt::Redis(l) if l.name == "crawl"));
         assert_eq!(r.exists(), None);
         assert_eq!(r.path(), None);
-        assert!(!r.same_as(&f));
         assert_eq!(r.to_string(), "redis://127.0.0.1:6379/crawl");
         let bad = FilterAt::parse(OsStr::new("redis://127.0.0.1:6379/")).unwrap_err();
-        assert!(bad.to_string().contains("no filter name"), "{bad}");
+        assert!(bad.to_string().contains("filter name"), "{bad}");
     }
 
     fn same(a: &Path, b: &Path) -> bool {

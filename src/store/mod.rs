@@ -4,26 +4,29 @@
 //! filter operations of `stats`, `verify`, `copy` and `merge` (read every
 //! bit, write a filter whole, check where a new one may go). What a store
 //! can do ([`Ability`]) is asked here too, and answered with the message a
-//! user sees. No command tells a file from a server: a new store is a
-//! variant of [`FilterAt`] and an arm in each `match` of this room.
+//! user sees. No command tells a file from a server: each kind of location
+//! is a [`Place`] (`in_file.rs`, `in_redis.rs`), and a new store is a new
+//! file here plus its variant of [`FilterAt`] (see docs/ARCHITECTURE.md).
 
 mod at;
+mod in_file;
+mod in_redis;
 mod open;
-mod verify;
 
 pub(crate) use at::Identity;
 pub use at::{FilterAt, FilterAtParser};
 pub(crate) use open::Opened;
-pub use verify::Verified;
-pub(crate) use verify::verify;
 
+use crate::file::NewFilter;
 pub(crate) use crate::file::Target;
 use crate::file::format::Header;
-use crate::file::{NewFilter, check_target};
 use crate::filter::sizing::Spec;
 use crate::filter::sizing::policy::Layers;
-use crate::redis::RedisFilter;
-use anyhow::{Result, bail};
+use crate::keys::KeySpec;
+use crate::progress::Show;
+use anyhow::Result;
+use std::io::Write;
+use std::path::Path;
 
 /// How long a run waits for a remote store, and for its replicas
 /// (`--redis-timeout`, `--redis-wait`).
@@ -93,21 +96,117 @@ pub(crate) enum Ability {
     StopAfter(u64),
 }
 
+/// What a store does at its kind of location: the answers that differ from
+/// one store to another, each behind one method. Defaults are a store
+/// that can do everything and has no path.
+pub(crate) trait Place {
+    /// Why the store cannot do `what` (the message a user sees), or `None`.
+    fn refuses(&self, what: Ability) -> Option<String> {
+        let _ = what;
+        None
+    }
+
+    /// Whether the store records a line as it judges it (an atomic
+    /// test-and-set on another machine), before the line is written: it
+    /// keeps a journal of what it judged new instead of the commit protocol
+    /// that records a line only once it is written (a file's).
+    fn records_before_printing(&self) -> bool {
+        false
+    }
+
+    /// What the location points at now.
+    fn identity(&self) -> Identity;
+
+    /// The file, when the filter is one.
+    fn path(&self) -> Option<&Path> {
+        None
+    }
+
+    /// Whether a filter is there; `None`: cannot be told without opening it.
+    fn exists(&self) -> Option<bool> {
+        None
+    }
+
+    /// See [`FilterAt::check_new`].
+    ///
+    /// # Errors
+    /// As there.
+    fn check_new(&self, replace: bool, link: Link, hint: &str) -> Result<()>;
+
+    /// What is at a path where `build -o` would make a filter (`None`: not a
+    /// path).
+    ///
+    /// # Errors
+    /// A path that cannot be inspected.
+    fn target(&self, replace: bool) -> Result<Option<Target>> {
+        let _ = replace;
+        Ok(None)
+    }
+
+    /// Refuses a filter (by its header) that the store cannot hold.
+    ///
+    /// # Errors
+    /// What it cannot hold, and what to do.
+    fn refuse_header(&self, header: &Header) -> Result<()> {
+        let _ = header;
+        Ok(())
+    }
+
+    /// See [`FilterAt::refuse_replacing_an_input`].
+    ///
+    /// # Errors
+    /// The refusal.
+    fn refuse_replacing_an_input(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Opens (or makes) the filter here as `access` says; a new filter
+    /// records `keys`.
+    ///
+    /// # Errors
+    /// When it cannot be sized, created, opened or locked.
+    fn open(&self, access: &Access, link: Link, keys: KeySpec) -> Result<Opened>;
+
+    /// See [`FilterAt::write_whole`].
+    ///
+    /// # Errors
+    /// As there.
+    fn write_whole(&self, link: Link, header: &Header, bits: &[&[u8]], replace: bool)
+    -> Result<()>;
+
+    /// The union of `inputs` made where it will stay (a file beside its
+    /// path), or `None` to make it in memory and [`Place::write_whole`] it.
+    ///
+    /// # Errors
+    /// A place that cannot be made.
+    fn union_in_place(
+        &self,
+        header: &Header,
+        inputs: &[Vec<&[u8]>],
+        done: &(dyn Fn(u64) + Sync),
+    ) -> Result<Option<Made>> {
+        let _ = (header, inputs, done);
+        Ok(None)
+    }
+
+    /// See [`FilterAt::verify`].
+    ///
+    /// # Errors
+    /// As there.
+    fn verify(
+        &self,
+        repair: bool,
+        link: Link,
+        progress: Show,
+        out: &mut dyn Write,
+    ) -> Result<Verified>;
+}
+
 impl FilterAt {
     /// Why the store there cannot do `what` (the message a user sees), or
     /// `None` when it can.
     pub(crate) fn refuses(&self, what: Ability) -> Option<String> {
-        match (self, what) {
-            (FilterAt::File(_), _) => None,
-            (FilterAt::Redis(_), Ability::Grow) => {
-                Some("a filter in Redis does not grow: -n sizes it".into())
-            }
-            (FilterAt::Redis(_), Ability::StopAfter(m)) => Some(format!(
-                "-m {m} does not work with a Redis filter yet: its lines are recorded before \
-                 they are printed, so the lines recorded past the {m}th would be owed to the \
-                 next run (use a filter file for -m)"
-            )),
-        }
+        self.place().refuses(what)
     }
 
     /// Whether the store there can do `what`.
@@ -115,12 +214,9 @@ impl FilterAt {
         self.refuses(what).is_none()
     }
 
-    /// Whether the store here records a line as it judges it (an atomic
-    /// test-and-set on another machine), before the line is written: it
-    /// keeps a journal of what it judged new instead of the commit protocol
-    /// that records a line only once it is written (a file's).
+    /// See [`Place::records_before_printing`].
     pub(crate) fn records_before_printing(&self) -> bool {
-        matches!(self, FilterAt::Redis(_))
+        self.place().records_before_printing()
     }
 
     /// Refuses to replace the filter here by one made from it (`merge` into
@@ -130,14 +226,7 @@ impl FilterAt {
     /// # Errors
     /// The refusal, and what to do.
     pub(crate) fn refuse_replacing_an_input(&self) -> Result<()> {
-        match self {
-            FilterAt::File(_) => Ok(()),
-            FilterAt::Redis(_) => bail!(
-                "{self} is one of the inputs: a filter in Redis is replaced by deleting it \
-                 first, so a failure midway would lose it; merge into a new name (then move \
-                 the fleet to it), or pass --force to take that risk"
-            ),
-        }
+        self.place().refuse_replacing_an_input()
     }
 
     /// Refuses, before anything is read, to make a new filter here
@@ -149,31 +238,7 @@ impl FilterAt {
     /// Each refusal, naming the location and what to do; a server that
     /// cannot be reached.
     pub(crate) fn check_new(&self, replace: bool, link: Link, hint: &str) -> Result<()> {
-        match self {
-            FilterAt::File(out) => {
-                if out.is_dir() && !out.is_symlink() {
-                    bail!(
-                        "{} is a directory: give the filter file to write",
-                        out.display()
-                    );
-                }
-                match check_target(out, replace)? {
-                    Target::Free => Ok(()),
-                    Target::Filter if replace => Ok(()),
-                    Target::Filter => bail!(
-                        "{} already exists: pass --force to replace it{hint}",
-                        out.display()
-                    ),
-                    Target::OtherFile => bail!(
-                        "{} is not a seen filter: give a new path, or the path of a filter \
-                         with --force",
-                        out.display()
-                    ),
-                }
-            }
-            FilterAt::Redis(loc) if !replace => RedisFilter::refuse_existing(loc, link),
-            FilterAt::Redis(_) => Ok(()),
-        }
+        self.place().check_new(replace, link, hint)
     }
 
     /// What is at a path where `build -o` would make a filter: `None` for
@@ -182,10 +247,7 @@ impl FilterAt {
     /// # Errors
     /// A path that cannot be inspected, or a link.
     pub(crate) fn target(&self, replace: bool) -> Result<Option<Target>> {
-        match self {
-            FilterAt::File(p) => check_target(p, replace).map(Some),
-            FilterAt::Redis(_) => Ok(None),
-        }
+        self.place().target(replace)
     }
 
     /// Refuses a filter (by its header) that the store here cannot hold.
@@ -193,10 +255,7 @@ impl FilterAt {
     /// # Errors
     /// What it cannot hold, and what to do.
     pub(crate) fn refuse_header(&self, header: &Header) -> Result<()> {
-        match self {
-            FilterAt::File(_) => Ok(()),
-            FilterAt::Redis(loc) => RedisFilter::refuse_header(loc, header),
-        }
+        self.place().refuse_header(header)
     }
 
     /// Opens the filter here to read it whole (`stats`, `copy`, `merge`),
@@ -205,14 +264,7 @@ impl FilterAt {
     /// # Errors
     /// No usable filter there, or a server that cannot be reached.
     pub(crate) fn open_read(&self, link: Link) -> Result<Opened> {
-        Opened::open(
-            &Where::At {
-                at: self.clone(),
-                access: Access::Read,
-                link,
-            },
-            None,
-        )
+        Opened::read(self, link)
     }
 
     /// Writes a filter whole here (`copy`, `merge`): a file made as a
@@ -228,11 +280,39 @@ impl FilterAt {
         bits: &[&[u8]],
         replace: bool,
     ) -> Result<()> {
-        match self {
-            FilterAt::File(p) => NewFilter::copy_of(p, header, bits)?.finish(replace),
-            FilterAt::Redis(loc) => RedisFilter::upload(loc, link, header, bits, replace),
-        }
+        self.place().write_whole(link, header, bits, replace)
     }
+
+    /// Checks the filter here, naming each damaged part on `out` (and what
+    /// to do on stderr); with `repair`, a file a killed writer left dirty is
+    /// settled first.
+    ///
+    /// # Errors
+    /// A filter that cannot be used at all (its header fails on open), a
+    /// server that cannot be reached, `repair` of a store that has nothing
+    /// to repair that way, or a failed write.
+    pub(crate) fn verify(
+        &self,
+        repair: bool,
+        link: Link,
+        progress: Show,
+        out: &mut dyn Write,
+    ) -> Result<Verified> {
+        self.place().verify(repair, link, progress, out)
+    }
+}
+
+/// What a check found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verified {
+    /// Everything checks.
+    Ok,
+    /// A part is damaged or missing (each one named on the output).
+    Damaged,
+    /// A dirty file's checksums do not all match: a writer was killed
+    /// between changing bits and writing their checksums, so they may be
+    /// stale rather than the data damaged.
+    Stale,
 }
 
 /// A filter made whole from others (`merge`), not yet at its location: a
@@ -256,24 +336,21 @@ impl FilterAt {
         inputs: &[Vec<&[u8]>],
         done: &(dyn Fn(u64) + Sync),
     ) -> Result<Made> {
-        Ok(match self {
-            FilterAt::File(p) => Made::File(NewFilter::union_of(p, header, inputs, done)?),
-            FilterAt::Redis(_) => {
-                let bits = header
-                    .layers
-                    .iter()
-                    .enumerate()
-                    .map(|(i, l)| {
-                        let mut out = vec![0u8; usize::try_from(l.layout.bytes()).unwrap_or(0)];
-                        let srcs: Vec<&[u8]> =
-                            inputs.iter().filter_map(|l| l.get(i).copied()).collect();
-                        crate::filter::union_into(&mut out, &srcs, done);
-                        out
-                    })
-                    .collect();
-                Made::Bits(self.clone(), header.clone(), bits)
-            }
-        })
+        if let Some(made) = self.place().union_in_place(header, inputs, done)? {
+            return Ok(made);
+        }
+        let bits = header
+            .layers
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let mut out = vec![0u8; usize::try_from(l.layout.bytes()).unwrap_or(0)];
+                let srcs: Vec<&[u8]> = inputs.iter().filter_map(|l| l.get(i).copied()).collect();
+                crate::filter::union_into(&mut out, &srcs, done);
+                out
+            })
+            .collect();
+        Ok(Made::Bits(self.clone(), header.clone(), bits))
     }
 }
 

@@ -1,0 +1,280 @@
+//! A filter in Redis or Valkey as a place ([`Place`] for a [`Location`]):
+//! what it cannot do (grow, `-m`, time windows) said with the message a
+//! user sees, and the remote filter as an open store.
+
+use super::open::{Held, Opened};
+use super::{Ability, Access, Identity, Link, NewFile, Place, Verified};
+use crate::file::MemFilter;
+use crate::file::format::Header;
+use crate::hash::Hash128;
+use crate::keys::KeySpec;
+use crate::pipeline::Store;
+use crate::progress::Show;
+use crate::redis::{Location, RedisFilter};
+use anyhow::{Context, Result, bail};
+use std::io::Write;
+
+impl Place for Location {
+    fn refuses(&self, what: Ability) -> Option<String> {
+        Some(match what {
+            Ability::Grow => "a filter in Redis does not grow: -n sizes it".into(),
+            Ability::StopAfter(m) => format!(
+                "-m {m} does not work with a Redis filter yet: its lines are recorded before \
+                 they are printed, so the lines recorded past the {m}th would be owed to the \
+                 next run (use a filter file for -m)"
+            ),
+        })
+    }
+
+    fn records_before_printing(&self) -> bool {
+        true
+    }
+
+    fn identity(&self) -> Identity {
+        let mut plain = self.clone();
+        plain.password = None;
+        plain.user = None;
+        Identity::Redis(plain.to_string())
+    }
+
+    fn check_new(&self, replace: bool, link: Link, _: &str) -> Result<()> {
+        if replace {
+            return Ok(());
+        }
+        RedisFilter::refuse_existing(self, link)
+    }
+
+    fn refuse_header(&self, header: &Header) -> Result<()> {
+        RedisFilter::refuse_header(self, header)
+    }
+
+    fn refuse_replacing_an_input(&self) -> Result<()> {
+        bail!(
+            "{self} is one of the inputs: a filter in Redis is replaced by deleting it first, \
+             so a failure midway would lose it; merge into a new name (then move the fleet \
+             to it), or pass --force to take that risk"
+        )
+    }
+
+    fn open(&self, access: &Access, link: Link, keys: KeySpec) -> Result<Opened> {
+        Ok(match access {
+            Access::Read => Opened::new(RedisFilter::open(self, link, false)?),
+            Access::Write {
+                create, journal, ..
+            } => Opened::new(open_redis(self, link, create.as_ref(), *journal, keys)?),
+            Access::New {
+                spec,
+                seed,
+                replace,
+                ..
+            } => {
+                if !replace {
+                    // Say it now, not after the lines are read.
+                    RedisFilter::refuse_existing(self, link)?;
+                }
+                let first = crate::redis::first_layer(spec)?;
+                let mut f = MemFilter::with_first(spec, &first, *seed)?;
+                f.set_keys(keys);
+                Opened::new(RedisNew {
+                    filter: f,
+                    at: self.clone(),
+                    replace: *replace,
+                    link,
+                })
+            }
+        })
+    }
+
+    fn write_whole(
+        &self,
+        link: Link,
+        header: &Header,
+        bits: &[&[u8]],
+        replace: bool,
+    ) -> Result<()> {
+        RedisFilter::upload(self, link, header, bits, replace)
+    }
+
+    fn verify(&self, repair: bool, link: Link, _: Show, out: &mut dyn Write) -> Result<Verified> {
+        verify_redis(self, repair, link, out)
+    }
+}
+
+/// Opens (or makes, as `create` says) the Redis filter at `loc`, for
+/// writing, with its journal when `journal` gives the records' terminator.
+///
+/// # Errors
+/// A server that cannot be reached, no filter there (and none to make), or
+/// a journal that cannot be kept.
+fn open_redis(
+    loc: &Location,
+    link: Link,
+    create: Option<&NewFile>,
+    journal: Option<u8>,
+    keys: KeySpec,
+) -> Result<RedisFilter> {
+    let mut f = match create {
+        Some(new) => {
+            let first = crate::redis::first_layer(&new.spec)?;
+            let header = crate::file::new_header(&new.spec, &first, new.seed, keys);
+            let (f, made) = RedisFilter::open_or_create(loc, link, &header)?;
+            if made && new.announce {
+                eprintln!(
+                    "seen: created {} for {} distinct lines at false-positive rate {:e} \
+                     (it does not grow: pass -n to size it for the lines you expect over all runs)",
+                    loc,
+                    indicatif::HumanCount(new.spec.capacity),
+                    new.spec.target_fpp,
+                );
+            }
+            f
+        }
+        None => RedisFilter::open(loc, link, true)?,
+    };
+    if let Some(term) = journal {
+        let out = std::io::stdout();
+        let (n, dir) = f.journal(term, &mut out.lock())?;
+        if n > 0 {
+            eprintln!(
+                "seen: printed {} line{} that an earlier run on this machine had recorded in {} \
+                 and not written (it was killed, or its output closed early; journal {})",
+                indicatif::HumanCount(n),
+                if n == 1 { "" } else { "s" },
+                loc,
+                dir.display()
+            );
+        }
+    }
+    Ok(f)
+}
+
+/// A filter in Redis: its meta key decodes (checked on open), and every
+/// shard is there with the length the meta says (Redis keeps no checksums
+/// of its own: a shard lost to a failover, an eviction or a `DEL` is what
+/// can go wrong).
+fn verify_redis(loc: &Location, repair: bool, link: Link, out: &mut dyn Write) -> Result<Verified> {
+    if repair {
+        anyhow::bail!(
+            "--repair is for filter files a killed writer left dirty; a filter in Redis has \
+             nothing to repair that way (a lost shard means rebuilding it)"
+        );
+    }
+    let mut f = RedisFilter::open(loc, link, false)?;
+    let bad = f.missing_shards()?;
+    let shards = f.shard_count();
+    for (key, what) in &bad {
+        writeln!(out, "{loc}: shard {key} {what}").context("cannot write output")?;
+    }
+    if bad.is_empty() {
+        writeln!(
+            out,
+            "{loc}: ok (meta key and {shards} shards, each of the right length)"
+        )
+        .context("cannot write output")?;
+    }
+    out.flush().context("cannot write output")?;
+    if bad.is_empty() {
+        return Ok(Verified::Ok);
+    }
+    eprintln!(
+        "seen: {loc}: {} of {shards} shards missing or of the wrong length: its answers \
+         can no longer be trusted (lines recorded there read as new); rebuild it, or copy \
+         a snapshot back with `seen copy --force`",
+        bad.len()
+    );
+    Ok(Verified::Damaged)
+}
+
+impl Held for RedisFilter {
+    fn header(&self) -> &Header {
+        RedisFilter::header(self)
+    }
+
+    fn bits(&mut self, progress: &mut dyn FnMut(u64)) -> Result<Vec<&[u8]>> {
+        self.read_all(progress)
+    }
+
+    fn fetches_bits(&self) -> bool {
+        true
+    }
+
+    fn output_lost(&mut self) {
+        RedisFilter::output_lost(self);
+    }
+
+    fn shared_writer(&self) -> bool {
+        self.writes()
+    }
+
+    fn recorded_keys(&self) -> Option<(KeySpec, String)> {
+        Some((RedisFilter::header(self).keys, self.location().to_string()))
+    }
+
+    fn finish(mut self: Box<Self>, ok: bool) -> Result<Option<Header>> {
+        // A failure in the run's last batch is reported here.
+        let broken = self.take_broken();
+        self.end_journal(ok && broken.is_none());
+        // What was recorded stays recorded, whatever happened.
+        let committed = self.commit();
+        if let Some(e) = broken {
+            return Err(e);
+        }
+        committed?;
+        Ok(ok.then(|| RedisFilter::header(&self).clone()))
+    }
+}
+
+/// A new filter in memory, stored in Redis at the end of a run that went
+/// well (`build -o redis://…`).
+struct RedisNew {
+    filter: MemFilter,
+    at: Location,
+    replace: bool,
+    link: Link,
+}
+
+impl Held for RedisNew {
+    fn header(&self) -> &Header {
+        self.filter.header()
+    }
+
+    fn bits(&mut self, progress: &mut dyn FnMut(u64)) -> Result<Vec<&[u8]>> {
+        Held::bits(&mut self.filter, progress)
+    }
+
+    fn finish(self: Box<Self>, ok: bool) -> Result<Option<Header>> {
+        if !ok {
+            return Ok(None);
+        }
+        let bits: Vec<&[u8]> = (0..self.filter.header().layers.len())
+            .map(|i| self.filter.layer_bits(i))
+            .collect();
+        RedisFilter::upload(
+            &self.at,
+            self.link,
+            self.filter.header(),
+            &bits,
+            self.replace,
+        )?;
+        Ok(Some(self.filter.header().clone()))
+    }
+}
+
+/// The port goes to the filter in memory.
+impl Store for RedisNew {
+    fn seed(&self) -> u64 {
+        self.filter.seed()
+    }
+
+    fn contains_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
+        self.filter.contains_batch(hashes, out)
+    }
+
+    fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
+        self.filter.insert_batch(hashes, out)
+    }
+
+    fn record_batch(&mut self, hashes: &[Hash128]) -> Result<u64> {
+        self.filter.record_batch(hashes)
+    }
+}
