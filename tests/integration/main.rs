@@ -31,5 +31,6 @@ mod parallel;
 mod probe;
 mod progress;
 mod redis;
+mod rooms;
 mod streaming;
 mod window;
