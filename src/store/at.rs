@@ -95,22 +95,13 @@ impl clap::builder::TypedValueParser for FilterAtParser {
         value: &OsStr,
     ) -> Result<FilterAt, clap::Error> {
         FilterAt::parse(value).map_err(|e| {
-            let mut err = clap::Error::new(clap::error::ErrorKind::ValueValidation).with_cmd(cmd);
-            if let Some(arg) = arg {
-                err.insert(
-                    clap::error::ContextKind::InvalidArg,
-                    clap::error::ContextValue::String(arg.to_string()),
-                );
-            }
-            err.insert(
-                clap::error::ContextKind::InvalidValue,
-                clap::error::ContextValue::String(crate::redis::redact(&value.to_string_lossy())),
-            );
-            err.insert(
-                clap::error::ContextKind::Custom,
-                clap::error::ContextValue::String(e.to_string()),
-            );
-            err
+            let name = arg.map_or_else(|| "the filter".to_string(), ToString::to_string);
+            let value = crate::redis::redact(&value.to_string_lossy());
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("invalid value '{value}' for '{name}': {e}\n"),
+            )
+            .with_cmd(cmd)
         })
     }
 }

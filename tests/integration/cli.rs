@@ -1986,3 +1986,37 @@ fn query_counts_agree_with_printed_lines() {
         .ok()
         .no_stdout();
 }
+
+/// A malformed Redis location is a usage error (exit 2) from the argument
+/// parser, before anything runs, naming the argument and what is wrong,
+/// with the password kept out of the message; a path is never one.
+#[test]
+fn a_malformed_location_is_a_usage_error_naming_the_argument() {
+    let dir = tmp();
+    for (args, arg) in [
+        (
+            vec!["dedup", "-f", "redis://host:6379/"],
+            "--filter <FILTER>",
+        ),
+        (
+            vec!["query", "redis://u:hunter2@host:6379/", "x"],
+            "<FILTER>",
+        ),
+        (
+            vec!["build", "-o", "redis+cluster://host:1/", "x"],
+            "--output <FILTER>",
+        ),
+        (vec!["merge", "-o", "x.seen", "redis://h/"], "<FILTER>..."),
+    ] {
+        let r = seen(dir.path(), &args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(&format!("for '{arg}'")) && r.stderr.contains("filter name"),
+            "{args:?}: {}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("hunter2"), "{}", r.stderr);
+    }
+    // Nothing was made.
+    assert!(fs::read_dir(dir.path()).unwrap().next().is_none());
+}

@@ -151,7 +151,12 @@ fn no_two_files_of_a_room_import_each_other() {
         let names: BTreeSet<String> = here.iter().map(|(n, _)| n.clone()).collect();
         let uses: Vec<(String, BTreeSet<String>)> = here
             .iter()
-            .map(|(n, code)| (n.clone(), siblings(&dir.join(format!("{n}.rs")), code, &names)))
+            .map(|(n, code)| {
+                (
+                    n.clone(),
+                    siblings(&dir.join(format!("{n}.rs")), code, &names),
+                )
+            })
             .collect();
         for (a, ua) in &uses {
             for (b, ub) in &uses {
@@ -161,5 +166,9 @@ fn no_two_files_of_a_room_import_each_other() {
             }
         }
     }
-    assert!(circles.is_empty(), "import circles:\n{}", circles.join("\n"));
+    assert!(
+        circles.is_empty(),
+        "import circles:\n{}",
+        circles.join("\n")
+    );
 }
