@@ -5,7 +5,7 @@
 use crate::cli::MergeArgs;
 use crate::file::format::Header;
 use crate::progress::Progress;
-use crate::store::{FilterAt, Identity, Opened};
+use crate::store::{FilterAt, Identity, Link, Opened};
 use anyhow::{Result, bail};
 use indicatif::HumanCount;
 use std::process::ExitCode;
@@ -35,14 +35,7 @@ impl Input {
 pub fn run(a: MergeArgs) -> Result<ExitCode> {
     let link = a.lock.link();
     let out_id = a.output.identity();
-    let mut ids = Vec::new();
-    for p in &a.inputs {
-        let id = p.identity();
-        if id != Identity::Absent && ids.contains(&id) {
-            bail!("{p} is given twice: give each filter once");
-        }
-        ids.push(id);
-    }
+    let ids = identities(&a.inputs)?;
     let out_is_input = out_id != Identity::Absent && ids.contains(&out_id);
     if out_is_input && !a.force {
         a.output.refuse_replacing_an_input()?;
@@ -54,28 +47,15 @@ pub fn run(a: MergeArgs) -> Result<ExitCode> {
         link,
         " (or name it among the inputs to merge into it)",
     )?;
-    let mut inputs = Vec::new();
-    for p in &a.inputs {
-        let opened = p.open_read(link)?;
-        inputs.push(Input {
-            at: p.clone(),
-            header: opened.header().clone(),
-            opened,
-        });
-    }
+    let mut inputs = open_inputs(&a.inputs, link)?;
     let shape = check_shapes(&inputs)?;
     let header = merged_header(&inputs, shape);
     // The output's own header as read: a file output that is an input must
     // be unchanged when it is replaced.
     let was = out_is_input
-        .then(|| {
-            a.inputs
-                .iter()
-                .zip(&ids)
-                .position(|(_, id)| *id == out_id)
-                .map(|i| inputs[i].header().clone())
-        })
-        .flatten();
+        .then(|| ids.iter().position(|id| *id == out_id))
+        .flatten()
+        .map(|i| inputs[i].header().clone());
     let total: u64 = header.bit_bytes();
     let progress = Progress::start(a.progress.into(), Some(total), "", false);
     let layers: Vec<Vec<&[u8]>> = inputs
@@ -90,6 +70,47 @@ pub fn run(a: MergeArgs) -> Result<ExitCode> {
     drop(layers);
     drop(inputs);
     made.finish(link, replace, was.as_ref())?;
+    tell(&a, &header, stats.estimated_fpp);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What each of `inputs` points at now, in order.
+///
+/// # Errors
+/// A filter given twice (by one name or two).
+fn identities(inputs: &[FilterAt]) -> Result<Vec<Identity>> {
+    let mut ids = Vec::new();
+    for p in inputs {
+        let id = p.identity();
+        if id != Identity::Absent && ids.contains(&id) {
+            bail!("{p} is given twice: give each filter once");
+        }
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+/// Opens each of `paths` to read it whole, in order.
+///
+/// # Errors
+/// No usable filter at one of them, or a server that cannot be reached.
+fn open_inputs(paths: &[FilterAt], link: Link) -> Result<Vec<Input>> {
+    paths
+        .iter()
+        .map(|p| {
+            let opened = p.open_read(link)?;
+            Ok(Input {
+                at: p.clone(),
+                header: opened.header().clone(),
+                opened,
+            })
+        })
+        .collect()
+}
+
+/// Says what was merged into what, and warns when the merged filter's
+/// `estimated_fpp` is above its target.
+fn tell(a: &MergeArgs, header: &Header, estimated_fpp: f64) {
     let target = header.target_fpp;
     crate::say!(
         "seen: merged {} filter{} into {}: {} layer{}, up to {} keys (the inputs' counts added: \
@@ -101,17 +122,16 @@ pub fn run(a: MergeArgs) -> Result<ExitCode> {
         header.layers.len(),
         if header.layers.len() == 1 { "" } else { "s" },
         HumanCount(header.inserts()),
-        stats.estimated_fpp,
+        estimated_fpp,
     );
-    if stats.estimated_fpp > target {
+    if estimated_fpp > target {
         crate::say!(
             "seen: warning: the merged filter's estimated false-positive rate {:.2e} is above \
              its target {target:e}: it holds more keys than it was sized for; build a larger \
              one (-n) from the lines, or keep the filters apart",
-            stats.estimated_fpp
+            estimated_fpp
         );
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// Which input gives the merged filter its shape (the first with the most

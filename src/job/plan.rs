@@ -5,8 +5,7 @@
 //! goes; none measures, sizes or tells one store from another itself.
 
 use crate::filter::sizing::Spec;
-use crate::filter::sizing::policy::DEFAULT_CAPACITY;
-use crate::filter::sizing::policy::{self, Asked, Measured, expected_keys};
+use crate::filter::sizing::policy::{self, Asked, DEFAULT_CAPACITY, Measured, expected_keys};
 use crate::hash::DEFAULT_SEED;
 use crate::input::{Source, count_records, estimate_records, total_bytes, uncountable};
 use crate::pipeline::Options;
