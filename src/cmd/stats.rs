@@ -3,9 +3,9 @@
 
 use crate::cli::{RecordArgs, StatsArgs};
 use crate::file::ReadFilter;
-use crate::file::format::{Header, MAX_LAYERS};
 use crate::filter::sizing::{self, classic_bits, classic_k, keys_at_rate, layer_fpp};
 use crate::filter::{self, BLOCK_BITS};
+use crate::format::{Header, MAX_LAYERS};
 use crate::input::{Source, sources};
 use crate::job::plan::reading;
 use crate::job::{Job, Output};
@@ -455,7 +455,7 @@ fn window_stats(
     h: &Header,
     layers: &[LayerStats],
     now: u64,
-    w: crate::file::format::WindowState,
+    w: crate::format::WindowState,
 ) -> WindowStats {
     let at = w.time(now);
     let win = w.window;

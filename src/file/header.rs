@@ -1,10 +1,10 @@
 //! The header of a filter file on disk: read and validated when the file is
 //! opened (under its lock), the warning for a file left dirty, and written
-//! back. What the header's bytes mean is [`format`](super::format)'s business;
+//! back. What the header's bytes mean is [`format`](crate::format)'s business;
 //! this is the I/O around it that the read, write and new stores share.
 
-use super::format::{HEADER_LEN, Header};
 use super::lock::open_locked;
+use crate::format::{HEADER_LEN, Header};
 use anyhow::{Context, Result};
 use std::fs::File;
 use std::os::unix::fs::FileExt;

@@ -7,12 +7,12 @@
 //! business: it passes `add` a function that makes it.
 
 use super::checksum::Stale;
-use super::format::{self, Header, LayerEntry, VERSION_MINOR, WindowState};
 use super::header::now;
 use super::map::huge_pages;
 use super::populate::{self, Populating, Populator};
 use crate::filter::sizing::{self, Plan, Spec};
 use crate::filter::{self, LayerBits};
+use crate::format::{self, Header, LayerEntry, VERSION_MINOR, WindowState};
 use crate::hash::{HASH_XXH3_128_V1, Hash128};
 use crate::keys::KeySpec;
 use anyhow::{Context, Result, bail};

@@ -4,7 +4,6 @@
 //! lock, reserved blocks), then syncing it and moving it to its path.
 
 use super::checksum::Stale;
-use super::format::Header;
 use super::header::{now, write_header};
 use super::layers::{Layers, new_header};
 use super::lock::open_locked;
@@ -13,6 +12,7 @@ use super::path::{
     TEMP_RAND_LEN, Target, check_target, dir_and_name, has_magic, sweep_leftovers, temp_prefix,
 };
 use crate::filter::sizing::Spec;
+use crate::format::Header;
 use crate::hash::Hash128;
 use crate::keys::KeySpec;
 use crate::pipeline::Store;

@@ -5,13 +5,13 @@
 //! end of the file, and the commit.
 
 use super::checksum::Stale;
-use super::format::{FLAG_DIRTY, Header, LayerEntry};
 use super::header::{now, open_checked, read_header, warn_dirty, write_header};
 use super::layers::{Layers, Room, hint_layer};
 use super::lock::lock;
 use super::map::{extend, grow, map_write};
 use super::path::{dir_and_name, sweep_leftovers};
 use crate::filter;
+use crate::format::{FLAG_DIRTY, Header, LayerEntry};
 use crate::hash::Hash128;
 use crate::pipeline::{LastWindow, STRETCH, Store};
 use anyhow::{Context, Result, bail};

@@ -18,10 +18,10 @@ pub use verify::Verified;
 pub(crate) use verify::verify;
 
 pub(crate) use crate::file::Target;
-use crate::file::format::Header;
 use crate::file::{NewFilter, check_target};
 use crate::filter::sizing::Spec;
 use crate::filter::sizing::policy::Layers;
+use crate::format::Header;
 use crate::redis::RedisFilter;
 use anyhow::{Result, bail};
 

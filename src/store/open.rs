@@ -2,8 +2,8 @@
 //! pipeline's port ([`Store`]) as one type.
 
 use super::{Access, FilterAt, Link, NewFile, Where};
-use crate::file::format::Header;
 use crate::file::{MemFilter, NewFilter, ReadFilter, Target, WriteFilter, check_target};
+use crate::format::Header;
 use crate::hash::{DEFAULT_SEED, Hash128};
 use crate::keys::KeySpec;
 use crate::pipeline::{Chunk, LastWindow, Store};

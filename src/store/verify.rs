@@ -4,8 +4,8 @@
 //! presence and length.
 
 use super::{FilterAt, Link};
-use crate::file::format::{SEGMENT_BYTES, segment_checksum};
 use crate::file::{ReadFilter, WriteFilter};
+use crate::format::{SEGMENT_BYTES, segment_checksum};
 use crate::progress::{Progress, Show};
 use crate::redis::{Location, RedisFilter};
 use anyhow::{Context, Result};
