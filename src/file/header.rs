@@ -10,13 +10,6 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-/// Seconds since the Unix epoch (a header's `created` and `updated`).
-pub(crate) fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 /// Reads and validates the header of an open file.
 pub(super) fn read_header(file: &File, path: &Path) -> Result<Header> {
     let len = file.metadata()?.len();

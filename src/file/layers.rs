@@ -7,7 +7,6 @@
 //! business: it passes `add` a function that makes it.
 
 use super::checksum::Stale;
-use super::header::now;
 use super::map::huge_pages;
 use super::populate::{self, Populating, Populator};
 use crate::filter::sizing::{self, Plan, Spec};
@@ -49,7 +48,7 @@ fn next_entry(header: &Header, plan: &Plan, slice: u64) -> LayerEntry {
 /// A new header for `spec`, whose first layer is `first`; with a window, its
 /// clock starts at [`crate::clock::now`].
 pub(super) fn new_header(spec: &Spec, first: &Plan, seed: u64, keys: KeySpec) -> Header {
-    let t = now();
+    let t = crate::clock::system_secs();
     let window = spec.window.map(|window| {
         let clock = crate::clock::now();
         WindowState {

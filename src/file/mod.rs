@@ -36,7 +36,6 @@ mod populate;
 mod read;
 mod write;
 
-pub(crate) use header::now;
 pub use lock::wait_for_locks_at_most;
 pub use memory::MemFilter;
 pub use new::NewFilter;

@@ -4,7 +4,7 @@
 //! lock, reserved blocks), then syncing it and moving it to its path.
 
 use super::checksum::Stale;
-use super::header::{now, write_header};
+use super::header::write_header;
 use super::layers::{Layers, new_header};
 use super::lock::open_locked;
 use super::map::{map_write, reserve};
@@ -246,7 +246,7 @@ impl NewFilter {
         }
         let h = &mut self.layers.header;
         if !self.keep_times {
-            h.updated = now();
+            h.updated = crate::clock::system_secs();
         }
         write_header(self.tmp.as_file(), self.tmp.path(), h)?;
         for m in &self.layers.maps {

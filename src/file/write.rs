@@ -5,7 +5,7 @@
 //! end of the file, and the commit.
 
 use super::checksum::Stale;
-use super::header::{now, open_checked, read_header, warn_dirty, write_header};
+use super::header::{open_checked, read_header, warn_dirty, write_header};
 use super::layers::{Layers, Room, hint_layer};
 use super::lock::lock;
 use super::map::{extend, grow, map_write};
@@ -268,7 +268,7 @@ impl WriteFilter {
         self.staged = false;
         let h = &mut self.layers.header;
         h.flags &= !FLAG_DIRTY;
-        h.updated = now();
+        h.updated = crate::clock::system_secs();
         write_header(&self.file, &self.path, h)?;
         if self.held {
             start_writeback(&self.file, &mut self.writeback);

@@ -627,7 +627,7 @@ impl RedisFilter {
             }
         }
         self.added = 0;
-        let t = crate::file::now();
+        let t = crate::clock::system_secs();
         let v = self.client.query(
             s,
             redis::cmd("HSET")
