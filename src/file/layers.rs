@@ -42,6 +42,8 @@ fn next_entry(header: &Header, plan: &Plan, slice: u64) -> LayerEntry {
         inserts: 0,
         checksums: offset + plan.layout.bytes(),
         slice,
+        // A plan is a Bloom layout: the kind of every layer a store adds.
+        kind: crate::filter::KindId::BLOOM,
     }
 }
 

@@ -4,12 +4,13 @@
 
 use super::{
     ALIGN, AS_MINOR_OF_2, BLANK_FIELDS_SINCE_MINOR, CHECKSUM_OFFSET, FLAG_DIRTY, FormatError,
-    HEADER_LEN, Header, LAYER_ENTRY_LEN, LAYER_TABLE_OFFSET, LayerEntry, MAGIC, MAX_LAYERS,
-    POSITIONS_SCATTERED, POSITIONS_SECTORED, SECTORED_SINCE_MINOR, VERSION_MAJOR, WINDOW_MAJOR,
-    WINDOW_MINOR, WindowState, bad, check_fpp, header_checksum, u16_at, u32_at, u64_at,
+    HEADER_LEN, Header, KIND_OFFSET, LAYER_ENTRY_LEN, LAYER_TABLE_OFFSET, LayerEntry, MAGIC,
+    MAX_LAYERS, POSITIONS_SCATTERED, POSITIONS_SECTORED, SECTORED_SINCE_MINOR, VERSION_MAJOR,
+    WINDOW_MAJOR, WINDOW_MINOR, WindowState, bad, check_fpp, header_checksum, u16_at, u32_at,
+    u64_at,
 };
 use crate::filter::sizing::{Growth, MAX_GROWTH, MAX_SLICES, Window};
-use crate::filter::{BLOCK_BITS, Layout, Scheme};
+use crate::filter::{BLOCK_BITS, KindId, Layout, Scheme};
 use crate::hash::HASH_XXH3_128_V1;
 use crate::keys::KeySpec;
 
@@ -271,7 +272,16 @@ fn decode_layer(
     end: u64,
     window: Option<WindowState>,
 ) -> Result<LayerEntry, FormatError> {
-    let scheme = match u32_at(e, 56) {
+    // Bloom is the only kind of majors 1 and 2 (and of this build): any
+    // other is a newer seen's, refused by name before its bytes are read.
+    let kind = KindId(u16_at(e, KIND_OFFSET));
+    if kind != KindId::BLOOM {
+        return Err(FormatError::UnknownKind {
+            layer: i,
+            kind: kind.0,
+        });
+    }
+    let scheme = match u16_at(e, 56) {
         POSITIONS_SCATTERED => Scheme::Scattered,
         POSITIONS_SECTORED if minor >= SECTORED_SINCE_MINOR => Scheme::Sectored,
         POSITIONS_SECTORED => {
@@ -343,6 +353,7 @@ fn decode_layer(
         inserts: u64_at(e, 40),
         checksums,
         slice,
+        kind,
     };
     if entry
         .layout

@@ -9,7 +9,7 @@
 //! until [`Header::decode`] has checked it against the file length.
 
 use crate::filter::sizing::{Growth, Window};
-use crate::filter::{BLOCK_BITS, Layout, Scheme};
+use crate::filter::{BLOCK_BITS, KindId, Layout, Scheme};
 use crate::keys::KeySpec;
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -31,6 +31,15 @@ const SECTORED_SINCE_MINOR: u16 = 4;
 pub(crate) const WINDOW_MAJOR: u16 = 2;
 /// Minor version written for filters with a window.
 const WINDOW_MINOR: u16 = 0;
+/// Major version a writer of a layer of any kind but Bloom (layer entry
+/// bytes 58..60 not zero) must write: every reader before it takes each
+/// layer for a Bloom filter, and it refuses this major by name ("not
+/// supported"; that reader would also refuse the kind field as corrupt bit
+/// positions). This build knows no other kind yet, so it writes this major
+/// only for a kind it cannot read and refuses this major when reading.
+pub(crate) const KINDS_MAJOR: u16 = 3;
+/// Minor version written with [`KINDS_MAJOR`].
+const KINDS_MINOR: u16 = 0;
 /// The minor a 2.x file's 1.x features are checked as: it has every feature
 /// of 1.5 (key options, sectored positions, blank-separated fields).
 const AS_MINOR_OF_2: u16 = 5;
@@ -50,14 +59,18 @@ pub const CHECKSUM_OFFSET: usize = 120;
 pub(crate) const FLAG_DIRTY: u32 = 1;
 /// Bytes of bit array covered by one checksum (the last segment may be shorter).
 pub(crate) const SEGMENT_BYTES: u64 = 1 << 20;
-/// Layer entry "bit positions" (bytes 56..60): scattered, bit positions v1 (the
+/// Layer entry "bit positions" (bytes 56..58): scattered, bit positions v1 (the
 /// only rule before format 1.4, where these bytes were reserved and zero).
-const POSITIONS_SCATTERED: u32 = 0;
+const POSITIONS_SCATTERED: u16 = 0;
 /// Layer entry "bit positions": sectored, bit positions v2 (format 1.4).
-const POSITIONS_SECTORED: u32 = 1;
+const POSITIONS_SECTORED: u16 = 1;
+/// Offset in a layer entry of its kind ([`KindId`], 2 bytes): the high half
+/// of what was a 4-byte bit positions field, whose values (0 and 1) always
+/// left it zero, so every earlier file reads as Bloom layers.
+const KIND_OFFSET: usize = 58;
 
 /// The "bit positions" id of a scheme.
-fn scheme_id(scheme: Scheme) -> u32 {
+fn scheme_id(scheme: Scheme) -> u16 {
     match scheme {
         Scheme::Scattered => POSITIONS_SCATTERED,
         Scheme::Sectored => POSITIONS_SECTORED,
@@ -84,6 +97,9 @@ pub struct LayerEntry {
     /// With a time window: the slice whose lines this layer holds (stored as
     /// its distance from [`WindowState::base`]); 0 otherwise.
     pub slice: u64,
+    /// The kind of filter the layer's bytes hold ([`KindId::BLOOM`] for every
+    /// file this build writes; `layout` is its geometry).
+    pub kind: KindId,
 }
 
 impl LayerEntry {
@@ -213,6 +229,14 @@ pub enum FormatError {
         /// Bytes it has.
         actual: u64,
     },
+    /// A layer holds a kind of filter this build does not know (written by
+    /// a newer `seen`).
+    UnknownKind {
+        /// The layer.
+        layer: usize,
+        /// The kind's number (layer entry bytes 58..60).
+        kind: u16,
+    },
     /// The file is longer than its layers say.
     TrailingData {
         /// Bytes the header says the file has.
@@ -234,10 +258,21 @@ impl std::fmt::Display for FormatError {
                 f,
                 "not a seen filter: wrong magic bytes (make one with `seen build -o FILE`)"
             ),
+            FormatError::UnsupportedVersion { major, minor } if *major > WINDOW_MAJOR => write!(
+                f,
+                "filter format version {major}.{minor} is not supported by this seen \
+                 (reads {VERSION_MAJOR}.x and {WINDOW_MAJOR}.{WINDOW_MINOR}): the file needs a \
+                 newer seen; upgrade seen, or rebuild the filter"
+            ),
             FormatError::UnsupportedVersion { major, minor } => write!(
                 f,
                 "filter format version {major}.{minor} is not supported by this seen \
                  (reads {VERSION_MAJOR}.x): use the seen version that wrote it, or rebuild the filter"
+            ),
+            FormatError::UnknownKind { layer, kind } => write!(
+                f,
+                "layer {layer} holds a filter of kind {kind}, which this seen does not know \
+                 (it reads Bloom layers): the file needs a newer seen; upgrade seen to use it"
             ),
             FormatError::BadChecksum { stored, computed } => write!(
                 f,
@@ -337,9 +372,16 @@ impl Header {
     /// window, else `1.MINOR`.
     pub(crate) fn format_version(&self) -> String {
         match self.window {
+            _ if self.has_other_kinds() => format!("{KINDS_MAJOR}.{KINDS_MINOR}"),
             Some(_) => format!("{WINDOW_MAJOR}.{WINDOW_MINOR}"),
             None => format!("{VERSION_MAJOR}.{}", self.version_minor),
         }
+    }
+
+    /// Whether a layer holds a kind other than Bloom, which makes the file
+    /// [`KINDS_MAJOR`].
+    fn has_other_kinds(&self) -> bool {
+        self.layers.iter().any(|l| l.kind != KindId::BLOOM)
     }
 
     /// The layers a lookup at time `now` tests, as a mask (bit `i`: layer
@@ -374,7 +416,9 @@ impl Header {
         assert!(self.layers.len() <= MAX_LAYERS);
         let mut b = [0u8; HEADER_LEN];
         put(&mut b, 0, &MAGIC);
-        let major = if self.window.is_some() {
+        let major = if self.has_other_kinds() {
+            KINDS_MAJOR
+        } else if self.window.is_some() {
             WINDOW_MAJOR
         } else {
             VERSION_MAJOR
@@ -396,8 +440,10 @@ impl Header {
         } else {
             minor
         };
-        // A window makes it 2.0 (above).
-        let minor = if self.window.is_some() {
+        // A window makes it 2.0, another kind 3.0 (above).
+        let minor = if self.has_other_kinds() {
+            KINDS_MINOR
+        } else if self.window.is_some() {
             WINDOW_MINOR
         } else {
             minor
@@ -437,6 +483,7 @@ impl Header {
             put(&mut b, o + 40, &l.inserts.to_le_bytes());
             put(&mut b, o + 48, &l.checksums.to_le_bytes());
             put(&mut b, o + 56, &scheme_id(l.layout.scheme).to_le_bytes());
+            put(&mut b, o + KIND_OFFSET, &l.kind.0.to_le_bytes());
             let slice = u32::try_from(l.slice.saturating_sub(base))
                 .expect("a slice within 2^32 of the base");
             put(&mut b, o + 60, &slice.to_le_bytes());
@@ -485,6 +532,7 @@ mod tests {
                 inserts: 17,
                 checksums: HEADER_LEN as u64 + 128 * 64,
                 slice: 0,
+                kind: KindId::BLOOM,
             }],
             window: None,
         }
@@ -715,6 +763,88 @@ mod tests {
         assert_eq!(
             u16::from_le_bytes(tab.encode()[10..12].try_into().unwrap()),
             4
+        );
+    }
+
+    /// The kind of each layer (entry bytes 58..60): Bloom is 0, the bytes
+    /// every earlier file has there, so a Bloom file is written as before
+    /// (same version, same bytes); a layer of another kind makes the file
+    /// 3.0, which this reader refuses as needing a newer seen, and a kind
+    /// it does not know in a file that says 1.x or 2.0 is refused by name.
+    #[test]
+    fn kinds_round_trip_and_unknown_kinds_are_refused() {
+        let h = sample();
+        let b = h.encode();
+        assert_eq!(u16_at(&b, LAYER_TABLE_OFFSET + KIND_OFFSET), 0);
+        assert_eq!((u16_at(&b, 8), u16_at(&b, 10)), (1, VERSION_MINOR));
+        let back = Header::decode(&b, len(&h)).unwrap();
+        assert_eq!(back.layers[0].kind, KindId::BLOOM);
+        assert_eq!(
+            back.encode(),
+            b,
+            "a Bloom file is written byte for byte as read"
+        );
+        // A writer of another kind writes it, and the next major.
+        let mut other = h.clone();
+        other.layers[0].kind = KindId(7);
+        let ob = other.encode();
+        assert_eq!(u16_at(&ob, LAYER_TABLE_OFFSET + KIND_OFFSET), 7);
+        assert_eq!(
+            (u16_at(&ob, 8), u16_at(&ob, 10)),
+            (KINDS_MAJOR, KINDS_MINOR)
+        );
+        assert_eq!(other.format_version(), "3.0");
+        let e = Header::decode(&ob, len(&other)).unwrap_err();
+        assert_eq!(e, FormatError::UnsupportedVersion { major: 3, minor: 0 });
+        let msg = e.to_string();
+        assert!(
+            msg.contains("format version 3.0 is not supported") && msg.contains("newer seen"),
+            "{msg}"
+        );
+        // The kind field is read: the same entry in a file that says 1.x is
+        // refused by its kind, layer named, before any other field of it.
+        let mut b1 = b;
+        b1[LAYER_TABLE_OFFSET + KIND_OFFSET..][..2].copy_from_slice(&7u16.to_le_bytes());
+        reseal(&mut b1);
+        let e = Header::decode(&b1, len(&h)).unwrap_err();
+        assert_eq!(e, FormatError::UnknownKind { layer: 0, kind: 7 });
+        let msg = e.to_string();
+        assert!(
+            msg.contains("layer 0 holds a filter of kind 7") && msg.contains("newer seen"),
+            "{msg}"
+        );
+        // ... with a window (2.0) too, and in a later layer.
+        let mut two = h.clone();
+        let l0 = two.layers[0];
+        two.layers.push(LayerEntry {
+            offset: two.file_len(),
+            checksums: two.file_len() + l0.layout.bytes(),
+            ..l0
+        });
+        let mut b2 = two.encode();
+        let at = LAYER_TABLE_OFFSET + LAYER_ENTRY_LEN + KIND_OFFSET;
+        b2[at..at + 2].copy_from_slice(&1u16.to_le_bytes());
+        reseal(&mut b2);
+        assert_eq!(
+            Header::decode(&b2, two.file_len()),
+            Err(FormatError::UnknownKind { layer: 1, kind: 1 })
+        );
+        let mut win = h.clone();
+        win.window = Some(WindowState {
+            window: Window {
+                secs: 86_400,
+                slices: 8,
+            },
+            base: 0,
+            clock: 0,
+        });
+        let mut bw = win.encode();
+        assert_eq!(u16_at(&bw, 8), WINDOW_MAJOR);
+        bw[LAYER_TABLE_OFFSET + KIND_OFFSET] = 2;
+        reseal(&mut bw);
+        assert_eq!(
+            Header::decode(&bw, len(&win)),
+            Err(FormatError::UnknownKind { layer: 0, kind: 2 })
         );
     }
 
