@@ -585,7 +585,7 @@ impl Layers {
             return a.at;
         }
         let rates: Vec<f64> = older
-            .map(|l| sizing::layer_fpp(&l.layout, l.inserts))
+            .map(|l| l.filter_kind().as_kind().expected_fpp(l.inserts))
             .collect();
         let goal = self.header.target_fpp;
         let at = [goal, sizing::UNRELIABLE * goal].map(|t| {
@@ -623,7 +623,7 @@ impl Layers {
             older
                 .clone()
                 .chain([l])
-                .map(|l| sizing::layer_fpp(&l.layout, l.inserts)),
+                .map(|l| l.filter_kind().as_kind().expected_fpp(l.inserts)),
         );
         let target = self.header.target_fpp;
         if let Some(w) = self.header.window {

@@ -89,9 +89,12 @@ impl NewFilter {
         let mut h = header.clone();
         h.flags = 0;
         let mut f = NewFilter::with_header(target, h, false)?;
-        for (i, m) in f.layers.maps.iter_mut().enumerate() {
+        for (i, (m, l)) in f.layers.maps.iter_mut().zip(&header.layers).enumerate() {
             let srcs: Vec<&[u8]> = inputs.iter().filter_map(|l| l.get(i).copied()).collect();
-            crate::filter::union_into(m, &srcs, done);
+            l.filter_kind()
+                .as_kind()
+                .union(m, &srcs, done)
+                .with_context(|| format!("cannot join layer {i} of the filters"))?;
         }
         if let Some(s) = &mut f.layers.stale {
             s.all();

@@ -10,7 +10,6 @@ use super::layers::{Layers, Room, hint_layer};
 use super::lock::lock;
 use super::map::{extend, grow, map_write};
 use super::path::{dir_and_name, sweep_leftovers};
-use crate::filter;
 use crate::format::{FLAG_DIRTY, Header, LayerEntry};
 use crate::hash::Hash128;
 use crate::pipeline::{LastWindow, STRETCH, Store};
@@ -196,11 +195,12 @@ impl WriteFilter {
         stale.cover(&header.layers, false);
         if header.is_dirty() {
             for (l, bits) in header.layers.iter_mut().zip(&self.layers.maps) {
-                let est = filter::occupancy_with(bits, &l.layout, &mut |b| {
-                    crate::progress::advance(b, 0)
-                })
-                .estimated_items
-                .round() as u64;
+                let est = l
+                    .filter_kind()
+                    .as_kind()
+                    .occupancy_with(bits, &mut |b| crate::progress::advance(b, 0))
+                    .estimated_items
+                    .round() as u64;
                 l.inserts = l.inserts.max(est);
             }
             // A writer stopped between changing bits and writing their checksums.

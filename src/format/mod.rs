@@ -9,7 +9,7 @@
 //! until [`Header::decode`] has checked it against the file length.
 
 use crate::filter::sizing::{Growth, Window};
-use crate::filter::{BLOCK_BITS, KindId, Layout, Scheme};
+use crate::filter::{AnyKind, BLOCK_BITS, KindId, Layout, Scheme};
 use crate::keys::KeySpec;
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -103,6 +103,16 @@ pub struct LayerEntry {
 }
 
 impl LayerEntry {
+    /// The kind of filter the layer holds, with its geometry: what is not
+    /// per key (occupancy, estimates, rates, union) goes through it.
+    ///
+    /// # Panics
+    /// When the entry names a kind this build does not know, which neither
+    /// [`Header::decode`] (it refuses such a file) nor a writer makes.
+    pub(crate) fn filter_kind(&self) -> AnyKind {
+        AnyKind::of(self.kind, self.layout).expect("a decoded or new layer has a known kind")
+    }
+
     /// Number of checksummed segments of the bit array.
     pub(crate) fn segments(&self) -> u64 {
         self.layout.bytes().div_ceil(SEGMENT_BYTES)
