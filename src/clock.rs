@@ -3,7 +3,8 @@
 //! two ways a time is written (RFC 3339, `@` Unix seconds).
 //!
 //! Set once, in `main`, before any filter is opened; every store reads it
-//! through [`now`], so a run never mixes the two clocks.
+//! through [`now`], so a run never mixes the two clocks. A header's
+//! `created` and `updated` times read [`system_secs`], the one other reading.
 
 use std::sync::OnceLock;
 
@@ -27,11 +28,16 @@ pub fn is_fixed() -> bool {
 /// Seconds since the Unix epoch: `--now` when given, else the system clock
 /// (0 before 1970).
 pub fn now() -> u64 {
-    FIXED.get().copied().unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs())
-    })
+    FIXED.get().copied().unwrap_or_else(system_secs)
+}
+
+/// Seconds since the Unix epoch by the system clock, whatever `--now` says
+/// (0 before 1970): when a header was created and last changed, which record
+/// when a run happened, not the time its lines are taken to be at.
+pub fn system_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// Parses `--now`: an RFC 3339 time (`2026-12-01T09:00:00Z`,

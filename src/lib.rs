@@ -15,6 +15,8 @@
 //! - `file`: the stores (a filter file: mmap, locks, checksums; the
 //!   in-memory filter). Each implements `pipeline::Store`, the port the
 //!   pipeline owns: a new store (Redis, time windows) plugs in there.
+//! - `format`: a filter's header as bytes (encode, decode, validate; the
+//!   kind of filter each layer holds), shared by `file` and `redis`.
 //! - `pipeline`: reader, parallel hashing, ordered test-and-set, writer,
 //!   each stage a type; the commit protocol of `dedup -f`.
 //! - `input`: line sources, the chunked reader, counting and sampling.
@@ -32,6 +34,7 @@ pub mod clock;
 pub mod cmd;
 pub mod file;
 pub mod filter;
+pub(crate) mod format;
 pub mod hash;
 pub mod input;
 pub mod job;

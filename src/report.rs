@@ -1,8 +1,8 @@
 //! The reporting room: the `--summary` of a run ([`Summary`]) and the
 //! aligned `key  value` lines and columns of `stats` and `plan`.
 
-use crate::file::format::Header;
 use crate::filter::sizing;
+use crate::format::Header;
 use crate::keys::KeySpec;
 use crate::pipeline::Counts;
 use indicatif::HumanCount;

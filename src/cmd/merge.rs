@@ -3,7 +3,7 @@
 //! "Merging filters").
 
 use crate::cli::MergeArgs;
-use crate::file::format::Header;
+use crate::format::Header;
 use crate::progress::Progress;
 use crate::store::{FilterAt, Identity, Link, Opened};
 use anyhow::{Result, bail};
@@ -198,7 +198,7 @@ fn check_shapes(inputs: &[Input]) -> Result<usize> {
         }
         for (n, (l, tl)) in h.layers.iter().zip(&th.layers).enumerate() {
             if l.layout != tl.layout || l.capacity != tl.capacity {
-                let d = |l: &crate::file::format::LayerEntry| {
+                let d = |l: &crate::format::LayerEntry| {
                     format!(
                         "{} bytes, {} keys, {} blocks per key, k {}, {} positions",
                         l.layout.bytes(),

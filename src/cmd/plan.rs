@@ -2,12 +2,12 @@
 //! without writing anything.
 
 use crate::cli::{DEFAULT_CAPACITY, PlanArgs};
-use crate::file::format::HEADER_LEN;
 use crate::filter::BLOCK_BITS;
 use crate::filter::sizing::policy::Asked;
 use crate::filter::sizing::{
     self, Growth, Plan, Spec, Window, classic_bits, classic_fpp, classic_k,
 };
+use crate::format::HEADER_LEN;
 use anyhow::{Context, Result};
 use indicatif::{HumanBytes, HumanCount};
 use std::io::Write;

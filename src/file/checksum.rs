@@ -1,7 +1,7 @@
 //! Which data segments' checksums a writer must (re)write, and writing them.
 
-use super::format::{self, Header, LayerEntry};
 use crate::filter;
+use crate::format::{self, Header, LayerEntry};
 use crate::hash::Hash128;
 use anyhow::{Context, Result};
 use memmap2::MmapMut;

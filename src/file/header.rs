@@ -1,21 +1,14 @@
 //! The header of a filter file on disk: read and validated when the file is
 //! opened (under its lock), the warning for a file left dirty, and written
-//! back. What the header's bytes mean is [`format`](super::format)'s business;
+//! back. What the header's bytes mean is [`format`](crate::format)'s business;
 //! this is the I/O around it that the read, write and new stores share.
 
-use super::format::{HEADER_LEN, Header};
 use super::lock::open_locked;
+use crate::format::{HEADER_LEN, Header};
 use anyhow::{Context, Result};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-
-/// Seconds since the Unix epoch (a header's `created` and `updated`).
-pub(crate) fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
 
 /// Reads and validates the header of an open file.
 pub(super) fn read_header(file: &File, path: &Path) -> Result<Header> {

@@ -7,12 +7,11 @@
 //! business: it passes `add` a function that makes it.
 
 use super::checksum::Stale;
-use super::format::{self, Header, LayerEntry, VERSION_MINOR, WindowState};
-use super::header::now;
 use super::map::huge_pages;
 use super::populate::{self, Populating, Populator};
 use crate::filter::sizing::{self, Plan, Spec};
 use crate::filter::{self, LayerBits};
+use crate::format::{self, Header, LayerEntry, VERSION_MINOR, WindowState};
 use crate::hash::{HASH_XXH3_128_V1, Hash128};
 use crate::keys::KeySpec;
 use anyhow::{Context, Result, bail};
@@ -43,13 +42,15 @@ fn next_entry(header: &Header, plan: &Plan, slice: u64) -> LayerEntry {
         inserts: 0,
         checksums: offset + plan.layout.bytes(),
         slice,
+        // A plan is a Bloom layout: the kind of every layer a store adds.
+        kind: crate::filter::KindId::BLOOM,
     }
 }
 
 /// A new header for `spec`, whose first layer is `first`; with a window, its
 /// clock starts at [`crate::clock::now`].
 pub(super) fn new_header(spec: &Spec, first: &Plan, seed: u64, keys: KeySpec) -> Header {
-    let t = now();
+    let t = crate::clock::system_secs();
     let window = spec.window.map(|window| {
         let clock = crate::clock::now();
         WindowState {
@@ -584,7 +585,7 @@ impl Layers {
             return a.at;
         }
         let rates: Vec<f64> = older
-            .map(|l| sizing::layer_fpp(&l.layout, l.inserts))
+            .map(|l| l.filter_kind().as_kind().expected_fpp(l.inserts))
             .collect();
         let goal = self.header.target_fpp;
         let at = [goal, sizing::UNRELIABLE * goal].map(|t| {
@@ -622,7 +623,7 @@ impl Layers {
             older
                 .clone()
                 .chain([l])
-                .map(|l| sizing::layer_fpp(&l.layout, l.inserts)),
+                .map(|l| l.filter_kind().as_kind().expected_fpp(l.inserts)),
         );
         let target = self.header.target_fpp;
         if let Some(w) = self.header.window {

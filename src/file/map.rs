@@ -5,7 +5,7 @@
 //! The `unsafe` of `file` is here, in [`map_read`] and [`map_write`] (the
 //! crate's other `unsafe` is listed in `lib.rs`).
 
-use super::format::{Header, LayerEntry};
+use crate::format::{Header, LayerEntry};
 use anyhow::{Context, Result};
 use memmap2::{Mmap, MmapMut, MmapOptions};
 use std::fs::File;

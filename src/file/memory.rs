@@ -1,9 +1,9 @@
 //! The in-memory store: a filter in anonymous memory, growing like a file's.
 
-use super::format::{Header, LayerEntry};
 use super::layers::{Anon, Layers, new_header};
 use super::map::huge_pages;
 use crate::filter::sizing::{Plan, Spec};
+use crate::format::{Header, LayerEntry};
 use crate::hash::Hash128;
 use crate::keys::KeySpec;
 use crate::pipeline::Store;

@@ -1,9 +1,9 @@
 //! The stores behind the pipeline's port (`pipeline::Store`): a filter file on
 //! disk (open and validate, memory-map, grow, create through a temporary file
-//! renamed into place, commit counters) and the in-memory filter. One file per
-//! concern:
+//! renamed into place, commit counters) and the in-memory filter. What the
+//! header's bytes mean is the [`format`](crate::format) room's business (below
+//! this one, so `redis` reads it too). One file per concern:
 //!
-//! - [`format`](mod@format): the header's bytes (encode, decode, validate; pure, no I/O).
 //! - `layers`: what every store shares: `Layers` (the bit arrays of a
 //!   writable filter and their header: inserting in order, growth, capacity
 //!   warnings, stale checksums, the 2 MiB page hint), a new filter's header,
@@ -25,7 +25,6 @@
 //! `map_write`; the crate's other `unsafe` is listed in `lib.rs`).
 
 mod checksum;
-pub mod format;
 mod header;
 mod layers;
 mod lock;
@@ -37,7 +36,6 @@ mod populate;
 mod read;
 mod write;
 
-pub(crate) use header::now;
 pub use lock::wait_for_locks_at_most;
 pub use memory::MemFilter;
 pub use new::NewFilter;
@@ -53,6 +51,6 @@ pub(crate) fn new_header(
     first: &crate::filter::sizing::Plan,
     seed: u64,
     keys: crate::keys::KeySpec,
-) -> format::Header {
+) -> crate::format::Header {
     layers::new_header(spec, first, seed, keys)
 }

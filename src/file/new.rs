@@ -4,8 +4,7 @@
 //! lock, reserved blocks), then syncing it and moving it to its path.
 
 use super::checksum::Stale;
-use super::format::Header;
-use super::header::{now, write_header};
+use super::header::write_header;
 use super::layers::{Layers, new_header};
 use super::lock::open_locked;
 use super::map::{map_write, reserve};
@@ -13,6 +12,7 @@ use super::path::{
     TEMP_RAND_LEN, Target, check_target, dir_and_name, has_magic, sweep_leftovers, temp_prefix,
 };
 use crate::filter::sizing::Spec;
+use crate::format::Header;
 use crate::hash::Hash128;
 use crate::keys::KeySpec;
 use crate::pipeline::Store;
@@ -89,9 +89,12 @@ impl NewFilter {
         let mut h = header.clone();
         h.flags = 0;
         let mut f = NewFilter::with_header(target, h, false)?;
-        for (i, m) in f.layers.maps.iter_mut().enumerate() {
+        for (i, (m, l)) in f.layers.maps.iter_mut().zip(&header.layers).enumerate() {
             let srcs: Vec<&[u8]> = inputs.iter().filter_map(|l| l.get(i).copied()).collect();
-            crate::filter::union_into(m, &srcs, done);
+            l.filter_kind()
+                .as_kind()
+                .union(m, &srcs, done)
+                .with_context(|| format!("cannot join layer {i} of the filters"))?;
         }
         if let Some(s) = &mut f.layers.stale {
             s.all();
@@ -246,7 +249,7 @@ impl NewFilter {
         }
         let h = &mut self.layers.header;
         if !self.keep_times {
-            h.updated = now();
+            h.updated = crate::clock::system_secs();
         }
         write_header(self.tmp.as_file(), self.tmp.path(), h)?;
         for m in &self.layers.maps {

@@ -1,7 +1,7 @@
 //! What a filter path may be: refusals for non-files and links, what `build
 //! --force` may replace, and the temporary files of runs that were killed.
 
-use super::format;
+use crate::format;
 use anyhow::{Context, Result, bail};
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsFd;

@@ -1,10 +1,10 @@
 //! [`ReadFilter`]: a filter file opened for reading under a shared lock
 //! (`query`, `stats`, `verify`), its layers mapped read-only.
 
-use super::format::Header;
 use super::header::open_checked;
 use super::layers::contains_in;
 use super::map::map_read;
+use crate::format::Header;
 use crate::hash::Hash128;
 use crate::pipeline::Store;
 use anyhow::{Context, Result, bail};

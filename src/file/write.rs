@@ -5,13 +5,12 @@
 //! end of the file, and the commit.
 
 use super::checksum::Stale;
-use super::format::{FLAG_DIRTY, Header, LayerEntry};
-use super::header::{now, open_checked, read_header, warn_dirty, write_header};
+use super::header::{open_checked, read_header, warn_dirty, write_header};
 use super::layers::{Layers, Room, hint_layer};
 use super::lock::lock;
 use super::map::{extend, grow, map_write};
 use super::path::{dir_and_name, sweep_leftovers};
-use crate::filter;
+use crate::format::{FLAG_DIRTY, Header, LayerEntry};
 use crate::hash::Hash128;
 use crate::pipeline::{LastWindow, STRETCH, Store};
 use anyhow::{Context, Result, bail};
@@ -196,11 +195,12 @@ impl WriteFilter {
         stale.cover(&header.layers, false);
         if header.is_dirty() {
             for (l, bits) in header.layers.iter_mut().zip(&self.layers.maps) {
-                let est = filter::occupancy_with(bits, &l.layout, &mut |b| {
-                    crate::progress::advance(b, 0)
-                })
-                .estimated_items
-                .round() as u64;
+                let est = l
+                    .filter_kind()
+                    .as_kind()
+                    .occupancy_with(bits, &mut |b| crate::progress::advance(b, 0))
+                    .estimated_items
+                    .round() as u64;
                 l.inserts = l.inserts.max(est);
             }
             // A writer stopped between changing bits and writing their checksums.
@@ -268,7 +268,7 @@ impl WriteFilter {
         self.staged = false;
         let h = &mut self.layers.header;
         h.flags &= !FLAG_DIRTY;
-        h.updated = now();
+        h.updated = crate::clock::system_secs();
         write_header(&self.file, &self.path, h)?;
         if self.held {
             start_writeback(&self.file, &mut self.writeback);

@@ -44,17 +44,23 @@
 //!   (const generics per layout, AVX2): the hot path.
 //! - `occupancy`: [`occupancy()`] of a bit array, from a popcount of every block.
 //! - `union`: [`union_into`], the OR of bit arrays (`seen merge`).
+//! - `kind`: the filter-kind seam: the [`Kind`] trait (what a kind of filter
+//!   does over one layer's bytes), [`KindId`] (the number a file records),
+//!   [`Bloom`] (the first kind, over the functions above) and [`AnyKind`]
+//!   (a layer's kind chosen from its number).
 //! - [`sizing`]: from a capacity and a false-positive rate to a [`Layout`].
 
 pub mod sizing;
 
 mod kernels;
+mod kind;
 mod layout;
 mod occupancy;
 mod probe;
 mod union;
 
 pub(crate) use kernels::{LayerBits, contains_batch, insert_batch, set_batch};
+pub use kind::{AnyKind, Bloom, Kind, KindError, KindId};
 pub(crate) use layout::{BLOCK_BITS, BLOCK_BYTES, BLOCKS_PER_PAGE, MAX_K};
 pub use layout::{Layout, LayoutError, Scheme};
 pub(crate) use occupancy::occupancy_with;

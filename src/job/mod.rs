@@ -13,7 +13,7 @@
 
 pub(crate) mod plan;
 
-use crate::file::format::Header;
+use crate::format::Header;
 use crate::input::{Source, total_bytes};
 use crate::keys::KeySpec;
 use crate::pipeline::{self, Chunk, Counts, Mode, Options, Taken};

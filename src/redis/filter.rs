@@ -25,9 +25,9 @@
 use super::client::{Client, Failure, Link, Raw, Routed, Sent, server_error, slot};
 use super::journal::Journal;
 use super::location::Location;
-use crate::file::format::{HEADER_LEN, Header, LayerEntry};
 use crate::filter::sizing::{Plan, Spec};
 use crate::filter::{BLOCK_BYTES, BLOCKS_PER_PAGE};
+use crate::format::{HEADER_LEN, Header, LayerEntry};
 use crate::hash::Hash128;
 use crate::pipeline::{Chunk, Store};
 use anyhow::{Context, Result, anyhow, bail};
@@ -627,7 +627,7 @@ impl RedisFilter {
             }
         }
         self.added = 0;
-        let t = crate::file::now();
+        let t = crate::clock::system_secs();
         let v = self.client.query(
             s,
             redis::cmd("HSET")

@@ -5,7 +5,7 @@
 use super::open::{Held, Opened};
 use super::{Ability, Access, Identity, Link, NewFile, Place, Verified};
 use crate::file::MemFilter;
-use crate::file::format::Header;
+use crate::format::Header;
 use crate::hash::Hash128;
 use crate::keys::KeySpec;
 use crate::pipeline::Store;

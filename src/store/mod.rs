@@ -19,7 +19,7 @@ pub(crate) use open::Opened;
 
 use crate::file::NewFilter;
 pub(crate) use crate::file::Target;
-use crate::file::format::Header;
+use crate::format::Header;
 use crate::filter::sizing::Spec;
 use crate::filter::sizing::policy::Layers;
 use crate::keys::KeySpec;

@@ -4,7 +4,7 @@
 
 use super::{Access, FilterAt, Link, Where};
 use crate::file::MemFilter;
-use crate::file::format::Header;
+use crate::format::Header;
 use crate::hash::{DEFAULT_SEED, Hash128};
 use crate::keys::KeySpec;
 use crate::pipeline::{Chunk, LastWindow, Store};

@@ -17,6 +17,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("report", 70),
     ("redis", 65),
     ("file", 60),
+    ("format", 55),
     ("pipeline", 50),
     ("input", 40),
     ("filter", 30),

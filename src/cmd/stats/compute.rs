@@ -4,7 +4,7 @@
 
 use super::probe::ProbeStats;
 use crate::file::ReadFilter;
-use crate::file::format::{Header, LayerEntry, MAX_LAYERS, WindowState};
+use crate::format::{Header, LayerEntry, MAX_LAYERS, WindowState};
 use crate::filter;
 use crate::filter::sizing::{self, classic_bits, classic_k, keys_at_rate, layer_fpp};
 use serde::Serialize;

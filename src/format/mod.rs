@@ -1,12 +1,15 @@
 //! The filter file header: encode, decode and validate (pure, no I/O).
 //!
+//! A room of its own, below both stores that keep a header: `file` (a filter
+//! file) and `redis` (whose meta key holds the same bytes). Encoding is here;
+//! decoding and its checks, step by step, in `decode`.
+//!
 //! Byte-by-byte description, and the version policy, in `docs/FORMAT.md`. Every
 //! field is read from a byte array as little-endian; nothing in a file is trusted
 //! until [`Header::decode`] has checked it against the file length.
 
-use crate::filter::sizing::{Growth, MAX_GROWTH, MAX_SLICES, Window};
-use crate::filter::{BLOCK_BITS, Layout, Scheme};
-use crate::hash::HASH_XXH3_128_V1;
+use crate::filter::sizing::{Growth, Window};
+use crate::filter::{AnyKind, BLOCK_BITS, KindId, Layout, Scheme};
 use crate::keys::KeySpec;
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -16,7 +19,7 @@ pub const MAGIC: [u8; 8] = *b"\x89SEEN\r\n\x1a";
 pub(crate) const VERSION_MAJOR: u16 = 1;
 /// Format minor version written by this build (a file using a later feature
 /// says the minor that brought it).
-pub(super) const VERSION_MINOR: u16 = 4;
+pub(crate) const VERSION_MINOR: u16 = 4;
 /// First minor version whose key options may split fields on blanks (bit 28).
 const BLANK_FIELDS_SINCE_MINOR: u16 = 5;
 /// First minor version with sectored bit positions (layer entry bytes 56..60).
@@ -28,13 +31,22 @@ const SECTORED_SINCE_MINOR: u16 = 4;
 pub(crate) const WINDOW_MAJOR: u16 = 2;
 /// Minor version written for filters with a window.
 const WINDOW_MINOR: u16 = 0;
+/// Major version a writer of a layer of any kind but Bloom (layer entry
+/// bytes 58..60 not zero) must write: every reader before it takes each
+/// layer for a Bloom filter, and it refuses this major by name ("not
+/// supported"; that reader would also refuse the kind field as corrupt bit
+/// positions). This build knows no other kind yet, so it writes this major
+/// only for a kind it cannot read and refuses this major when reading.
+pub(crate) const KINDS_MAJOR: u16 = 3;
+/// Minor version written with [`KINDS_MAJOR`].
+const KINDS_MINOR: u16 = 0;
 /// The minor a 2.x file's 1.x features are checked as: it has every feature
 /// of 1.5 (key options, sectored positions, blank-separated fields).
 const AS_MINOR_OF_2: u16 = 5;
 /// Bytes of header (fixed part + layer table); bit arrays start after it.
 pub const HEADER_LEN: usize = 4096;
 /// Alignment of every bit array in the file.
-pub(super) const ALIGN: u64 = 4096;
+pub(crate) const ALIGN: u64 = 4096;
 /// Size of one layer-table entry.
 const LAYER_ENTRY_LEN: usize = 64;
 /// Offset of the layer table.
@@ -44,17 +56,21 @@ pub(crate) const MAX_LAYERS: usize = (HEADER_LEN - LAYER_TABLE_OFFSET) / LAYER_E
 /// Offset of the header checksum.
 pub const CHECKSUM_OFFSET: usize = 120;
 /// Flag bit: the file was being modified and was not closed cleanly.
-pub(super) const FLAG_DIRTY: u32 = 1;
+pub(crate) const FLAG_DIRTY: u32 = 1;
 /// Bytes of bit array covered by one checksum (the last segment may be shorter).
 pub(crate) const SEGMENT_BYTES: u64 = 1 << 20;
-/// Layer entry "bit positions" (bytes 56..60): scattered, bit positions v1 (the
+/// Layer entry "bit positions" (bytes 56..58): scattered, bit positions v1 (the
 /// only rule before format 1.4, where these bytes were reserved and zero).
-const POSITIONS_SCATTERED: u32 = 0;
+const POSITIONS_SCATTERED: u16 = 0;
 /// Layer entry "bit positions": sectored, bit positions v2 (format 1.4).
-const POSITIONS_SECTORED: u32 = 1;
+const POSITIONS_SECTORED: u16 = 1;
+/// Offset in a layer entry of its kind ([`KindId`], 2 bytes): the high half
+/// of what was a 4-byte bit positions field, whose values (0 and 1) always
+/// left it zero, so every earlier file reads as Bloom layers.
+const KIND_OFFSET: usize = 58;
 
 /// The "bit positions" id of a scheme.
-fn scheme_id(scheme: Scheme) -> u32 {
+fn scheme_id(scheme: Scheme) -> u16 {
     match scheme {
         Scheme::Scattered => POSITIONS_SCATTERED,
         Scheme::Sectored => POSITIONS_SECTORED,
@@ -81,11 +97,24 @@ pub struct LayerEntry {
     /// With a time window: the slice whose lines this layer holds (stored as
     /// its distance from [`WindowState::base`]); 0 otherwise.
     pub slice: u64,
+    /// The kind of filter the layer's bytes hold ([`KindId::BLOOM`] for every
+    /// file this build writes; `layout` is its geometry).
+    pub kind: KindId,
 }
 
 impl LayerEntry {
+    /// The kind of filter the layer holds, with its geometry: what is not
+    /// per key (occupancy, estimates, rates, union) goes through it.
+    ///
+    /// # Panics
+    /// When the entry names a kind this build does not know, which neither
+    /// [`Header::decode`] (it refuses such a file) nor a writer makes.
+    pub(crate) fn filter_kind(&self) -> AnyKind {
+        AnyKind::of(self.kind, self.layout).expect("a decoded or new layer has a known kind")
+    }
+
     /// Number of checksummed segments of the bit array.
-    pub(super) fn segments(&self) -> u64 {
+    pub(crate) fn segments(&self) -> u64 {
         self.layout.bytes().div_ceil(SEGMENT_BYTES)
     }
 
@@ -99,7 +128,7 @@ impl LayerEntry {
     }
 
     /// End of the layer's bytes in the file (bit array, then checksum table).
-    pub(super) fn end(&self) -> u64 {
+    pub(crate) fn end(&self) -> u64 {
         if self.checksums == 0 {
             self.offset + self.layout.bytes()
         } else {
@@ -121,7 +150,7 @@ pub struct Header {
     pub version_minor: u16,
     /// Flag bits (`FLAG_DIRTY`).
     pub flags: u32,
-    /// Hash definition id ([`HASH_XXH3_128_V1`]).
+    /// Hash definition id ([`HASH_XXH3_128_V1`](crate::hash::HASH_XXH3_128_V1)).
     pub hash_algorithm: u32,
     /// Hash seed.
     pub seed: u64,
@@ -210,6 +239,14 @@ pub enum FormatError {
         /// Bytes it has.
         actual: u64,
     },
+    /// A layer holds a kind of filter this build does not know (written by
+    /// a newer `seen`).
+    UnknownKind {
+        /// The layer.
+        layer: usize,
+        /// The kind's number (layer entry bytes 58..60).
+        kind: u16,
+    },
     /// The file is longer than its layers say.
     TrailingData {
         /// Bytes the header says the file has.
@@ -231,10 +268,21 @@ impl std::fmt::Display for FormatError {
                 f,
                 "not a seen filter: wrong magic bytes (make one with `seen build -o FILE`)"
             ),
+            FormatError::UnsupportedVersion { major, minor } if *major > WINDOW_MAJOR => write!(
+                f,
+                "filter format version {major}.{minor} is not supported by this seen \
+                 (reads {VERSION_MAJOR}.x and {WINDOW_MAJOR}.{WINDOW_MINOR}): the file needs a \
+                 newer seen; upgrade seen, or rebuild the filter"
+            ),
             FormatError::UnsupportedVersion { major, minor } => write!(
                 f,
                 "filter format version {major}.{minor} is not supported by this seen \
                  (reads {VERSION_MAJOR}.x): use the seen version that wrote it, or rebuild the filter"
+            ),
+            FormatError::UnknownKind { layer, kind } => write!(
+                f,
+                "layer {layer} holds a filter of kind {kind}, which this seen does not know \
+                 (it reads Bloom layers): the file needs a newer seen; upgrade seen to use it"
             ),
             FormatError::BadChecksum { stored, computed } => write!(
                 f,
@@ -334,9 +382,16 @@ impl Header {
     /// window, else `1.MINOR`.
     pub(crate) fn format_version(&self) -> String {
         match self.window {
+            _ if self.has_other_kinds() => format!("{KINDS_MAJOR}.{KINDS_MINOR}"),
             Some(_) => format!("{WINDOW_MAJOR}.{WINDOW_MINOR}"),
             None => format!("{VERSION_MAJOR}.{}", self.version_minor),
         }
+    }
+
+    /// Whether a layer holds a kind other than Bloom, which makes the file
+    /// [`KINDS_MAJOR`].
+    fn has_other_kinds(&self) -> bool {
+        self.layers.iter().any(|l| l.kind != KindId::BLOOM)
     }
 
     /// The layers a lookup at time `now` tests, as a mask (bit `i`: layer
@@ -371,7 +426,9 @@ impl Header {
         assert!(self.layers.len() <= MAX_LAYERS);
         let mut b = [0u8; HEADER_LEN];
         put(&mut b, 0, &MAGIC);
-        let major = if self.window.is_some() {
+        let major = if self.has_other_kinds() {
+            KINDS_MAJOR
+        } else if self.window.is_some() {
             WINDOW_MAJOR
         } else {
             VERSION_MAJOR
@@ -393,8 +450,10 @@ impl Header {
         } else {
             minor
         };
-        // A window makes it 2.0 (above).
-        let minor = if self.window.is_some() {
+        // A window makes it 2.0, another kind 3.0 (above).
+        let minor = if self.has_other_kinds() {
+            KINDS_MINOR
+        } else if self.window.is_some() {
             WINDOW_MINOR
         } else {
             minor
@@ -434,6 +493,7 @@ impl Header {
             put(&mut b, o + 40, &l.inserts.to_le_bytes());
             put(&mut b, o + 48, &l.checksums.to_le_bytes());
             put(&mut b, o + 56, &scheme_id(l.layout.scheme).to_le_bytes());
+            put(&mut b, o + KIND_OFFSET, &l.kind.0.to_le_bytes());
             let slice = u32::try_from(l.slice.saturating_sub(base))
                 .expect("a slice within 2^32 of the base");
             put(&mut b, o + 60, &slice.to_le_bytes());
@@ -442,371 +502,14 @@ impl Header {
         put(&mut b, CHECKSUM_OFFSET, &sum.to_le_bytes());
         b
     }
-
-    /// Decodes and validates a header, given the first bytes of a file and the
-    /// file's total length. Checks, in order: length, magic, version, checksum,
-    /// then every field and every layer against the file length.
-    ///
-    /// # Errors
-    /// A [`FormatError`] naming the first problem found.
-    pub fn decode(bytes: &[u8], file_len: u64) -> Result<Header, FormatError> {
-        let (b, major, minor) = decode_envelope(bytes, file_len)?;
-        let fixed = decode_fixed(b, major, minor)?;
-        let (layers, end) = decode_layer_table(b, minor, fixed.count, fixed.window)?;
-        check_file_len(file_len, end, fixed.flags)?;
-        Ok(Header {
-            version_minor: minor,
-            flags: fixed.flags,
-            hash_algorithm: fixed.hash_algorithm,
-            seed: u64_at(b, 24),
-            keys: fixed.keys,
-            capacity: u64_at(b, 48),
-            target_fpp: fixed.target_fpp,
-            created: u64_at(b, 64),
-            updated: u64_at(b, 72),
-            growth: fixed.growth,
-            layers,
-            window: fixed.window,
-        })
-    }
 }
 
-// The steps of `Header::decode`, in the order it takes them: each checks its
-// part of the header and returns the first problem found.
-
-/// The fields of the fixed part of a header (bytes 0..128) that
-/// [`decode_fixed`] checked and [`Header::decode`] keeps.
-struct Fixed {
-    flags: u32,
-    hash_algorithm: u32,
-    /// Entries in use in the layer table.
-    count: usize,
-    keys: KeySpec,
-    growth: Option<Growth>,
-    target_fpp: f64,
-    window: Option<WindowState>,
-}
-
-/// What is checked before any field is read: the length, the magic, the
-/// major version and the header checksum. Gives the header's bytes, its
-/// major version, and the minor its 1.x features are checked as.
-fn decode_envelope(bytes: &[u8], file_len: u64) -> Result<(&[u8], u16, u16), FormatError> {
-    if bytes.len() < HEADER_LEN || file_len < HEADER_LEN as u64 {
-        return Err(FormatError::TooShort {
-            len: file_len.min(bytes.len() as u64),
-        });
-    }
-    let b = &bytes[..HEADER_LEN];
-    if b[..8] != MAGIC {
-        return Err(FormatError::BadMagic);
-    }
-    let (major, minor) = (u16_at(b, 8), u16_at(b, 10));
-    // A 2.x file is checked as a 1.x file with every 1.x feature.
-    let minor = match major {
-        VERSION_MAJOR => minor,
-        WINDOW_MAJOR if minor == WINDOW_MINOR => AS_MINOR_OF_2,
-        _ => return Err(FormatError::UnsupportedVersion { major, minor }),
-    };
-    let stored = u64_at(b, CHECKSUM_OFFSET);
-    let computed = header_checksum(b);
-    if stored != computed {
-        return Err(FormatError::BadChecksum { stored, computed });
-    }
-    Ok((b, major, minor))
-}
-
-/// The fixed fields, in order: header length, flags, hash algorithm, block
-/// bits, layer count, layer table size, key options, growth, reserved bytes
-/// and target fpp.
-fn decode_fixed(b: &[u8], major: u16, minor: u16) -> Result<Fixed, FormatError> {
-    if u32_at(b, 12) as usize != HEADER_LEN {
-        return Err(bad(
-            "header length",
-            format!("= {} (expected {HEADER_LEN})", u32_at(b, 12)),
-        ));
-    }
-    let flags = u32_at(b, 16);
-    if flags & !FLAG_DIRTY != 0 {
-        return Err(bad("flags", format!("= {flags:#x} has unknown bits set")));
-    }
-    let hash_algorithm = u32_at(b, 20);
-    if hash_algorithm != HASH_XXH3_128_V1 {
-        return Err(bad(
-            "hash algorithm",
-            format!("= {hash_algorithm} is unknown"),
-        ));
-    }
-    if u32_at(b, 32) != BLOCK_BITS {
-        return Err(bad(
-            "block bits",
-            format!("= {} (expected {BLOCK_BITS})", u32_at(b, 32)),
-        ));
-    }
-    let count = u32_at(b, 36) as usize;
-    if count == 0 || count > MAX_LAYERS {
-        return Err(bad(
-            "layer count",
-            format!("= {count} is outside 1..={MAX_LAYERS}"),
-        ));
-    }
-    if u32_at(b, 40) as usize != MAX_LAYERS {
-        return Err(bad(
-            "layer table size",
-            format!("= {} (expected {MAX_LAYERS})", u32_at(b, 40)),
-        ));
-    }
-    let keys = decode_keys(b, minor)?;
-    let growth = decode_growth(b)?;
-    let window = decode_window(b, major)?;
-    let target_fpp = f64::from_bits(u64_at(b, 56));
-    check_fpp("target fpp", target_fpp)?;
-    Ok(Fixed {
-        flags,
-        hash_algorithm,
-        count,
-        keys,
-        growth,
-        target_fpp,
-        window,
-    })
-}
-
-/// The time window (bytes 84..88 and 96..120): reserved (zero) in a 1.x
-/// file, set in a 2.x file.
-fn decode_window(b: &[u8], major: u16) -> Result<Option<WindowState>, FormatError> {
-    if major != WINDOW_MAJOR {
-        if b[84..88]
-            .iter()
-            .chain(&b[96..CHECKSUM_OFFSET])
-            .any(|&x| x != 0)
-        {
-            return Err(bad("reserved bytes 84..88, 96..120", "are not zero"));
-        }
-        return Ok(None);
-    }
-    let secs = u64_at(b, 96);
-    if secs == 0 {
-        return Err(bad(
-            "window",
-            "= 0 in a format 2 file, which is a filter with a window",
-        ));
-    }
-    let slices = u32_at(b, 84);
-    if !(1..=MAX_SLICES).contains(&slices) {
-        return Err(bad(
-            "window slices",
-            format!("= {slices} is outside 1..={MAX_SLICES}"),
-        ));
-    }
-    if secs > crate::units::MAX_WINDOW_SECS || secs < u64::from(slices) {
-        return Err(bad(
-            "window",
-            format!("= {secs} seconds is not between {slices} (a second per slice) and 100 years"),
-        ));
-    }
-    let window = Window { secs, slices };
-    let (base, clock) = (u64_at(b, 104), u64_at(b, 112));
-    // Writers set the clock before they name a slice: no slice, the first
-    // included, is after the clock's.
-    if base > window.slice_at(clock) {
-        return Err(bad(
-            "window base",
-            format!(
-                "= slice {base} is after the clock's slice ({})",
-                window.slice_at(clock)
-            ),
-        ));
-    }
-    Ok(Some(WindowState {
-        window,
-        base,
-        clock,
-    }))
-}
-
-/// The key options (bytes 44..48), which only format 1.3 and later may set
-/// (blank-separated fields: 1.5 and later).
-fn decode_keys(b: &[u8], minor: u16) -> Result<KeySpec, FormatError> {
-    let key_bits = u32_at(b, 44);
-    if key_bits != 0 && minor < 3 {
-        return Err(bad(
-            "key options",
-            format!("= {key_bits:#x} in a format 1.{minor} file (key options came in 1.3)"),
-        ));
-    }
-    if key_bits & crate::keys::BLANKS != 0 && minor < BLANK_FIELDS_SINCE_MINOR {
-        return Err(bad(
-            "key options",
-            format!(
-                "= {key_bits:#x} in a format 1.{minor} file (blank-separated fields came in 1.5)"
-            ),
-        ));
-    }
-    KeySpec::from_bits(key_bits).map_err(|e| bad("key options", e))
-}
-
-/// The growth factor and ratio (bytes 80..84 and 88..96): both zero for a
-/// fixed filter.
-fn decode_growth(b: &[u8]) -> Result<Option<Growth>, FormatError> {
-    let factor = u32_at(b, 80);
-    let ratio = f64::from_bits(u64_at(b, 88));
-    match factor {
-        0 if ratio.to_bits() == 0 => Ok(None),
-        0 => Err(bad("growth ratio", "is set on a filter that does not grow")),
-        2..=MAX_GROWTH if ratio > 0.0 && ratio < 1.0 => Ok(Some(Growth { factor, ratio })),
-        2..=MAX_GROWTH => Err(bad("growth ratio", format!("= {ratio} is not in (0, 1)"))),
-        _ => Err(bad(
-            "growth factor",
-            format!("= {factor} is not 0 (fixed) or 2..={MAX_GROWTH}"),
-        )),
-    }
-}
-
-/// The layer table: `count` entries, oldest first, each after the data of
-/// the one before, then zeros. Gives the layers and where the last one's
-/// data ends.
-fn decode_layer_table(
-    b: &[u8],
-    minor: u16,
-    count: usize,
-    window: Option<WindowState>,
-) -> Result<(Vec<LayerEntry>, u64), FormatError> {
-    let mut layers = Vec::with_capacity(count);
-    let mut end = HEADER_LEN as u64;
-    for i in 0..MAX_LAYERS {
-        let e = &b[LAYER_TABLE_OFFSET + i * LAYER_ENTRY_LEN..][..LAYER_ENTRY_LEN];
-        if i >= count {
-            if e.iter().any(|&x| x != 0) {
-                return Err(bad(
-                    "layer table",
-                    format!("entry {i} is past the layer count but not zero"),
-                ));
-            }
-            continue;
-        }
-        let entry = decode_layer(e, i, minor, end, window)?;
-        end = entry.end();
-        layers.push(entry);
-    }
-    Ok((layers, end))
-}
-
-/// Entry `i` of the layer table (its bytes `e`), whose data must start at or
-/// after `end`, where the data before it ends.
-fn decode_layer(
-    e: &[u8],
-    i: usize,
-    minor: u16,
-    end: u64,
-    window: Option<WindowState>,
-) -> Result<LayerEntry, FormatError> {
-    let scheme = match u32_at(e, 56) {
-        POSITIONS_SCATTERED => Scheme::Scattered,
-        POSITIONS_SECTORED if minor >= SECTORED_SINCE_MINOR => Scheme::Sectored,
-        POSITIONS_SECTORED => {
-            return Err(bad(
-                "bit positions",
-                format!(
-                    "of layer {i} = {POSITIONS_SECTORED} (sectored) needs format 1.{SECTORED_SINCE_MINOR}, and the file says 1.{minor}"
-                ),
-            ));
-        }
-        other => {
-            return Err(bad(
-                "bit positions",
-                format!("of layer {i} = {other} is unknown"),
-            ));
-        }
-    };
-    let layout = Layout {
-        nblocks: u64_at(e, 8),
-        k: u32_at(e, 16),
-        blocks_per_key: u32_at(e, 20),
-        scheme,
-    };
-    layout
-        .validate()
-        .map_err(|err| bad("layer", format!("{i}: {err}")))?;
-    let offset = u64_at(e, 0);
-    if !offset.is_multiple_of(ALIGN) || offset < end {
-        return Err(bad(
-            "layer offset",
-            format!("{i} = {offset} is not 4096-aligned after the previous data ({end})"),
-        ));
-    }
-    let layer_end = offset
-        .checked_add(layout.bytes())
-        .ok_or_else(|| bad("layer", format!("{i} ends past 2^64 bytes")))?;
-    let l_fpp = f64::from_bits(u64_at(e, 32));
-    check_fpp("layer target fpp", l_fpp)?;
-    let checksums = u64_at(e, 48);
-    if checksums != 0 && checksums != layer_end {
-        return Err(bad(
-            "checksum table offset",
-            format!("{i} = {checksums} is not the end of the layer's bits ({layer_end})"),
-        ));
-    }
-    let slice = match window {
-        Some(w) => {
-            let last = w.window.slice_at(w.clock);
-            match w.base.checked_add(u64::from(u32_at(e, 60))) {
-                Some(s) if s <= last => s,
-                _ => {
-                    return Err(bad(
-                        "layer slice",
-                        format!("{i} is after the clock's slice ({last})"),
-                    ));
-                }
-            }
-        }
-        None if e[60..].iter().any(|&x| x != 0) => {
-            return Err(bad("layer reserved bytes", format!("{i} are not zero")));
-        }
-        None => 0,
-    };
-    let entry = LayerEntry {
-        offset,
-        layout,
-        capacity: u64_at(e, 24),
-        target_fpp: l_fpp,
-        inserts: u64_at(e, 40),
-        checksums,
-        slice,
-    };
-    if entry
-        .layout
-        .bytes()
-        .checked_add(entry.table_len())
-        .and_then(|n| offset.checked_add(n))
-        .is_none()
-    {
-        return Err(bad("layer", format!("{i} ends past 2^64 bytes")));
-    }
-    Ok(entry)
-}
-
-/// The file's length against the end of the last layer's data.
-fn check_file_len(file_len: u64, end: u64, flags: u32) -> Result<(), FormatError> {
-    if file_len < end {
-        return Err(FormatError::Truncated {
-            expected: end,
-            actual: file_len,
-        });
-    }
-    // A writer adding a layer extends the file before the header names the
-    // new layer: a dirty file may end with such an unnamed, unused region.
-    if file_len > end && flags & FLAG_DIRTY == 0 {
-        return Err(FormatError::TrailingData {
-            expected: end,
-            actual: file_len,
-        });
-    }
-    Ok(())
-}
+mod decode;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hash::HASH_XXH3_128_V1;
     use proptest::prelude::*;
 
     fn sample() -> Header {
@@ -839,6 +542,7 @@ mod tests {
                 inserts: 17,
                 checksums: HEADER_LEN as u64 + 128 * 64,
                 slice: 0,
+                kind: KindId::BLOOM,
             }],
             window: None,
         }
@@ -1069,6 +773,88 @@ mod tests {
         assert_eq!(
             u16::from_le_bytes(tab.encode()[10..12].try_into().unwrap()),
             4
+        );
+    }
+
+    /// The kind of each layer (entry bytes 58..60): Bloom is 0, the bytes
+    /// every earlier file has there, so a Bloom file is written as before
+    /// (same version, same bytes); a layer of another kind makes the file
+    /// 3.0, which this reader refuses as needing a newer seen, and a kind
+    /// it does not know in a file that says 1.x or 2.0 is refused by name.
+    #[test]
+    fn kinds_round_trip_and_unknown_kinds_are_refused() {
+        let h = sample();
+        let b = h.encode();
+        assert_eq!(u16_at(&b, LAYER_TABLE_OFFSET + KIND_OFFSET), 0);
+        assert_eq!((u16_at(&b, 8), u16_at(&b, 10)), (1, VERSION_MINOR));
+        let back = Header::decode(&b, len(&h)).unwrap();
+        assert_eq!(back.layers[0].kind, KindId::BLOOM);
+        assert_eq!(
+            back.encode(),
+            b,
+            "a Bloom file is written byte for byte as read"
+        );
+        // A writer of another kind writes it, and the next major.
+        let mut other = h.clone();
+        other.layers[0].kind = KindId(7);
+        let ob = other.encode();
+        assert_eq!(u16_at(&ob, LAYER_TABLE_OFFSET + KIND_OFFSET), 7);
+        assert_eq!(
+            (u16_at(&ob, 8), u16_at(&ob, 10)),
+            (KINDS_MAJOR, KINDS_MINOR)
+        );
+        assert_eq!(other.format_version(), "3.0");
+        let e = Header::decode(&ob, len(&other)).unwrap_err();
+        assert_eq!(e, FormatError::UnsupportedVersion { major: 3, minor: 0 });
+        let msg = e.to_string();
+        assert!(
+            msg.contains("format version 3.0 is not supported") && msg.contains("newer seen"),
+            "{msg}"
+        );
+        // The kind field is read: the same entry in a file that says 1.x is
+        // refused by its kind, layer named, before any other field of it.
+        let mut b1 = b;
+        b1[LAYER_TABLE_OFFSET + KIND_OFFSET..][..2].copy_from_slice(&7u16.to_le_bytes());
+        reseal(&mut b1);
+        let e = Header::decode(&b1, len(&h)).unwrap_err();
+        assert_eq!(e, FormatError::UnknownKind { layer: 0, kind: 7 });
+        let msg = e.to_string();
+        assert!(
+            msg.contains("layer 0 holds a filter of kind 7") && msg.contains("newer seen"),
+            "{msg}"
+        );
+        // ... with a window (2.0) too, and in a later layer.
+        let mut two = h.clone();
+        let l0 = two.layers[0];
+        two.layers.push(LayerEntry {
+            offset: two.file_len(),
+            checksums: two.file_len() + l0.layout.bytes(),
+            ..l0
+        });
+        let mut b2 = two.encode();
+        let at = LAYER_TABLE_OFFSET + LAYER_ENTRY_LEN + KIND_OFFSET;
+        b2[at..at + 2].copy_from_slice(&1u16.to_le_bytes());
+        reseal(&mut b2);
+        assert_eq!(
+            Header::decode(&b2, two.file_len()),
+            Err(FormatError::UnknownKind { layer: 1, kind: 1 })
+        );
+        let mut win = h.clone();
+        win.window = Some(WindowState {
+            window: Window {
+                secs: 86_400,
+                slices: 8,
+            },
+            base: 0,
+            clock: 0,
+        });
+        let mut bw = win.encode();
+        assert_eq!(u16_at(&bw, 8), WINDOW_MAJOR);
+        bw[LAYER_TABLE_OFFSET + KIND_OFFSET] = 2;
+        reseal(&mut bw);
+        assert_eq!(
+            Header::decode(&bw, len(&win)),
+            Err(FormatError::UnknownKind { layer: 0, kind: 2 })
         );
     }
 
