@@ -63,7 +63,6 @@ pub(crate) use kernels::{LayerBits, contains_batch, insert_batch, set_batch};
 pub use kind::{AnyKind, Bloom, Kind, KindError, KindId};
 pub(crate) use layout::{BLOCK_BITS, BLOCK_BYTES, BLOCKS_PER_PAGE, MAX_K};
 pub use layout::{Layout, LayoutError, Scheme};
-pub(crate) use occupancy::occupancy_with;
 pub use occupancy::{Occupancy, occupancy};
 pub use probe::{Probe, contains, test_and_set};
 pub use union::union_into;

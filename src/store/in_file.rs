@@ -3,9 +3,9 @@
 
 use super::open::{Held, Opened};
 use super::{Access, Identity, Link, Made, NewFile, Place, Verified};
+use crate::file::{NewFilter, ReadFilter, Target, WriteFilter, check_target};
 use crate::format::Header;
 use crate::format::{SEGMENT_BYTES, segment_checksum};
-use crate::file::{NewFilter, ReadFilter, Target, WriteFilter, check_target};
 use crate::keys::KeySpec;
 use crate::pipeline::Store;
 use crate::progress::Progress;

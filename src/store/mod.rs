@@ -19,9 +19,9 @@ pub(crate) use open::Opened;
 
 use crate::file::NewFilter;
 pub(crate) use crate::file::Target;
-use crate::format::Header;
 use crate::filter::sizing::Spec;
 use crate::filter::sizing::policy::Layers;
+use crate::format::Header;
 use crate::keys::KeySpec;
 use crate::progress::Show;
 use anyhow::Result;
@@ -339,17 +339,14 @@ impl FilterAt {
         if let Some(made) = self.place().union_in_place(header, inputs, done)? {
             return Ok(made);
         }
-        let bits = header
-            .layers
-            .iter()
-            .enumerate()
-            .map(|(i, l)| {
-                let mut out = vec![0u8; usize::try_from(l.layout.bytes()).unwrap_or(0)];
-                let srcs: Vec<&[u8]> = inputs.iter().filter_map(|l| l.get(i).copied()).collect();
-                crate::filter::union_into(&mut out, &srcs, done);
-                out
-            })
-            .collect();
+        let mut bits = Vec::with_capacity(header.layers.len());
+        for (i, l) in header.layers.iter().enumerate() {
+            let kind = l.filter_kind();
+            let mut out = vec![0u8; usize::try_from(kind.as_kind().bytes())?];
+            let srcs: Vec<&[u8]> = inputs.iter().filter_map(|l| l.get(i).copied()).collect();
+            kind.as_kind().union(&mut out, &srcs, done)?;
+            bits.push(out);
+        }
         Ok(Made::Bits(self.clone(), header.clone(), bits))
     }
 }

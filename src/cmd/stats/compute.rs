@@ -4,9 +4,8 @@
 
 use super::probe::ProbeStats;
 use crate::file::ReadFilter;
+use crate::filter::sizing::{self, classic_bits, classic_k, keys_at_rate};
 use crate::format::{Header, LayerEntry, MAX_LAYERS, WindowState};
-use crate::filter;
-use crate::filter::sizing::{self, classic_bits, classic_k, keys_at_rate, layer_fpp};
 use serde::Serialize;
 
 /// Statistics of one layer (the JSON `layers[]` objects; see docs/STATS.md).
@@ -285,7 +284,9 @@ pub fn compute_from(h: &Header, bits: &[&[u8]], name: String) -> Stats {
 /// `bits`; `live` when lookups test it now. Counts the bits once (and
 /// advances the progress bar by them).
 fn layer_stats(h: &Header, l: &LayerEntry, bits: &[u8], live: bool) -> LayerStats {
-    let occ = filter::occupancy_with(bits, &l.layout, &mut |b| crate::progress::advance(b, 0));
+    let kind = l.filter_kind();
+    let kind = kind.as_kind();
+    let occ = kind.occupancy_with(bits, &mut |b| crate::progress::advance(b, 0));
     let cap = l.capacity.max(1);
     LayerStats {
         layout: "blocked-512",
@@ -302,7 +303,7 @@ fn layer_stats(h: &Header, l: &LayerEntry, bits: &[u8], live: bool) -> LayerStat
         fill_ratio: occ.bits_set as f64 / l.layout.bits() as f64,
         estimated_items: occ.estimated_items,
         estimated_fpp: occ.current_fpp,
-        fpp_at_capacity: layer_fpp(&l.layout, l.capacity),
+        fpp_at_capacity: kind.expected_fpp(l.capacity),
         headroom: (keys_at_rate(&l.layout, l.target_fpp) as f64 - occ.estimated_items).max(0.0),
         bits_per_key: l.layout.bits() as f64 / cap as f64,
         classic_bits_per_key: classic_bits(cap, l.target_fpp) as f64 / cap as f64,
