@@ -13,7 +13,7 @@ use super::map::{extend, grow, map_write};
 use super::path::{dir_and_name, sweep_leftovers};
 use crate::filter;
 use crate::hash::Hash128;
-use crate::pipeline::{LastWindow, STRETCH, Store};
+use crate::pipeline::{Commits, LastSpan, STRETCH, Store};
 use anyhow::{Context, Result, bail};
 use memmap2::MmapMut;
 use std::fs::File;
@@ -69,14 +69,14 @@ fn held_commit_secs(bytes: u64) -> f64 {
 const HELD_LINES_PER_SEC: f64 = 2e6;
 
 /// The keys a held window would judge new at the last window's rate, when
-/// windows stretch ([`LastWindow::stretches`]): it lasts at least
+/// windows stretch ([`LastSpan::stretches`]): it lasts at least
 /// [`STRETCH`] times its commit, which writes back and sums up to `bytes`.
 /// So a large filter is held when new lines come fast (about half a million
 /// a second or more), not when they trickle in. When the last window was
 /// kept busy by its input, lines could come as fast as a held window
 /// judges them ([`HELD_LINES_PER_SEC`]), with as many of them new. 0 when
 /// windows do not stretch.
-fn held_window_keys(last: LastWindow, bytes: u64) -> u64 {
+fn held_window_keys(last: LastSpan, bytes: u64) -> u64 {
     if !last.stretches || last.secs <= 0.0 {
         return 0;
     }
@@ -522,7 +522,15 @@ impl Store for WriteFilter {
         self.add(hashes, None)
     }
 
-    fn begin_window(&mut self) -> Result<()> {
+    fn commits(&mut self) -> Option<&mut dyn Commits> {
+        Some(self)
+    }
+}
+
+/// A file shared across runs and processes: a lock per commit span, and
+/// spans foreseen dense staged in anonymous memory.
+impl Commits for WriteFilter {
+    fn begin_span(&mut self) -> Result<()> {
         if !self.locked {
             self.relock()?;
             self.mark_dirty()?;
@@ -542,7 +550,7 @@ impl Store for WriteFilter {
     /// instead of a lookup, the pipeline's pending set and a second pass to
     /// record. Sparse windows keep the file mapped (a few keys in a large
     /// filter would otherwise read and write all of it).
-    fn stages(&mut self, last_window: Option<LastWindow>) -> Result<bool> {
+    fn stages(&mut self, last_window: Option<LastSpan>) -> Result<bool> {
         let bytes = self.layers.header.bit_bytes();
         let dense_for = |keys: u64| bytes <= keys.saturating_mul(HOLD_BYTES_PER_KEY);
         let dense = match last_window {
@@ -614,7 +622,7 @@ impl Store for WriteFilter {
         Ok(())
     }
 
-    fn end_window(&mut self) -> Result<()> {
+    fn end_span(&mut self) -> Result<()> {
         self.write_clean()?;
         self.file
             .unlock()
@@ -634,7 +642,7 @@ mod tests {
     #[test]
     fn held_windows_are_foreseen_from_the_last_rate() {
         // Waiting for input 90 % of the time, or 10 %.
-        let w = |new_keys, lines, secs, busy, stretches| LastWindow {
+        let w = |new_keys, lines, secs, busy, stretches| LastSpan {
             new_keys,
             lines,
             secs,

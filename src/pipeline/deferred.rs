@@ -3,7 +3,7 @@
 //! recorded, let the writer hand it to the kernel, then record its new keys,
 //! window by window. A line is never recorded before it is printed.
 //!
-//! A store that stages ([`Store::stages`]) judges a window's keys by a
+//! A store that stages ([`Commits::stages`](super::Commits::stages)) judges a window's keys by a
 //! test-and-set in its own memory instead, and records them all at the
 //! window's end, once every chunk judged in it was written; when one was not
 //! (the sink stopped or failed), the window is unstaged, and the keys
@@ -12,7 +12,7 @@
 //! lines come again in the next run, as after a kill), and the window keeps
 //! no keys.
 
-use super::{Chunk, Commit, LastWindow, STRETCH, Store};
+use super::{Ack, Chunk, Commit, LastSpan, STRETCH, Store};
 use crate::hash::Hash128;
 use anyhow::{Context, Result};
 use std::collections::HashMap;
@@ -92,14 +92,14 @@ pub(super) struct Deferred {
     /// unless kept, see `window_new`): the outputs are synced before it is
     /// recorded.
     unsynced: bool,
-    /// This window's keys are staged in the store ([`Store::stages`]).
+    /// This window's keys are staged in the store ([`Commits::stages`](super::Commits::stages)).
     staging: bool,
     /// A chunk of this window was written only in part (the sink stopped).
     partial: bool,
     /// Keys judged new in this window.
     window_new: u64,
     /// What the window before did (`None` before the first).
-    last_window: Option<LastWindow>,
+    last_window: Option<LastSpan>,
     /// How long the last commit took.
     last_commit: Duration,
     /// Windows ended, and those staged.
@@ -200,9 +200,12 @@ impl Deferred {
         // Counted first: a chunk that fails half staged is not written, so
         // the window is unstaged.
         self.judged += 1;
+        let Some(store) = filter.commits() else {
+            anyhow::bail!("this store cannot stage keys");
+        };
         let mut new = 0;
         for p in &mut chunk.pieces[..chunk.used] {
-            new += filter.stage_batch(&p.hashes, &mut p.verdicts)?;
+            new += store.stage_batch(&p.hashes, &mut p.verdicts)?;
             if keep {
                 let keys = p.hashes.iter().zip(&p.verdicts);
                 chunk
@@ -218,14 +221,20 @@ impl Deferred {
     /// and whether the store stages this window's keys.
     pub(super) fn begin<B: Store>(&mut self, filter: &mut B) -> Result<()> {
         if !self.window_open {
-            filter.begin_window()?;
+            let mut store = filter.commits();
+            if let Some(c) = &mut store {
+                c.begin_span()?;
+            }
             self.window_open = true;
             self.window_lines = 0;
             self.window_waited = Duration::ZERO;
-            self.staging = filter.stages(self.last_window)?;
+            self.staging = match &mut store {
+                Some(c) => c.stages(self.last_window)?,
+                None => false,
+            };
             if self.last_window.is_none() {
                 // No commit timed yet: the store's foresight stands in.
-                self.last_commit = filter.foreseen_commit();
+                self.last_commit = store.map_or(Duration::ZERO, |c| c.foreseen_commit());
             }
             // After the store changed how it holds its bits: the window's
             // bounds and rate count judging time only.
@@ -259,7 +268,7 @@ impl Deferred {
     pub(super) fn drain<B: Store>(
         &mut self,
         filter: &mut B,
-        acks: &Receiver<super::stages::Ack>,
+        acks: &Receiver<Ack>,
         wait: bool,
     ) -> Result<bool> {
         loop {
@@ -333,7 +342,9 @@ impl Deferred {
             }
         }
         if self.staging && (self.written < self.judged || self.partial) {
-            filter.unstage()?;
+            if let Some(c) = filter.commits() {
+                c.unstage()?;
+            }
             filter.record_batch(&self.acked)?;
         } else if !self.staging && !self.acked.is_empty() {
             filter.record_batch(&self.acked)?;
@@ -347,14 +358,14 @@ impl Deferred {
         self.window_open = false;
         self.staging = false;
         self.partial = false;
-        self.last_window = Some(LastWindow {
+        self.last_window = Some(LastSpan {
             new_keys: std::mem::take(&mut self.window_new),
             lines: self.window_lines,
             secs: (start - self.window_start).as_secs_f64(),
             waited: self.window_waited.as_secs_f64(),
             stretches: self.commit.stretch,
         });
-        let ended = filter.end_window();
+        let ended = filter.commits().map_or(Ok(()), |c| c.end_span());
         self.last_commit = start.elapsed();
         ended
     }
@@ -362,8 +373,8 @@ impl Deferred {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Chunk;
     use super::super::chunk::Piece;
+    use super::super::{Chunk, Commits};
     use super::*;
     use crate::file::MemFilter;
     use crate::filter::sizing::plan;
@@ -426,6 +437,17 @@ mod tests {
             }
             fn insert_batch(&mut self, h: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
                 self.0.insert_batch(h, out)
+            }
+            fn commits(&mut self) -> Option<&mut dyn Commits> {
+                Some(self)
+            }
+        }
+        impl Commits for Foresees {
+            fn begin_span(&mut self) -> Result<()> {
+                Ok(())
+            }
+            fn end_span(&mut self) -> Result<()> {
+                Ok(())
             }
             fn foreseen_commit(&self) -> Duration {
                 self.1

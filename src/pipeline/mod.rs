@@ -27,8 +27,9 @@ mod store;
 
 pub use chunk::Chunk;
 pub use deferred::MAX_PENDING_KEYS;
-pub use store::{LastWindow, STRETCH, Store};
+pub use store::{Commits, Journals, LastSpan, STRETCH, Store};
 
+use crate::hash::Hash128;
 use crate::input::Source;
 use crate::keys::KeySpec;
 use anyhow::Result;
@@ -168,6 +169,12 @@ pub enum Taken {
         new: usize,
     },
 }
+
+/// What the writer says of each chunk it has written: the keys judged new
+/// that it wrote (deferred mode), and where the sink stopped, if it did.
+/// Shared by the writer and inserter stages (`stages.rs`) and the commit
+/// protocol (`deferred.rs`).
+type Ack = (Vec<Hash128>, Option<usize>);
 
 /// How often the inserter looks for a signal while waiting for input.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);

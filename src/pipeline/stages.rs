@@ -3,8 +3,7 @@
 //! the writer (a scoped thread that hands each chunk to the sink).
 
 use super::deferred::Deferred;
-use super::{Chunk, Counts, MIN_PIECE_BYTES, Mode, Options, SIGNAL_POLL, Store, Taken};
-use crate::hash::Hash128;
+use super::{Ack, Chunk, Counts, MIN_PIECE_BYTES, Mode, Options, SIGNAL_POLL, Store, Taken};
 use crate::input::{Reader, Source};
 use anyhow::{Context, Result, anyhow};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -198,10 +197,6 @@ impl<'scope> WriterStage<'scope> {
     }
 }
 
-/// What the writer says of each chunk it has written: the keys judged new
-/// that it wrote (deferred mode), and where the sink stopped, if it did.
-pub(super) type Ack = (Vec<Hash128>, Option<usize>);
-
 /// How long a drained pipe must stay empty before the input counts as
 /// paused and a commit window ends there: a producer about as fast as `seen`
 /// drains its pipe many times a second without pausing, and a window per
@@ -234,7 +229,7 @@ pub(super) struct Inserter<'f, B> {
     lookup: bool,
     deferred: Option<(Deferred, Receiver<Ack>)>,
     /// A journalling store in [`Mode::Insert`]: where the writer says which
-    /// chunks it has written ([`Store::written`]).
+    /// chunks it has written ([`Journals::written`](super::Journals::written)).
     journal: Option<Receiver<Ack>>,
     /// What it did.
     pub(super) counts: Counts,
@@ -250,7 +245,7 @@ impl<'f, B: Store> Inserter<'f, B> {
                 let (ack, acks) = channel();
                 (Some((Deferred::new(commit), acks)), None, Some(ack))
             }
-            Mode::Insert if filter.journals() => {
+            Mode::Insert if filter.journals().is_some() => {
                 let (ack, acks) = channel();
                 (None, Some(acks), Some(ack))
             }
@@ -361,11 +356,13 @@ impl<'f, B: Store> Inserter<'f, B> {
                 counts.new += new;
             }
             (None, false) => {
-                if let Some(acks) = &self.journal {
+                if let Some(acks) = &self.journal
+                    && let Some(j) = filter.journals()
+                {
                     for (_, stopped_at) in acks.try_iter() {
-                        filter.written(stopped_at)?;
+                        j.written(stopped_at)?;
                     }
-                    filter.judging(chunk)?;
+                    j.judging(chunk)?;
                 }
                 for p in &mut chunk.pieces[..chunk.used] {
                     counts.read += p.hashes.len() as u64;
@@ -408,10 +405,12 @@ impl<'f, B: Store> Inserter<'f, B> {
     /// # Errors
     /// The first error of the two (the commit is tried after a failed drain).
     pub(super) fn finish(&mut self) -> Result<()> {
-        if let Some(acks) = &self.journal {
+        if let Some(acks) = &self.journal
+            && let Some(j) = self.filter.journals()
+        {
             // The writer has ended: every acknowledgement is in.
             for (_, stopped_at) in acks.try_iter() {
-                self.filter.written(stopped_at)?;
+                j.written(stopped_at)?;
             }
         }
         let Some((d, acks)) = &mut self.deferred else {

@@ -29,7 +29,7 @@ use crate::file::format::{HEADER_LEN, Header, LayerEntry};
 use crate::filter::sizing::{Plan, Spec};
 use crate::filter::{BLOCK_BYTES, BLOCKS_PER_PAGE};
 use crate::hash::Hash128;
-use crate::pipeline::{Chunk, Store};
+use crate::pipeline::{Chunk, Journals, Store};
 use anyhow::{Context, Result, anyhow, bail};
 use redis::Value;
 
@@ -1075,10 +1075,18 @@ impl Store for RedisFilter {
         Ok(n)
     }
 
-    fn journals(&self) -> bool {
-        self.journal.is_some()
+    fn journals(&mut self) -> Option<&mut dyn Journals> {
+        if self.journal.is_some() {
+            Some(self)
+        } else {
+            None
+        }
     }
+}
 
+/// A journalling `RedisFilter` (`dedup -f` on Redis) keeps the lines it
+/// judged new until they are written.
+impl Journals for RedisFilter {
     fn judging(&mut self, chunk: &Chunk) -> Result<()> {
         if let Some(e) = self.broken.take() {
             return Err(e);

@@ -6,7 +6,7 @@ use crate::file::format::Header;
 use crate::file::{MemFilter, NewFilter, ReadFilter, Target, WriteFilter, check_target};
 use crate::hash::{DEFAULT_SEED, Hash128};
 use crate::keys::KeySpec;
-use crate::pipeline::{Chunk, LastWindow, Store};
+use crate::pipeline::{Commits, Journals, Store};
 use crate::redis::{Location, RedisFilter};
 use anyhow::{Result, bail};
 use std::path::Path;
@@ -339,18 +339,6 @@ impl Store for Opened {
         self.store_mut().contains_batch(hashes, out)
     }
 
-    fn journals(&self) -> bool {
-        self.store().journals()
-    }
-
-    fn judging(&mut self, chunk: &Chunk) -> Result<()> {
-        self.store_mut().judging(chunk)
-    }
-
-    fn written(&mut self, new: Option<usize>) -> Result<()> {
-        self.store_mut().written(new)
-    }
-
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
         self.store_mut().insert_batch(hashes, out)
     }
@@ -359,27 +347,11 @@ impl Store for Opened {
         self.store_mut().record_batch(hashes)
     }
 
-    fn begin_window(&mut self) -> Result<()> {
-        self.store_mut().begin_window()
+    fn commits(&mut self) -> Option<&mut dyn Commits> {
+        self.store_mut().commits()
     }
 
-    fn end_window(&mut self) -> Result<()> {
-        self.store_mut().end_window()
-    }
-
-    fn stages(&mut self, last_window: Option<LastWindow>) -> Result<bool> {
-        self.store_mut().stages(last_window)
-    }
-
-    fn foreseen_commit(&self) -> std::time::Duration {
-        self.store().foreseen_commit()
-    }
-
-    fn stage_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
-        self.store_mut().stage_batch(hashes, out)
-    }
-
-    fn unstage(&mut self) -> Result<()> {
-        self.store_mut().unstage()
+    fn journals(&mut self) -> Option<&mut dyn Journals> {
+        self.store_mut().journals()
     }
 }
