@@ -149,7 +149,7 @@ pub(super) trait Room {
     fn reused(&mut self, header: &Header, layer: usize, map: &MmapMut) -> Result<()>;
 
     /// Whether the owner marks the segments of whole layers stale when a
-    /// window ends (layers held in memory for a dense window), so that keys
+    /// commit span ends (layers held in memory for a dense span), so that keys
     /// need no mark each ([`Stale::mark`](super::checksum::Stale::mark)).
     fn marks_layers(&self) -> bool {
         false

@@ -166,7 +166,7 @@ impl<'scope> WriterStage<'scope> {
                         if taken != Taken::All {
                             return Ok(());
                         }
-                        // Unmap a window now: only a few stay mapped at a time.
+                        // Unmap a mapped span now: only a few stay mapped at a time.
                         chunk.mapped = None;
                         let _ = recycle.send(chunk);
                     }
@@ -198,8 +198,8 @@ impl<'scope> WriterStage<'scope> {
 }
 
 /// How long a drained pipe must stay empty before the input counts as
-/// paused and a commit window ends there: a producer about as fast as `seen`
-/// drains its pipe many times a second without pausing, and a window per
+/// paused and a commit span ends there: a producer about as fast as `seen`
+/// drains its pipe many times a second without pausing, and a span per
 /// drain would cost a commit each (checksums over the layers' changed
 /// segments), hundreds a second.
 const PAUSE: Duration = Duration::from_millis(20);
@@ -272,7 +272,7 @@ impl<'f, B: Store> Inserter<'f, B> {
         // The last chunk ended where a pipe was drained: the input may be
         // pausing.
         let mut drained = false;
-        // The input has paused and a window is open: it ends once it has
+        // The input has paused and a span is open: it ends once it has
         // lasted long enough (deferred mode), asked again at each poll.
         let mut idle = false;
         loop {
@@ -289,22 +289,22 @@ impl<'f, B: Store> Inserter<'f, B> {
                 reader.next()
             };
             if let Some((d, _)) = &mut self.deferred
-                && d.window_open
+                && d.span_open
             {
-                d.window_waited += waiting.elapsed();
+                d.span_waited += waiting.elapsed();
             }
             let mut chunk = match next {
                 Next::Chunk(Ok(chunk)) => chunk,
                 Next::Chunk(Err(e)) => return Stop::InputFailed(e),
                 Next::Wait if drained || idle => {
                     // Nothing for PAUSE after a drained pipe: the input has
-                    // paused, and the window ends (a waiting stream holds
+                    // paused, and the span ends (a waiting stream holds
                     // no lock), as soon as it has lasted long enough.
                     drained = false;
                     if let Some(stop) = self.commit_or_stop(true) {
                         return stop;
                     }
-                    idle = self.deferred.as_ref().is_some_and(|(d, _)| d.window_open);
+                    idle = self.deferred.as_ref().is_some_and(|(d, _)| d.span_open);
                     continue;
                 }
                 Next::Wait => continue,
@@ -352,7 +352,7 @@ impl<'f, B: Store> Inserter<'f, B> {
                 let n = chunk.records();
                 let new = d.judge(filter, chunk)?;
                 counts.read += n;
-                d.window_lines += n;
+                d.span_lines += n;
                 counts.new += new;
             }
             (None, false) => {
@@ -379,8 +379,8 @@ impl<'f, B: Store> Inserter<'f, B> {
         Ok(())
     }
 
-    /// In deferred mode, when the window has run its course (`pause`: the
-    /// input paused), waits for the writer to finish the window's chunks and
+    /// In deferred mode, when the span has run its course (`pause`: the
+    /// input paused), waits for the writer to finish the span's chunks and
     /// commits them. Returns `false` when the writer stopped.
     ///
     /// # Errors
@@ -400,7 +400,7 @@ impl<'f, B: Store> Inserter<'f, B> {
     }
 
     /// After the writer has ended: records everything it acknowledged and
-    /// closes the open window (deferred mode).
+    /// closes the open span (deferred mode).
     ///
     /// # Errors
     /// The first error of the two (the commit is tried after a failed drain).
@@ -417,13 +417,13 @@ impl<'f, B: Store> Inserter<'f, B> {
             return Ok(());
         };
         let drained = d.drain(self.filter, acks, false).map(|_| ());
-        let committed = if d.window_open {
+        let committed = if d.span_open {
             d.commit(self.filter)
         } else {
             Ok(())
         };
-        self.counts.windows = d.windows;
-        self.counts.staged_windows = d.staged_windows;
+        self.counts.spans = d.spans;
+        self.counts.staged_spans = d.staged_spans;
         drained.and(committed)
     }
 }
