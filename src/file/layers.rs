@@ -167,7 +167,7 @@ pub(super) struct Anon;
 
 impl Room for Anon {
     fn extend(&mut self, header: &Header) -> Result<MmapMut> {
-        super::memory::anon(header.layers.last().expect("a filter has a layer"))
+        super::map::anon(header.layers.last().expect("a filter has a layer"))
     }
 
     fn reused(&mut self, _: &Header, _: usize, _: &MmapMut) -> Result<()> {

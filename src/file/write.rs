@@ -182,7 +182,7 @@ impl WriteFilter {
         }
         for l in &header.layers[mapped..] {
             let map = if self.held {
-                let mut map = super::memory::anon(l)?;
+                let mut map = super::map::anon(l)?;
                 read_layer(&self.file, path, l, &mut map)?;
                 map
             } else {
@@ -310,7 +310,7 @@ impl WriteFilter {
         let mut holey = Vec::new();
         for l in &layers {
             // Either way out, the file is mapped again, as before.
-            let Ok(mut map) = super::memory::anon(l) else {
+            let Ok(mut map) = super::map::anon(l) else {
                 drop(copies);
                 self.unhold()?;
                 return Ok(false);
@@ -477,7 +477,7 @@ impl Room for FileRoom<'_> {
     fn extend(&mut self, header: &Header) -> Result<MmapMut> {
         let map = if self.held {
             grow(self.file, self.path, header)?;
-            super::memory::anon(header.layers.last().expect("a filter has a layer"))?
+            super::map::anon(header.layers.last().expect("a filter has a layer"))?
         } else {
             extend(self.file, self.path, header)?
         };
@@ -701,7 +701,7 @@ mod tests {
                     .write_all_at(&vec![0; len as usize], l.offset)
                     .unwrap();
             }
-            let mut probe = super::super::memory::anon(&l).unwrap();
+            let mut probe = super::super::map::anon(&l).unwrap();
             let read = read_layer(&w.file, &path, &l, &mut probe).unwrap();
             drop(probe);
             assert!(w.hold().unwrap());
