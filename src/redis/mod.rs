@@ -7,12 +7,16 @@
 //! filter moves between a file and Redis byte for byte. Design, promises and
 //! limits: docs/REDIS.md.
 
+mod bitfield;
 mod client;
 mod filter;
 mod journal;
 mod location;
+mod meta;
+mod shards;
 
 pub use client::{Link, TLS_ENV};
-pub use filter::{ROOM, RedisFilter, first_layer, pages_per_shard};
+pub use filter::{ROOM, RedisFilter, first_layer};
 pub use journal::{DIR_ENV as JOURNAL_DIR_ENV, Journal};
 pub use location::{Location, PASSWORD_ENV, is_location, redact};
+pub use shards::pages_per_shard;
