@@ -105,7 +105,7 @@ pub struct Counts {
     /// Commit spans ended ([`Mode::Deferred`]).
     pub spans: u64,
     /// Of those, the spans whose keys the store staged in memory
-    /// ([`Store::stages`]).
+    /// ([`Commits::stages`]).
     pub staged_spans: u64,
 }
 
@@ -130,7 +130,7 @@ pub enum Mode {
 /// keys waiting, a pause in the input, or the end), the pipeline waits for the
 /// writer, syncs the files in `sync` (the outputs that are regular files), then
 /// inserts the waiting keys into the filter and ends the span
-/// ([`Store::end_span`]: counters written, lock released). A span
+/// ([`Commits::end_span`]: counters written, lock released). A span
 /// holds the filter's lock from its first judgement to its commit, so
 /// processes sharing a file take turns per span.
 #[derive(Debug)]
