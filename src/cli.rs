@@ -101,7 +101,7 @@ A false positive drops a line that was in fact new, with probability about -p
 
 With -f, a line is recorded only after it was written out: a killed run loses
 nothing (the next run prints what it did not). Several processes may share one
-filter (e.g. under xargs -P): they take turns per commit window and print each
+filter (e.g. under xargs -P): they take turns per commit span and print each
 line once between them.
 
 Exit status: 0 done (a closed standard output, as with `| head`, ends the run
@@ -614,15 +614,16 @@ pub struct DedupArgs {
     /// at least this often: a duration (500ms, 2s, 1min) or a line count (100k, 1M)
     /// [default: 1s or 1M lines, whichever comes first, but at least 16 times
     /// as long as the last commit took, which grows with the filter (the
-    /// first window of a filter held in memory: as its commit is foreseen to
+    /// first span of a filter held in memory: as its commit is foreseen to
     /// take)];
-    /// windows end between input chunks (4 MiB), so a window holds at least
+    /// a span (the lines recorded by one commit) ends between input chunks
+    /// (4 MiB), so it holds at least
     /// one chunk, when the input pauses for 20 ms (by default, not before
     /// those 16 times), and also once 524,288 new lines wait to be recorded
     /// (bounded memory; with -m, 1,048,576 while the filter is held in
     /// memory). A line is recorded only after it was written out, so a killed
     /// run loses nothing; it may print again, in the next run, the lines of
-    /// its last window.
+    /// its last span.
     #[arg(long, value_name = "WHEN", value_parser = parse_every, requires = "filter")]
     pub commit_every: Option<Every>,
 
@@ -655,7 +656,7 @@ pub struct DedupArgs {
     /// Stop after printing N lines (as `grep -m`). With -f, exactly those N
     /// are recorded, so `seen dedup -f F -m 1000 < frontier` hands out the
     /// next 1,000 new lines each run (`| head -1000` cannot: what head left
-    /// unread in the pipe is not known, so the open window is not recorded).
+    /// unread in the pipe is not known, so the open span is not recorded).
     /// 0 reads and records nothing. Not with a Redis filter (it records lines
     /// before printing them).
     #[arg(short = 'm', long = "max-count", value_name = "N", value_parser = parse_count_or_zero)]

@@ -112,13 +112,14 @@ pub struct Summary {
     /// Keys that were not absolute URLs (hashed as they were); absent without `--url`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_url: Option<u64>,
-    /// Commit windows of a filter file written as lines are printed
+    /// Commit spans of a filter file written as lines are printed
     /// (`dedup -f`), and how many of them held the filter in memory; absent
-    /// otherwise.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub commit_windows: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub held_windows: Option<u64>,
+    /// otherwise. Their JSON keys and table rows keep the names they were
+    /// published with (`commit_windows`, `held_windows`: docs/JSON.md).
+    #[serde(rename = "commit_windows", skip_serializing_if = "Option::is_none")]
+    pub commit_spans: Option<u64>,
+    #[serde(rename = "held_windows", skip_serializing_if = "Option::is_none")]
+    pub held_spans: Option<u64>,
     /// Layers in the filter after the run.
     pub layers: usize,
     /// Compound false-positive rate of the filter after the run.
@@ -152,8 +153,8 @@ impl Summary {
             keys: keys.to_string(),
             missing_field: keys.field.map(|_| counts.missing_field),
             not_url: keys.url.then_some(counts.not_url),
-            commit_windows: (counts.windows > 0).then_some(counts.windows),
-            held_windows: (counts.windows > 0).then_some(counts.staged_windows),
+            commit_spans: (counts.spans > 0).then_some(counts.spans),
+            held_spans: (counts.spans > 0).then_some(counts.staged_spans),
             layers: after.layers.len(),
             fpp_now: sizing::compound_fpp(&now),
         }
@@ -185,9 +186,9 @@ impl Summary {
         if let Some(n) = self.not_url {
             rows.push(("not URLs", HumanCount(n).to_string()));
         }
-        if let Some(n) = self.commit_windows {
+        if let Some(n) = self.commit_spans {
             rows.push(("commit windows", HumanCount(n).to_string()));
-            let held = self.held_windows.unwrap_or(0);
+            let held = self.held_spans.unwrap_or(0);
             rows.push(("held in memory", HumanCount(held).to_string()));
         }
         for (k, v) in rows {

@@ -43,7 +43,7 @@ pub struct Tuning {
     /// Size filters with scattered bit positions only (no sectored layouts).
     pub scattered_only: bool,
     /// Whether `dedup -f` holds a filter file in memory in every commit
-    /// window (`Some(true)`) or in none (`Some(false)`), rather than in the
+    /// span (`Some(true)`) or in none (`Some(false)`), rather than in the
     /// dense ones.
     pub hold: Option<bool>,
     /// Fault a new layer's memory in on a helper thread (`file::populate`).

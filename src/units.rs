@@ -128,9 +128,9 @@ pub fn parse_fraction(s: &str) -> Result<f64, String> {
 /// every so much time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Every {
-    /// At most this many lines per commit window.
+    /// At most this many lines per commit span.
     Lines(u64),
-    /// At most this long per commit window.
+    /// At most this long per commit span.
     Time(std::time::Duration),
 }
 
@@ -162,12 +162,12 @@ pub fn parse_every(s: &str) -> Result<Every, String> {
         let ms = ms.ok_or_else(bad)?;
         if ms == 0.0 {
             return Err(format!(
-                "`{s}` is no time: a commit window must last more than 0"
+                "`{s}` is no time: a commit span must last more than 0"
             ));
         }
         if ms > 86_400_000.0 {
             return Err(format!(
-                "`{s}` is too long: a commit window lasts at most a day (24h); \
+                "`{s}` is too long: a commit span lasts at most a day (24h); \
                  lines are only recorded at its end"
             ));
         }
@@ -180,7 +180,7 @@ pub fn parse_every(s: &str) -> Result<Every, String> {
             if t.starts_with(|c: char| c.is_ascii_digit() || c == '.')
                 && !e.contains("not a count") =>
         {
-            Err(format!("{e} (a count of lines per commit window)"))
+            Err(format!("{e} (a count of lines per commit span)"))
         }
         Err(_) => Err(bad()),
     }

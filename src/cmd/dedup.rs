@@ -21,9 +21,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// Lines per commit window of `dedup -f` by default.
+/// Lines per commit span of `dedup -f` by default.
 pub const DEFAULT_COMMIT_LINES: u64 = 1_000_000;
-/// Time per commit window of `dedup -f` by default.
+/// Time per commit span of `dedup -f` by default.
 pub const DEFAULT_COMMIT_TIME: Duration = Duration::from_secs(1);
 
 /// Whether standard output is a regular file (its data must be synced before the

@@ -150,7 +150,7 @@ pub(super) trait Room {
     fn reused(&mut self, header: &Header, layer: usize, map: &MmapMut) -> Result<()>;
 
     /// Whether the owner marks the segments of whole layers stale when a
-    /// window ends (layers held in memory for a dense window), so that keys
+    /// commit span ends (layers held in memory for a dense span), so that keys
     /// need no mark each ([`Stale::mark`](super::checksum::Stale::mark)).
     fn marks_layers(&self) -> bool {
         false
@@ -168,7 +168,7 @@ pub(super) struct Anon;
 
 impl Room for Anon {
     fn extend(&mut self, header: &Header) -> Result<MmapMut> {
-        super::memory::anon(header.layers.last().expect("a filter has a layer"))
+        super::map::anon(header.layers.last().expect("a filter has a layer"))
     }
 
     fn reused(&mut self, _: &Header, _: usize, _: &MmapMut) -> Result<()> {

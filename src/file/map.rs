@@ -1,6 +1,7 @@
-//! Memory mappings of a filter file's layers and the file growth under them:
-//! mapping a layer read-only or read-write, the 2 MiB page hint, and extending
-//! the file (with its blocks reserved) for a new layer.
+//! Memory mappings of a filter's layers and the file growth under them:
+//! mapping a layer read-only or read-write, anonymous memory for a layer, the
+//! 2 MiB page hint, and extending the file (with its blocks reserved) for a
+//! new layer.
 //!
 //! The `unsafe` of `file` is here, in [`map_read`] and [`map_write`] (the
 //! crate's other `unsafe` is listed in `lib.rs`).
@@ -10,6 +11,15 @@ use anyhow::{Context, Result};
 use memmap2::{Mmap, MmapMut, MmapOptions};
 use std::fs::File;
 use std::path::Path;
+
+/// Anonymous memory for one layer (pages cost nothing until touched): an
+/// in-memory filter's layers, and a file's layers while held in memory.
+pub(super) fn anon(l: &LayerEntry) -> Result<MmapMut> {
+    let map = MmapMut::map_anon(l.layout.bytes() as usize)
+        .with_context(|| format!("cannot allocate {} bytes for the filter", l.layout.bytes()))?;
+    huge_pages(|a| map.advise(a));
+    Ok(map)
+}
 
 /// Maps one layer of a file read-only.
 pub(super) fn map_read(file: &File, path: &Path, l: &LayerEntry) -> Result<Mmap> {
@@ -51,7 +61,7 @@ pub(super) fn map_write(file: &File, path: &Path, l: &LayerEntry) -> Result<Mmap
 /// for a file is granularity: a first touch on a cold page cache reads up to
 /// 4 MiB instead of 128 KiB, and the kernel writes a changed folio back whole,
 /// so the layer a run writes is only hinted when the run is dense (see
-/// [`Layers::expect_keys`](super::layers::Layers::expect_keys)); layers only
+/// `Layers::expect_keys` in `layers.rs`); layers only
 /// read always are.
 pub(super) fn huge_pages(advise: impl FnOnce(memmap2::Advice) -> std::io::Result<()>) {
     if huge_pages_wanted() {

@@ -1,22 +1,13 @@
 //! The in-memory store: a filter in anonymous memory, growing like a file's.
 
 use super::layers::{Anon, Layers, new_header};
-use super::map::huge_pages;
+use super::map::anon;
 use crate::filter::sizing::{Plan, Spec};
-use crate::format::{Header, LayerEntry};
+use crate::format::Header;
 use crate::hash::Hash128;
 use crate::keys::KeySpec;
 use crate::pipeline::Store;
 use anyhow::{Context, Result};
-use memmap2::MmapMut;
-
-/// Anonymous memory for one layer (pages cost nothing until touched).
-pub(super) fn anon(l: &LayerEntry) -> Result<MmapMut> {
-    let map = MmapMut::map_anon(l.layout.bytes() as usize)
-        .with_context(|| format!("cannot allocate {} bytes for the filter", l.layout.bytes()))?;
-    huge_pages(|a| map.advise(a));
-    Ok(map)
-}
 
 /// An in-memory filter (anonymous mappings), growing like a file-backed one.
 pub struct MemFilter {

@@ -14,7 +14,7 @@
 //!   lock, the warning for a dirty file, written back.
 //! - `read`: [`ReadFilter`], a file read under a shared lock.
 //! - `write`: [`WriteFilter`], a file written under an exclusive lock (dirty
-//!   flag, commit windows, growth at the end of the file, commit).
+//!   flag, commit spans, growth at the end of the file, commit).
 //! - `new`: [`NewFilter`], a new file filled as a temporary file and renamed
 //!   into place when finished.
 //! - `memory`: [`MemFilter`], the in-memory filter.

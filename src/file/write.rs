@@ -1,7 +1,7 @@
 //! [`WriteFilter`]: a filter file opened for writing under an exclusive
 //! lock (`dedup -f`, `build --add`, `verify --repair`): opening it and
 //! adopting what other processes committed, the dirty flag set and cleared,
-//! the commit windows that release the lock between batches, growth at the
+//! the commit spans that release the lock between batches, growth at the
 //! end of the file, and the commit.
 
 use super::checksum::Stale;
@@ -12,7 +12,7 @@ use super::map::{extend, grow, map_write};
 use super::path::{dir_and_name, sweep_leftovers};
 use crate::format::{FLAG_DIRTY, Header, LayerEntry};
 use crate::hash::Hash128;
-use crate::pipeline::{LastWindow, STRETCH, Store};
+use crate::pipeline::{Commits, LastSpan, STRETCH, Store};
 use anyhow::{Context, Result, bail};
 use memmap2::MmapMut;
 use std::fs::File;
@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 /// A filter file opened for writing under an exclusive lock. The dirty flag is
 /// set while the lock is held and cleared when counters are written back
-/// (`WriteFilter::commit`, or the end of each commit window).
+/// (`WriteFilter::commit`, or the end of each commit span).
 pub struct WriteFilter {
     path: PathBuf,
     file: File,
@@ -30,52 +30,52 @@ pub struct WriteFilter {
     /// Whether this process holds the exclusive lock now.
     locked: bool,
     /// The layers are held in anonymous memory, copies of the file's, and
-    /// written back at each window's end ([`WriteFilter::stages`]); else
+    /// written back at each span's end ([`WriteFilter::stages`]); else
     /// they are the file's, mapped.
     held: bool,
-    /// Keys were staged in this window and are not recorded yet.
+    /// Keys were staged in this span and are not recorded yet.
     staged: bool,
-    /// The layers as this window found them (to unstage it).
-    window_layers: Vec<LayerEntry>,
-    /// The thread starting the last window's write-back to disk.
+    /// The layers as this span found them (to unstage it).
+    span_layers: Vec<LayerEntry>,
+    /// The thread starting the last span's write-back to disk.
     writeback: Option<std::thread::JoinHandle<()>>,
 }
 
-/// A dense window is judged in memory ([`WriteFilter::stages`]) when the
+/// A dense span is judged in memory ([`WriteFilter::stages`]) when the
 /// filter's layers take at most this many bytes per key judged new in the
-/// window before: about what a key costs to look up in a file mapping,
+/// span before: about what a key costs to look up in a file mapping,
 /// hold in the pending set and record again, in bytes written back.
 const HOLD_BYTES_PER_KEY: u64 = 256;
 
-/// Keys assumed for the first window of a run whose expected keys are known.
-const FIRST_WINDOW_KEYS: u64 = 1 << 20;
+/// Keys assumed for the first span of a run whose expected keys are known.
+const FIRST_SPAN_KEYS: u64 = 1 << 20;
 
-/// About how many bytes of the filter a held window's commit writes back
+/// About how many bytes of the filter a held span's commit writes back
 /// and sums per second (on the benchmark machine, 2.4 GB/s: 43 MiB in
-/// 18 ms), to foresee how long a held window lasts when windows stretch.
+/// 18 ms), to foresee how long a held span lasts when spans stretch.
 const HELD_COMMIT_BYTES_PER_SEC: f64 = 2e9;
 
-/// Seconds a held window's commit is foreseen to take for a filter of
-/// `bytes` (all of it written back and summed, as a dense window does).
+/// Seconds a held span's commit is foreseen to take for a filter of
+/// `bytes` (all of it written back and summed, as a dense span does).
 fn held_commit_secs(bytes: u64) -> f64 {
     bytes as f64 / HELD_COMMIT_BYTES_PER_SEC
 }
 
-/// Lines a second a held window judges at least (measured: 3.8M a second
-/// into 7 layers of 5.4 GiB, 8M into one of 40 MiB), for a window that its
+/// Lines a second a held span judges at least (measured: 3.8M a second
+/// into 7 layers of 5.4 GiB, 8M into one of 40 MiB), for a span that its
 /// input kept busy, whose own rate says how fast the file mapping was, not
 /// how fast the input can come.
 const HELD_LINES_PER_SEC: f64 = 2e6;
 
-/// The keys a held window would judge new at the last window's rate, when
-/// windows stretch ([`LastWindow::stretches`]): it lasts at least
+/// The keys a held span would judge new at the last span's rate, when
+/// spans stretch ([`LastSpan::stretches`]): it lasts at least
 /// [`STRETCH`] times its commit, which writes back and sums up to `bytes`.
 /// So a large filter is held when new lines come fast (about half a million
-/// a second or more), not when they trickle in. When the last window was
-/// kept busy by its input, lines could come as fast as a held window
+/// a second or more), not when they trickle in. When the last span was
+/// kept busy by its input, lines could come as fast as a held span
 /// judges them ([`HELD_LINES_PER_SEC`]), with as many of them new. 0 when
-/// windows do not stretch.
-fn held_window_keys(last: LastWindow, bytes: u64) -> u64 {
+/// spans do not stretch.
+fn held_span_keys(last: LastSpan, bytes: u64) -> u64 {
     if !last.stretches || last.secs <= 0.0 {
         return 0;
     }
@@ -119,7 +119,7 @@ impl WriteFilter {
             locked: true,
             held: false,
             staged: false,
-            window_layers: Vec::new(),
+            span_layers: Vec::new(),
             writeback: None,
         };
         w.adopt(header)?;
@@ -181,7 +181,7 @@ impl WriteFilter {
         }
         for l in &header.layers[mapped..] {
             let map = if self.held {
-                let mut map = super::memory::anon(l)?;
+                let mut map = super::map::anon(l)?;
                 read_layer(&self.file, path, l, &mut map)?;
                 map
             } else {
@@ -225,19 +225,19 @@ impl WriteFilter {
 
     /// Sets the dirty flag in the file. Not synced: the flag is for the next
     /// process (a killed run leaves the page cache intact); syncing here would
-    /// also write back every bit changed since the last window.
+    /// also write back every bit changed since the last span.
     fn mark_dirty(&mut self) -> Result<()> {
         self.layers.header.flags |= FLAG_DIRTY;
         write_header(&self.file, &self.path, &self.layers.header)
     }
 
-    /// Takes the lock again after a window released it, and picks up what other
+    /// Takes the lock again after a span released it, and picks up what other
     /// processes committed meanwhile.
     fn relock(&mut self) -> Result<()> {
         if self.locked {
             return Ok(());
         }
-        // SIGINT/SIGTERM end the wait: nothing is pending between windows.
+        // SIGINT/SIGTERM end the wait: nothing is pending between spans.
         lock(&self.file, &self.path, true)?;
         self.locked = true;
         let ours = self.file.metadata()?;
@@ -260,11 +260,11 @@ impl WriteFilter {
         let l = &mut self.layers;
         if let Some(stale) = &mut l.stale {
             if self.held {
-                mark_changed(stale, &self.window_layers, &l.header);
+                mark_changed(stale, &self.span_layers, &l.header);
             }
             stale.write(&self.file, &self.path, &l.header, &l.maps, self.held)?;
         }
-        self.window_layers.clone_from(&l.header.layers);
+        self.span_layers.clone_from(&l.header.layers);
         self.staged = false;
         let h = &mut self.layers.header;
         h.flags &= !FLAG_DIRTY;
@@ -298,7 +298,7 @@ impl WriteFilter {
     }
 
     /// Holds the layers in anonymous memory, read from the file (nothing is
-    /// unrecorded: called between windows). Returns `false`, leaving the
+    /// unrecorded: called between spans). Returns `false`, leaving the
     /// file's mappings, when the memory cannot be had.
     fn hold(&mut self) -> Result<bool> {
         // The file's mappings go first, so that the copies do not come on
@@ -310,7 +310,7 @@ impl WriteFilter {
         let mut holey = Vec::new();
         for l in &layers {
             // Either way out, the file is mapped again, as before.
-            let Ok(mut map) = super::memory::anon(l) else {
+            let Ok(mut map) = super::map::anon(l) else {
                 drop(copies);
                 self.unhold()?;
                 return Ok(false);
@@ -341,7 +341,7 @@ impl WriteFilter {
     }
 
     /// Maps the file's layers again instead of holding copies (the copies
-    /// were written back: called between windows).
+    /// were written back: called between spans).
     fn unhold(&mut self) -> Result<()> {
         let mut maps = Vec::with_capacity(self.layers.maps.len());
         for (i, l) in self.layers.header.layers.iter().enumerate() {
@@ -362,7 +362,7 @@ impl WriteFilter {
     pub(crate) fn commit(&mut self) -> Result<()> {
         self.relock()?;
         if self.staged {
-            // A window the pipeline could not close: what it staged was not
+            // A span the pipeline could not close: what it staged was not
             // all written out, so none of it is recorded.
             self.unstage()?;
         }
@@ -380,7 +380,7 @@ impl WriteFilter {
 /// Starts writing the file's changed pages to disk, on a thread of its own
 /// (the call blocks while the device's queue is full: 0.7 s for a 2.4 GiB
 /// layer), so that the sync at the end of the run finds little left to
-/// write (a held filter writes its changed layers back at every window's
+/// write (a held filter writes its changed layers back at every span's
 /// end). Only a hint: skipped while the last one runs, or if the file
 /// cannot be shared with a thread.
 fn start_writeback(file: &File, last: &mut Option<std::thread::JoinHandle<()>>) {
@@ -403,8 +403,8 @@ fn start_writeback(file: &File, last: &mut Option<std::thread::JoinHandle<()>>) 
         .ok();
 }
 
-/// Marks stale every segment of the layers that took keys since the window
-/// began (`was`: the layers then), in place of a mark per key: a window is
+/// Marks stale every segment of the layers that took keys since the span
+/// began (`was`: the layers then), in place of a mark per key: a span is
 /// held only when dense, with thousands of keys per 1 MiB segment.
 fn mark_changed(stale: &mut Stale, was: &[LayerEntry], now: &Header) {
     for (i, l) in now.layers.iter().enumerate() {
@@ -477,7 +477,7 @@ impl Room for FileRoom<'_> {
     fn extend(&mut self, header: &Header) -> Result<MmapMut> {
         let map = if self.held {
             grow(self.file, self.path, header)?;
-            super::memory::anon(header.layers.last().expect("a filter has a layer"))?
+            super::map::anon(header.layers.last().expect("a filter has a layer"))?
         } else {
             extend(self.file, self.path, header)?
         };
@@ -522,7 +522,15 @@ impl Store for WriteFilter {
         self.add(hashes, None)
     }
 
-    fn begin_window(&mut self) -> Result<()> {
+    fn commits(&mut self) -> Option<&mut dyn Commits> {
+        Some(self)
+    }
+}
+
+/// A file shared across runs and processes: a lock per commit span, and
+/// spans foreseen dense staged in anonymous memory.
+impl Commits for WriteFilter {
+    fn begin_span(&mut self) -> Result<()> {
         if !self.locked {
             self.relock()?;
             self.mark_dirty()?;
@@ -530,27 +538,27 @@ impl Store for WriteFilter {
         Ok(())
     }
 
-    /// A window is held in memory when the layers take at most
+    /// A span is held in memory when the layers take at most
     /// [`HOLD_BYTES_PER_KEY`] bytes per key it is expected to judge new:
-    /// as many as the last window did, or, when windows stretch, as many as
-    /// it would at the last window's rate in the time a held window lasts
-    /// ([`held_window_keys`]); for the first, the keys the run expects, up to
-    /// [`FIRST_WINDOW_KEYS`]. A window after one that judged nothing new is
+    /// as many as the last span did, or, when spans stretch, as many as
+    /// it would at the last span's rate in the time a held span lasts
+    /// ([`held_span_keys`]); for the first, the keys the run expects, up to
+    /// [`FIRST_SPAN_KEYS`]. A span after one that judged nothing new is
     /// held if that one was (an all-duplicate stream costs no write-back).
     /// Held: one test-and-set in anonymous memory (2 MiB pages) per key,
-    /// then the changed 1 MiB segments written back at the window's end,
+    /// then the changed 1 MiB segments written back at the span's end,
     /// instead of a lookup, the pipeline's pending set and a second pass to
-    /// record. Sparse windows keep the file mapped (a few keys in a large
+    /// record. Sparse spans keep the file mapped (a few keys in a large
     /// filter would otherwise read and write all of it).
-    fn stages(&mut self, last_window: Option<LastWindow>) -> Result<bool> {
+    fn stages(&mut self, last_span: Option<LastSpan>) -> Result<bool> {
         let bytes = self.layers.header.bit_bytes();
         let dense_for = |keys: u64| bytes <= keys.saturating_mul(HOLD_BYTES_PER_KEY);
-        let dense = match last_window {
-            None => dense_for(self.layers.expected.unwrap_or(0).min(FIRST_WINDOW_KEYS)),
-            // A window that judged nothing new leaves the choice as it was:
+        let dense = match last_span {
+            None => dense_for(self.layers.expected.unwrap_or(0).min(FIRST_SPAN_KEYS)),
+            // A span that judged nothing new leaves the choice as it was:
             // it wrote nothing back, and recorded nothing.
             Some(w) if w.new_keys == 0 => self.held,
-            Some(w) => dense_for(w.new_keys.max(held_window_keys(w, bytes))),
+            Some(w) => dense_for(w.new_keys.max(held_span_keys(w, bytes))),
         };
         let dense = crate::tuning::get().hold.unwrap_or(dense);
         if dense && !self.held {
@@ -558,13 +566,13 @@ impl Store for WriteFilter {
         } else if !dense && self.held {
             self.unhold()?;
         }
-        self.window_layers.clone_from(&self.layers.header.layers);
+        self.span_layers.clone_from(&self.layers.header.layers);
         Ok(self.held)
     }
 
-    /// A held window writes back and sums every layer its keys touched:
+    /// A held span writes back and sums every layer its keys touched:
     /// at [`HELD_COMMIT_BYTES_PER_SEC`], the whole filter's bytes for a
-    /// dense window. Without it, the first window of a run ended at
+    /// dense span. Without it, the first span of a run ended at
     /// `--commit-every`'s default bounds and wrote back a filter of 43 MiB
     /// for a million lines (4 commits instead of 1 for the 10M-line corpus).
     fn foreseen_commit(&self) -> std::time::Duration {
@@ -579,12 +587,12 @@ impl Store for WriteFilter {
         self.add(hashes, Some(out))
     }
 
-    /// Also drops the layers the window added (the file is cut back to the
+    /// Also drops the layers the span added (the file is cut back to the
     /// layers it had), so that the keys recorded next go where they would
-    /// have gone had the window never been staged.
+    /// have gone had the span never been staged.
     fn unstage(&mut self) -> Result<()> {
         let l = &mut self.layers;
-        let kept = self.window_layers.len();
+        let kept = self.span_layers.len();
         if l.header.layers.len() > kept {
             l.header.layers.truncate(kept);
             l.stop_populating();
@@ -598,11 +606,11 @@ impl Store for WriteFilter {
                 .with_context(|| format!("cannot truncate {}", self.path.display()))?;
         }
         if let Some(stale) = &mut l.stale {
-            mark_changed(stale, &self.window_layers, &l.header);
+            mark_changed(stale, &self.span_layers, &l.header);
             stale.read_back(&self.file, &self.path, &l.header, &mut l.maps)?;
         }
-        for (layer, was) in l.header.layers.iter_mut().zip(&self.window_layers) {
-            // A layer started anew for a time slice in this window is all
+        for (layer, was) in l.header.layers.iter_mut().zip(&self.span_layers) {
+            // A layer started anew for a time slice in this span is all
             // zero (in the file too).
             layer.inserts = if was.slice == layer.slice {
                 was.inserts
@@ -614,7 +622,7 @@ impl Store for WriteFilter {
         Ok(())
     }
 
-    fn end_window(&mut self) -> Result<()> {
+    fn end_span(&mut self) -> Result<()> {
         self.write_clean()?;
         self.file
             .unlock()
@@ -628,13 +636,13 @@ impl Store for WriteFilter {
 mod tests {
     use super::*;
 
-    /// A held window is foreseen to judge new keys at the last window's rate
+    /// A held span is foreseen to judge new keys at the last span's rate
     /// for [`STRETCH`] times its commit: a large filter is held for a fast
     /// stream, not for a trickle.
     #[test]
-    fn held_windows_are_foreseen_from_the_last_rate() {
+    fn held_spans_are_foreseen_from_the_last_rate() {
         // Waiting for input 90 % of the time, or 10 %.
-        let w = |new_keys, lines, secs, busy, stretches| LastWindow {
+        let w = |new_keys, lines, secs, busy, stretches| LastSpan {
             new_keys,
             lines,
             secs,
@@ -643,24 +651,24 @@ mod tests {
         };
         let gib = 1 << 30;
         let dense = |keys: u64| 2 * gib <= keys * HOLD_BYTES_PER_KEY;
-        // 2 GiB: a commit of about 1.07 s, a window of about 17 s.
-        let fast = held_window_keys(w(2_000_000, 3_000_000, 1.0, false, true), 2 * gib);
+        // 2 GiB: a commit of about 1.07 s, a span of about 17 s.
+        let fast = held_span_keys(w(2_000_000, 3_000_000, 1.0, false, true), 2 * gib);
         assert!((34_000_000..35_000_000).contains(&fast), "{fast}");
         assert!(dense(fast));
-        let trickle = held_window_keys(w(1000, 1000, 1.0, false, true), 2 * gib);
+        let trickle = held_span_keys(w(1000, 1000, 1.0, false, true), 2 * gib);
         assert!(!dense(trickle));
         // A slow mapping kept busy: 300,000 new lines a second, but the
         // input could come faster.
         let mapped = w(300_000, 400_000, 1.0, false, true);
-        assert!(!dense(held_window_keys(mapped, 2 * gib)));
+        assert!(!dense(held_span_keys(mapped, 2 * gib)));
         let busy = w(300_000, 400_000, 1.0, true, true);
-        assert!(dense(held_window_keys(busy, 2 * gib)));
+        assert!(dense(held_span_keys(busy, 2 * gib)));
         // Busy, but nearly all duplicates: few new lines however fast.
         let dups = w(30, 400_000, 1.0, true, true);
-        assert!(!dense(held_window_keys(dups, 2 * gib)));
+        assert!(!dense(held_span_keys(dups, 2 * gib)));
         let fixed = w(2_000_000, 3_000_000, 1.0, false, false);
-        assert_eq!(held_window_keys(fixed, 2 * gib), 0);
-        assert_eq!(held_window_keys(w(5, 5, 0.0, true, true), 2 * gib), 0);
+        assert_eq!(held_span_keys(fixed, 2 * gib), 0);
+        assert_eq!(held_span_keys(w(5, 5, 0.0, true, true), 2 * gib), 0);
     }
 
     /// Holding a file starts helpers only for the layers it did not read
@@ -693,7 +701,7 @@ mod tests {
                     .write_all_at(&vec![0; len as usize], l.offset)
                     .unwrap();
             }
-            let mut probe = super::super::memory::anon(&l).unwrap();
+            let mut probe = super::super::map::anon(&l).unwrap();
             let read = read_layer(&w.file, &path, &l, &mut probe).unwrap();
             drop(probe);
             assert!(w.hold().unwrap());

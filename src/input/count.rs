@@ -1,6 +1,6 @@
 //! Counting and sampling the records of input files, to size a filter for
 //! them before they are read: counted exactly (in parallel over mapped
-//! windows or positioned reads), or, for large files, estimated from samples.
+//! spans or positioned reads), or, for large files, estimated from samples.
 
 use super::{Source, map_input, open_file, uncountable};
 use crate::filter::sizing::policy::Measured;
@@ -11,7 +11,7 @@ use std::io;
 /// Counts the records of every source when all are regular files (a last record
 /// without terminator counts); `None` when one is standard input or not a regular
 /// file (a pipe cannot be read twice). A large file is counted by up to
-/// `threads` (at most [`MAX_COUNT_THREADS`]) threads at once, in mapped windows
+/// `threads` (at most [`MAX_COUNT_THREADS`]) threads at once, in mapped spans
 /// when `map`, else with positioned reads.
 ///
 /// # Errors
@@ -34,17 +34,17 @@ pub fn count_records(
 /// counted (the `SEEN_SAMPLE_MIN_BYTES` environment variable, a test switch,
 /// sets another threshold).
 pub const SAMPLE_MIN_BYTES: u64 = 64 << 20;
-/// Windows a sampled file is read in, evenly spaced from its start to its end.
+/// Spans a sampled file is read in, evenly spaced from its start to its end.
 const SAMPLES: u64 = 256;
-/// Bytes of each sample window.
-const SAMPLE_WINDOW: usize = 64 << 10;
+/// Bytes of each sample span.
+const SAMPLE_SPAN: usize = 64 << 10;
 
 /// Like [`count_records`], but a file of [`SAMPLE_MIN_BYTES`] or more is not
-/// read through: [`SAMPLES`] windows of 64 KiB spread evenly over it are
+/// read through: [`SAMPLES`] spans of 64 KiB spread evenly over it are
 /// counted (16 MiB, 2 % of an 800 MB file) and its records estimated as their
 /// density times its size, at least one per 4 KiB. The estimate may be off
 /// either way for a file whose line lengths change at a scale finer than the
-/// spacing of the windows: callers must stay correct whatever it says.
+/// spacing of the spans: callers must stay correct whatever it says.
 ///
 /// # Errors
 /// As [`count_records`].
@@ -96,15 +96,15 @@ fn estimate_past(
     })
 }
 
-/// The records of a file of `len` bytes estimated from [`SAMPLES`] windows
+/// The records of a file of `len` bytes estimated from [`SAMPLES`] spans
 /// (see [`estimate_records`]).
 fn sample_file(file: &File, term: u8, len: u64) -> io::Result<u64> {
-    let window = (SAMPLE_WINDOW as u64).min(len);
-    let mut buf = vec![0u8; window as usize];
+    let span = (SAMPLE_SPAN as u64).min(len);
+    let mut buf = vec![0u8; span as usize];
     let (mut bytes, mut terms) = (0u64, 0u64);
     for i in 0..SAMPLES {
         stop_if_signalled()?;
-        let at = (len - window) * i / (SAMPLES - 1);
+        let at = (len - span) * i / (SAMPLES - 1);
         let n = read_at_most(file, &mut buf, at)?;
         bytes += n as u64;
         terms += memchr::memchr_iter(term, &buf[..n]).count() as u64;
@@ -119,18 +119,18 @@ fn sample_file(file: &File, term: u8, len: u64) -> io::Result<u64> {
     Ok(((density * len as f64).ceil() as u64).max(len / 4096) + 1)
 }
 
-/// Files at least this large are counted in parallel windows; smaller ones,
+/// Files at least this large are counted in parallel spans; smaller ones,
 /// and pseudo-files whose size means nothing (`/proc` says 0), are read to
 /// their end.
 const PARALLEL_COUNT_BYTES: u64 = 64 << 20;
 /// Bytes of a file counted as one piece of work.
-const COUNT_WINDOW: u64 = 16 << 20;
-/// Threads counting one file at most: with [`COUNT_WINDOW`], at most 64 MiB of
+const COUNT_SPAN: u64 = 16 << 20;
+/// Threads counting one file at most: with [`COUNT_SPAN`], at most 64 MiB of
 /// it is mapped (or buffered) at once, whatever `-j` says.
 const MAX_COUNT_THREADS: usize = 4;
 
 /// [`count_records`] of one open file. A large file's reported size is split
-/// into windows shared out to up to [`MAX_COUNT_THREADS`] threads (window `i`
+/// into spans shared out to up to [`MAX_COUNT_THREADS`] threads (span `i`
 /// to thread `i % threads`), each mapped (no copy, unmapped after) or, when it
 /// cannot be mapped or `map` is false, read with positioned reads; then, and
 /// for any other file, whatever lies past the size is read to the end.
@@ -140,7 +140,7 @@ fn count_file(file: &File, term: u8, threads: usize, map: bool) -> io::Result<u6
     let mut total = 0;
     let mut pos = 0;
     if len >= PARALLEL_COUNT_BYTES {
-        total = count_windows(file, term, threads.min(MAX_COUNT_THREADS), map, len)?;
+        total = count_spans(file, term, threads.min(MAX_COUNT_THREADS), map, len)?;
         pos = len;
     }
     let mut buf = vec![0u8; 1 << 20];
@@ -190,17 +190,17 @@ fn stop_if_signalled() -> io::Result<()> {
 }
 
 /// The records in the first `len` bytes of `file` (as far as it still goes),
-/// counted in [`COUNT_WINDOW`]s by `threads` threads.
-fn count_windows(file: &File, term: u8, threads: usize, map: bool, len: u64) -> io::Result<u64> {
-    let windows = len.div_ceil(COUNT_WINDOW);
-    let threads = (threads as u64).clamp(1, windows.max(1));
+/// counted in [`COUNT_SPAN`]s by `threads` threads.
+fn count_spans(file: &File, term: u8, threads: usize, map: bool, len: u64) -> io::Result<u64> {
+    let spans = len.div_ceil(COUNT_SPAN);
+    let threads = (threads as u64).clamp(1, spans.max(1));
     let share = |t: u64| -> io::Result<u64> {
         let mut buf = Vec::new();
         let mut n = 0u64;
-        for i in (t..windows).step_by(threads as usize) {
+        for i in (t..spans).step_by(threads as usize) {
             stop_if_signalled()?;
-            let start = i * COUNT_WINDOW;
-            let want = COUNT_WINDOW.min(len - start) as usize;
+            let start = i * COUNT_SPAN;
+            let want = COUNT_SPAN.min(len - start) as usize;
             if map && let Ok(m) = map_input(file, start, want) {
                 n += memchr::memchr_iter(term, &m).count() as u64;
                 continue;
@@ -233,7 +233,7 @@ mod tests {
 
     /// The mapped count, the striped-read count and a plain count agree, for
     /// any number of threads, with and without a last terminator, across the
-    /// window boundaries.
+    /// span boundaries.
     #[test]
     fn counts_agree_with_and_without_a_map() {
         let dir = tempfile::tempdir().unwrap();
@@ -302,7 +302,7 @@ mod tests {
         }
     }
 
-    /// A file large enough for the windows, then the same file with an
+    /// A file large enough for the spans, then the same file with an
     /// unterminated last line appended.
     #[test]
     fn large_files_count_an_unterminated_last_line() {

@@ -2,13 +2,13 @@
 //! record boundary, so records are split in place (`crate::scan`) and never
 //! copied or allocated one by one.
 //!
-//! A regular file is mapped one window (about a chunk) at a time when the
+//! A regular file is mapped one span (about a chunk) at a time when the
 //! reader is told to ([`Reader::map_files`]): the records are read where they
 //! lie in the page cache, without the kernel's copy into a buffer, and each
-//! window is unmapped once its chunk is written, so peak memory stays a few
+//! span is unmapped once its chunk is written, so peak memory stays a few
 //! chunks whatever the input size; so is a regular file redirected to standard
 //! input. Everything else (pipes, terminals, pseudo-files that report no size,
-//! a record longer than a window, a last record without terminator, what is
+//! a record longer than a span, a last record without terminator, what is
 //! appended to a file past the size it had) is read with large `read` calls
 //! into reusable buffers.
 
@@ -21,7 +21,7 @@ mod count;
 mod reader;
 
 pub(crate) use count::{count_records, estimate_records};
-pub(crate) use reader::{Filled, Reader, Window};
+pub(crate) use reader::{Filled, MappedSpan, Reader};
 
 use anyhow::{Context, Result, bail};
 use memmap2::{Mmap, MmapOptions};
@@ -29,19 +29,19 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 /// Maps `len` bytes of an input file from `offset` (any: memmap2 aligns the
-/// mapping itself) read-only, for the counting pass and the reader's windows.
+/// mapping itself) read-only, for the counting pass and the reader's spans.
 ///
 /// # Errors
 /// When the range cannot be mapped (empty, a file system without mmap).
 pub(crate) fn map_input(file: &File, offset: u64, len: usize) -> std::io::Result<Mmap> {
     // SAFETY: the mapping is only read as plain bytes (`&[u8]`) and dropped at
-    // the end of its window. Another process appending to the file changes
+    // the end of its span. Another process appending to the file changes
     // nothing we read; one truncating it during the pass would raise SIGBUS and
     // end the process (as with `rg`'s maps; see the README's limits), and so
     // would a read error on its device. Bytes changing under us are never
     // unsafe, only wrong: a count for a filter of another size, or (in the
     // main pass) a record printed as it now is rather than as it was judged;
-    // every slice is bounds-checked against the window.
+    // every slice is bounds-checked against the span.
     unsafe { MmapOptions::new().offset(offset).len(len).map(file) }
 }
 

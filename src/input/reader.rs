@@ -26,12 +26,12 @@ pub struct Reader {
     long: Option<(usize, u64)>,
     /// The hash of the long record just streamed.
     prehashed: Option<Hash128>,
-    /// Map regular files a window at a time ([`Reader::map_files`]).
+    /// Map regular files a span at a time ([`Reader::map_files`]).
     map: bool,
     /// The open source's file, when it is a regular file that may be mapped.
     mappable: Option<File>,
-    /// The window the records returned by the last [`Reader::fill`] lie in.
-    mapped: Option<Window>,
+    /// The span the records returned by the last [`Reader::fill`] lie in.
+    mapped: Option<MappedSpan>,
 }
 
 /// Standard input as a file of its own (a duplicate descriptor, sharing the
@@ -75,10 +75,10 @@ fn has_size(f: &File) -> bool {
     f.metadata().is_ok_and(|m| m.len() > 0)
 }
 
-/// What [`Reader::map_window`] did.
+/// What [`Reader::map_span`] did.
 enum MapStep {
     /// Records were mapped.
-    Mapped(Window),
+    Mapped(MappedSpan),
     /// The open file has ended.
     Ended,
     /// Read on instead.
@@ -87,12 +87,12 @@ enum MapStep {
 
 /// Whole records of a file, mapped where they lie.
 #[derive(Debug)]
-pub struct Window {
+pub struct MappedSpan {
     map: Mmap,
     len: usize,
 }
 
-impl Window {
+impl MappedSpan {
     /// The records, each ending with the terminator.
     pub fn bytes(&self) -> &[u8] {
         &self.map[..self.len]
@@ -107,7 +107,7 @@ pub enum Filled {
     /// reader downstream now).
     Buffered { len: usize, drained: bool },
     /// Whole records of a file, mapped where they lie (the buffer untouched).
-    Mapped(Window),
+    Mapped(MappedSpan),
     /// One record longer than the streaming limit, hashed as it went by: the
     /// buffer holds just its terminator.
     Streamed(Hash128),
@@ -138,8 +138,8 @@ impl Reader {
     }
 
     /// From now on, records of regular files are mapped rather than read, a
-    /// window of about the chunk size at a time: [`Reader::fill`] then returns
-    /// [`Filled::Mapped`] windows instead of
+    /// span of about the chunk size at a time: [`Reader::fill`] then returns
+    /// [`Filled::Mapped`] spans instead of
     /// records in the buffer. Another program truncating the file meanwhile
     /// raises SIGBUS (see `crate::signals::explain_sigbus`).
     pub fn map_files(&mut self) {
@@ -154,7 +154,7 @@ impl Reader {
 
     /// Maps the whole records of the open source, when it can be mapped, from
     /// where reading stands, up to about `target` bytes.
-    fn map_window(&mut self, target: usize) -> MapStep {
+    fn map_span(&mut self, target: usize) -> MapStep {
         let Some(file) = self.mappable.as_mut() else {
             return MapStep::Read;
         };
@@ -188,7 +188,7 @@ impl Reader {
             self.mappable = None;
             return MapStep::Read;
         };
-        // No terminator in the window: a record longer than it, or a last one
+        // No terminator in the span: a record longer than it, or a last one
         // without terminator. Reading handles both.
         let Some(last) = memchr::memrchr(self.term, &map) else {
             return MapStep::Read;
@@ -199,7 +199,7 @@ impl Reader {
             return MapStep::Read;
         }
         self.carry.clear();
-        MapStep::Mapped(Window { map, len })
+        MapStep::Mapped(MappedSpan { map, len })
     }
 
     /// From now on, a record longer than `bytes` is not held in memory: it is
@@ -304,9 +304,9 @@ impl Reader {
     /// has that many (more when one record is longer: the buffer grows), every
     /// record ending with the terminator (one is added to a source's last record
     /// when it lacks it): [`Filled::Buffered`], `None` at the end. When mapping
-    /// ([`Reader::map_files`]), the records may instead be a mapped window of
+    /// ([`Reader::map_files`]), the records may instead be a mapped span of
     /// one file ([`Filled::Mapped`]), `buf` untouched: up to `target` bytes,
-    /// ending at the window's last terminator. A long record streamed past
+    /// ending at the span's last terminator. A long record streamed past
     /// ([`Reader::stream_long_records`]) is [`Filled::Streamed`].
     ///
     /// An error (say, the next file is missing) is reported only after the
@@ -340,7 +340,7 @@ impl Reader {
             if self.current.is_none() && self.carry.is_empty() && !self.open_next()? {
                 return Ok(None);
             }
-            match self.map_window(target) {
+            match self.map_span(target) {
                 MapStep::Mapped(w) => {
                     let len = w.len;
                     self.mapped = Some(w);
@@ -447,13 +447,13 @@ mod tests {
     use super::*;
     use std::io::Write;
 
-    /// One fill, as its length and pause, its window when mapped, and its
+    /// One fill, as its length and pause, its span when mapped, and its
     /// hash when streamed.
     fn fill(
         r: &mut Reader,
         buf: &mut Vec<u8>,
         target: usize,
-    ) -> (Option<(usize, bool)>, Option<Window>, Option<Hash128>) {
+    ) -> (Option<(usize, bool)>, Option<MappedSpan>, Option<Hash128>) {
         match r.fill(buf, target).unwrap() {
             None => (None, None, None),
             Some(Filled::Buffered { len, drained }) => (Some((len, drained)), None, None),
@@ -479,7 +479,7 @@ mod tests {
     }
 
     /// Every record `r` returns for chunks of `target` bytes, and for each fill
-    /// whether its records came in a mapped window.
+    /// whether its records came in a mapped span.
     fn fills(mut r: Reader, term: u8, target: usize) -> (Vec<Vec<u8>>, Vec<bool>) {
         let mut buf = Vec::new();
         let (mut out, mut kinds) = (vec![], vec![]);
@@ -500,8 +500,8 @@ mod tests {
         (out, kinds)
     }
 
-    /// A mapping reader maps the windows it can, reads a record longer than a
-    /// window and a last record without terminator, and maps again after the
+    /// A mapping reader maps the spans it can, reads a record longer than a
+    /// span and a last record without terminator, and maps again after the
     /// long record.
     #[test]
     fn mapping_falls_back_to_reading_and_resumes() {
@@ -527,7 +527,7 @@ mod tests {
         let (got, kinds) = fills(r, b'\n', 256);
         assert_eq!(got, want);
         let first_read = kinds.iter().position(|m| !m).unwrap();
-        assert!(first_read > 0, "the first windows are mapped: {kinds:?}");
+        assert!(first_read > 0, "the first spans are mapped: {kinds:?}");
         assert!(
             kinds[first_read..].contains(&true),
             "mapping resumes after the long record: {kinds:?}"
@@ -535,10 +535,10 @@ mod tests {
         assert_eq!(kinds.last(), Some(&false), "the unterminated tail is read");
     }
 
-    /// What is appended to a file after its windows were mapped is read; a file
-    /// cut short between windows ends there.
+    /// What is appended to a file after its spans were mapped is read; a file
+    /// cut short between spans ends there.
     #[test]
-    fn mapped_files_that_grow_or_shrink_between_windows() {
+    fn mapped_files_that_grow_or_shrink_between_spans() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("in");
         std::fs::write(&path, b"a\nb\n").unwrap();
@@ -571,7 +571,7 @@ mod tests {
         let (got, w, _) = fill(&mut r, &mut buf, 100);
         assert_eq!(got, Some((100, false)));
         assert_eq!(w.unwrap().bytes(), &lines[..100]);
-        // The window is unmapped (dropped) before the cut: the reader finds
+        // The span is unmapped (dropped) before the cut: the reader finds
         // the file shorter than where it stands and sees its end.
         std::fs::File::options()
             .write(true)

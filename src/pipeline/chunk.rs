@@ -6,7 +6,7 @@
 
 use super::MIN_PIECE_BYTES;
 use crate::hash::{Hash128, hash};
-use crate::input::{Filled, Window};
+use crate::input::{Filled, MappedSpan};
 use crate::keys::{KeySpec, Keyer};
 use anyhow::Result;
 use rayon::prelude::*;
@@ -92,7 +92,7 @@ impl Piece {
 pub struct Chunk {
     pub(super) data: Vec<u8>,
     /// The records, when they were mapped instead of read into `data`.
-    pub(super) mapped: Option<Window>,
+    pub(super) mapped: Option<MappedSpan>,
     pub(super) len: usize,
     pub(super) pieces: Vec<Piece>,
     pub(super) used: usize,
@@ -105,7 +105,7 @@ pub struct Chunk {
 }
 
 impl Chunk {
-    /// Takes what the reader filled: records in the buffer, a mapped window,
+    /// Takes what the reader filled: records in the buffer, a mapped span,
     /// or one long record hashed as it streamed past (the buffer then holds
     /// just its terminator).
     pub(super) fn load(&mut self, filled: Filled) {
@@ -324,8 +324,8 @@ fn mask_of(verdicts: &[bool], want: bool) -> u64 {
         .fold(0, |m, (i, &v)| m | (u64::from(v == want) << i))
 }
 
-/// A chunk's records: its mapped window, else the first `len` bytes of its buffer.
-fn records<'a>(mapped: Option<&'a Window>, data: &'a [u8], len: usize) -> &'a [u8] {
+/// A chunk's records: its mapped span, else the first `len` bytes of its buffer.
+fn records<'a>(mapped: Option<&'a MappedSpan>, data: &'a [u8], len: usize) -> &'a [u8] {
     match mapped {
         Some(w) => w.bytes(),
         None => &data[..len],

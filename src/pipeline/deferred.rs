@@ -1,18 +1,18 @@
 //! The commit protocol of [`Mode::Deferred`](super::Mode::Deferred) (`dedup -f`):
 //! judge a chunk against the store and the keys judged new but not yet
 //! recorded, let the writer hand it to the kernel, then record its new keys,
-//! window by window. A line is never recorded before it is printed.
+//! span by span. A line is never recorded before it is printed.
 //!
-//! A store that stages ([`Store::stages`]) judges a window's keys by a
+//! A store that stages ([`Commits::stages`](super::Commits::stages)) judges a span's keys by a
 //! test-and-set in its own memory instead, and records them all at the
-//! window's end, once every chunk judged in it was written; when one was not
-//! (the sink stopped or failed), the window is unstaged, and the keys
-//! written are recorded if the sink may stop inside a window
+//! span's end, once every chunk judged in it was written; when one was not
+//! (the sink stopped or failed), the span is unstaged, and the keys
+//! written are recorded if the sink may stop inside a span
 //! ([`Commit::stops`]: `dedup -m`); otherwise none is (the sink failed: its
-//! lines come again in the next run, as after a kill), and the window keeps
+//! lines come again in the next run, as after a kill), and the span keeps
 //! no keys.
 
-use super::{Chunk, Commit, LastWindow, STRETCH, Store};
+use super::{Ack, Chunk, Commit, LastSpan, STRETCH, Store};
 use crate::hash::Hash128;
 use anyhow::{Context, Result};
 use std::collections::HashMap;
@@ -54,16 +54,16 @@ type Pending = HashMap<(u64, u64), u64, BuildHasherDefault<KeyHasher>>;
 /// Pending entries at which stale ones are first pruned.
 const PRUNE_AT: usize = 1 << 17;
 
-/// Keys judged new a window may hold before it ends, whatever `--commit-every`
-/// says: when the output is a file, every new key of a window waits in memory
-/// until the window's commit (24 bytes in the pending map, at most 2 buckets
-/// per entry, plus 16 in `acked`), so this keeps the window's memory under
+/// Keys judged new a span may hold before it ends, whatever `--commit-every`
+/// says: when the output is a file, every new key of a span waits in memory
+/// until the span's commit (24 bytes in the pending map, at most 2 buckets
+/// per entry, plus 16 in `acked`), so this keeps the span's memory under
 /// about 40 MiB (plus one chunk's keys) instead of growing with the input.
 pub const MAX_PENDING_KEYS: usize = 1 << 19;
 
-/// Keys written a staged window whose sink may stop inside it
+/// Keys written a staged span whose sink may stop inside it
 /// ([`Commit::stops`]) may keep before it ends: they are kept (16 bytes
-/// each) only in case the window must be unstaged, so 16 MiB.
+/// each) only in case the span must be unstaged, so 16 MiB.
 const MAX_STAGED_KEYS: usize = 1 << 20;
 
 fn pending_key(h: Hash128) -> (u64, u64) {
@@ -83,33 +83,33 @@ pub(super) struct Deferred {
     written: u64,
     /// Chunks whose new keys are all recorded (a prefix of the written ones).
     recorded: u64,
-    /// Judged new and written out, in input order: recorded at the window's
+    /// Judged new and written out, in input order: recorded at the span's
     /// end (when staging: kept only if the sink may stop, and recorded only
-    /// if the window is unstaged).
+    /// if the span is unstaged).
     acked: Vec<Hash128>,
-    /// A key judged new was written in this window (as the writer's
-    /// acknowledgements tell; a staged window's keys do not come back
-    /// unless kept, see `window_new`): the outputs are synced before it is
+    /// A key judged new was written in this span (as the writer's
+    /// acknowledgements tell; a staged span's keys do not come back
+    /// unless kept, see `span_new`): the outputs are synced before it is
     /// recorded.
     unsynced: bool,
-    /// This window's keys are staged in the store ([`Store::stages`]).
+    /// This span's keys are staged in the store ([`Commits::stages`](super::Commits::stages)).
     staging: bool,
-    /// A chunk of this window was written only in part (the sink stopped).
+    /// A chunk of this span was written only in part (the sink stopped).
     partial: bool,
-    /// Keys judged new in this window.
-    window_new: u64,
-    /// What the window before did (`None` before the first).
-    last_window: Option<LastWindow>,
+    /// Keys judged new in this span.
+    span_new: u64,
+    /// What the span before did (`None` before the first).
+    last_span: Option<LastSpan>,
     /// How long the last commit took.
     last_commit: Duration,
-    /// Windows ended, and those staged.
-    pub(super) windows: u64,
-    pub(super) staged_windows: u64,
-    pub(super) window_open: bool,
-    pub(super) window_lines: u64,
-    /// How long this window has waited for input.
-    pub(super) window_waited: Duration,
-    window_start: Instant,
+    /// Spans ended, and those staged.
+    pub(super) spans: u64,
+    pub(super) staged_spans: u64,
+    pub(super) span_open: bool,
+    pub(super) span_lines: u64,
+    /// How long this span has waited for input.
+    pub(super) span_waited: Duration,
+    span_start: Instant,
 }
 
 impl Deferred {
@@ -125,15 +125,15 @@ impl Deferred {
             unsynced: false,
             staging: false,
             partial: false,
-            window_new: 0,
-            last_window: None,
+            span_new: 0,
+            last_span: None,
             last_commit: Duration::ZERO,
-            windows: 0,
-            staged_windows: 0,
-            window_open: false,
-            window_lines: 0,
-            window_waited: Duration::ZERO,
-            window_start: Instant::now(),
+            spans: 0,
+            staged_spans: 0,
+            span_open: false,
+            span_lines: 0,
+            span_waited: Duration::ZERO,
+            span_start: Instant::now(),
         }
     }
 
@@ -184,13 +184,13 @@ impl Deferred {
                 }
             }
         }
-        self.window_new += new;
+        self.span_new += new;
         Ok(new)
     }
 
-    /// [`Deferred::judge`] in a staged window: the store's test-and-set.
+    /// [`Deferred::judge`] in a staged span: the store's test-and-set.
     /// The chunk's new keys come back from the writer only if the sink may
-    /// stop ([`Commit::stops`]): no other window records them itself.
+    /// stop ([`Commit::stops`]): no other span records them itself.
     fn stage<B: Store>(&mut self, filter: &mut B, chunk: &mut Chunk) -> Result<u64> {
         let keep = self.commit.stops;
         if keep {
@@ -198,11 +198,14 @@ impl Deferred {
             crate::memory::reserve(&mut chunk.new_keys, records, "a chunk's new keys")?;
         }
         // Counted first: a chunk that fails half staged is not written, so
-        // the window is unstaged.
+        // the span is unstaged.
         self.judged += 1;
+        let Some(store) = filter.commits() else {
+            anyhow::bail!("this store cannot stage keys");
+        };
         let mut new = 0;
         for p in &mut chunk.pieces[..chunk.used] {
-            new += filter.stage_batch(&p.hashes, &mut p.verdicts)?;
+            new += store.stage_batch(&p.hashes, &mut p.verdicts)?;
             if keep {
                 let keys = p.hashes.iter().zip(&p.verdicts);
                 chunk
@@ -210,36 +213,42 @@ impl Deferred {
                     .extend(keys.filter(|(_, seen)| !**seen).map(|(h, _)| *h));
             }
         }
-        self.window_new += new;
+        self.span_new += new;
         Ok(new)
     }
 
-    /// Opens a window if none is open: the filter's lock, then a fresh count,
-    /// and whether the store stages this window's keys.
+    /// Opens a span if none is open: the filter's lock, then a fresh count,
+    /// and whether the store stages this span's keys.
     pub(super) fn begin<B: Store>(&mut self, filter: &mut B) -> Result<()> {
-        if !self.window_open {
-            filter.begin_window()?;
-            self.window_open = true;
-            self.window_lines = 0;
-            self.window_waited = Duration::ZERO;
-            self.staging = filter.stages(self.last_window)?;
-            if self.last_window.is_none() {
-                // No commit timed yet: the store's foresight stands in.
-                self.last_commit = filter.foreseen_commit();
+        if !self.span_open {
+            let mut store = filter.commits();
+            if let Some(c) = &mut store {
+                c.begin_span()?;
             }
-            // After the store changed how it holds its bits: the window's
+            self.span_open = true;
+            self.span_lines = 0;
+            self.span_waited = Duration::ZERO;
+            self.staging = match &mut store {
+                Some(c) => c.stages(self.last_span)?,
+                None => false,
+            };
+            if self.last_span.is_none() {
+                // No commit timed yet: the store's foresight stands in.
+                self.last_commit = store.map_or(Duration::ZERO, |c| c.foreseen_commit());
+            }
+            // After the store changed how it holds its bits: the span's
             // bounds and rate count judging time only.
-            self.window_start = Instant::now();
+            self.span_start = Instant::now();
         }
         Ok(())
     }
 
-    /// Whether the window has run its course after a chunk, or while the
+    /// Whether the span has run its course after a chunk, or while the
     /// input pauses (`pause`). Memory bounds end it at once; a pause and
     /// `--commit-every`'s default bounds only once it has lasted [`STRETCH`]
     /// times the last commit (the inserter asks again while the pause lasts).
     pub(super) fn due(&self, pause: bool) -> bool {
-        if !self.window_open {
+        if !self.span_open {
             return false;
         }
         if self.pending.len() >= MAX_PENDING_KEYS
@@ -247,9 +256,9 @@ impl Deferred {
         {
             return true;
         }
-        let elapsed = self.window_start.elapsed();
+        let elapsed = self.span_start.elapsed();
         let stretched = !self.commit.stretch || elapsed >= STRETCH * self.last_commit;
-        let bound = self.window_lines >= self.commit.lines || elapsed >= self.commit.every;
+        let bound = self.span_lines >= self.commit.lines || elapsed >= self.commit.every;
         (pause || bound) && stretched
     }
 
@@ -259,7 +268,7 @@ impl Deferred {
     pub(super) fn drain<B: Store>(
         &mut self,
         filter: &mut B,
-        acks: &Receiver<super::stages::Ack>,
+        acks: &Receiver<Ack>,
         wait: bool,
     ) -> Result<bool> {
         loop {
@@ -284,7 +293,7 @@ impl Deferred {
     fn written<B: Store>(&mut self, filter: &mut B, keys: Vec<Hash128>) -> Result<()> {
         self.unsynced |= !keys.is_empty();
         if self.staging && !self.commit.stops {
-            // Recorded whole at the window's end, or not at all.
+            // Recorded whole at the span's end, or not at all.
             self.written += 1;
             return Ok(());
         }
@@ -319,13 +328,13 @@ impl Deferred {
     }
 
     /// Records what has been written (after syncing the output when asked)
-    /// and ends the window. A staged window is recorded whole by the store
+    /// and ends the span. A staged span is recorded whole by the store
     /// when every chunk judged in it was written whole; otherwise it is
     /// unstaged and the keys written are recorded (those it kept: none
     /// unless the sink may stop).
     pub(super) fn commit<B: Store>(&mut self, filter: &mut B) -> Result<()> {
         let start = Instant::now();
-        if self.unsynced || (self.staging && self.window_new > 0) {
+        if self.unsynced || (self.staging && self.span_new > 0) {
             for (file, name) in &self.commit.sync {
                 rustix::fs::fdatasync(file)
                     .map_err(std::io::Error::from)
@@ -333,7 +342,9 @@ impl Deferred {
             }
         }
         if self.staging && (self.written < self.judged || self.partial) {
-            filter.unstage()?;
+            if let Some(c) = filter.commits() {
+                c.unstage()?;
+            }
             filter.record_batch(&self.acked)?;
         } else if !self.staging && !self.acked.is_empty() {
             filter.record_batch(&self.acked)?;
@@ -342,19 +353,19 @@ impl Deferred {
         self.unsynced = false;
         self.recorded = self.written;
         self.tidy();
-        self.windows += 1;
-        self.staged_windows += u64::from(self.staging);
-        self.window_open = false;
+        self.spans += 1;
+        self.staged_spans += u64::from(self.staging);
+        self.span_open = false;
         self.staging = false;
         self.partial = false;
-        self.last_window = Some(LastWindow {
-            new_keys: std::mem::take(&mut self.window_new),
-            lines: self.window_lines,
-            secs: (start - self.window_start).as_secs_f64(),
-            waited: self.window_waited.as_secs_f64(),
+        self.last_span = Some(LastSpan {
+            new_keys: std::mem::take(&mut self.span_new),
+            lines: self.span_lines,
+            secs: (start - self.span_start).as_secs_f64(),
+            waited: self.span_waited.as_secs_f64(),
             stretches: self.commit.stretch,
         });
-        let ended = filter.end_window();
+        let ended = filter.commits().map_or(Ok(()), |c| c.end_span());
         self.last_commit = start.elapsed();
         ended
     }
@@ -362,8 +373,8 @@ impl Deferred {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Chunk;
     use super::super::chunk::Piece;
+    use super::super::{Chunk, Commits};
     use super::*;
     use crate::file::MemFilter;
     use crate::filter::sizing::plan;
@@ -378,11 +389,11 @@ mod tests {
         c
     }
 
-    /// A window ends at its bounds, or, when windows stretch (the default
+    /// A span ends at its bounds, or, when spans stretch (the default
     /// bounds), only once it has also lasted [`STRETCH`] times the last
     /// commit; a pause and the memory bounds end it at once.
     #[test]
-    fn windows_stretch_with_their_commits_cost() {
+    fn spans_stretch_with_their_commits_cost() {
         let commit = |stretch, stops| Commit {
             lines: 10,
             every: Duration::MAX,
@@ -391,31 +402,31 @@ mod tests {
             sync: Vec::new(),
         };
         let mut d = Deferred::new(commit(true, false));
-        assert!(!d.due(true), "no window open");
-        d.window_open = true;
+        assert!(!d.due(true), "no span open");
+        d.span_open = true;
         assert!(!d.due(false), "no bound reached");
         assert!(d.due(true), "a pause ends it");
-        d.window_lines = 10;
+        d.span_lines = 10;
         assert!(d.due(false), "no commit yet: the bound ends it");
         d.last_commit = Duration::from_secs(3600);
-        assert!(!d.due(false), "a long commit stretches the window");
+        assert!(!d.due(false), "a long commit stretches the span");
         assert!(!d.due(true), "past a pause too");
         d.commit = commit(false, false);
         assert!(d.due(false), "--commit-every: its bounds hold");
         assert!(d.due(true), "and a pause ends it");
-        // Keys kept by a staged window the sink may stop: a memory bound.
+        // Keys kept by a staged span the sink may stop: a memory bound.
         d.commit = commit(true, true);
-        d.window_lines = 0;
+        d.span_lines = 0;
         d.staging = true;
         d.acked = vec![Hash128 { lo: 0, hi: 0 }; MAX_STAGED_KEYS];
         assert!(d.due(false));
     }
 
-    /// The first window of a run, before any commit was timed, stretches
+    /// The first span of a run, before any commit was timed, stretches
     /// with the commit the store foresees; a later one with the last
     /// commit's time, whatever the store foresees then.
     #[test]
-    fn a_first_window_stretches_with_the_foreseen_commit() {
+    fn a_first_span_stretches_with_the_foreseen_commit() {
         struct Foresees(MemFilter, Duration);
         impl Store for Foresees {
             fn seed(&self) -> u64 {
@@ -426,6 +437,17 @@ mod tests {
             }
             fn insert_batch(&mut self, h: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
                 self.0.insert_batch(h, out)
+            }
+            fn commits(&mut self) -> Option<&mut dyn Commits> {
+                Some(self)
+            }
+        }
+        impl Commits for Foresees {
+            fn begin_span(&mut self) -> Result<()> {
+                Ok(())
+            }
+            fn end_span(&mut self) -> Result<()> {
+                Ok(())
             }
             fn foreseen_commit(&self) -> Duration {
                 self.1
@@ -443,9 +465,9 @@ mod tests {
             let mut f = Foresees(mem(), foreseen);
             let mut d = Deferred::new(commit());
             d.begin(&mut f).unwrap();
-            d.window_lines = 10;
-            assert_eq!(d.due(false), due, "first window, {foreseen:?} foreseen");
-            // The commit is timed (a moment): the next window stretches
+            d.span_lines = 10;
+            assert_eq!(d.due(false), due, "first span, {foreseen:?} foreseen");
+            // The commit is timed (a moment): the next span stretches
             // with that, not with what the store foresees.
             d.commit(&mut f).unwrap();
             d.begin(&mut f).unwrap();
@@ -471,7 +493,7 @@ mod tests {
             sync: Vec::new(),
         });
         d.prune_at = 4;
-        d.window_open = true;
+        d.span_open = true;
         let judge = |d: &mut Deferred, f: &mut MemFilter, keys: &[u32]| {
             let mut c = chunk_of(keys);
             let new = d.judge(f, &mut c).unwrap();

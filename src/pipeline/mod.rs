@@ -27,8 +27,9 @@ mod store;
 
 pub use chunk::Chunk;
 pub use deferred::MAX_PENDING_KEYS;
-pub use store::{LastWindow, STRETCH, Store};
+pub use store::{Commits, Journals, LastSpan, STRETCH, Store};
 
+use crate::hash::Hash128;
 use crate::input::Source;
 use crate::keys::KeySpec;
 use anyhow::Result;
@@ -101,11 +102,11 @@ pub struct Counts {
     pub missing_field: u64,
     /// Keys that were not absolute URLs (`--url`): hashed as they were.
     pub not_url: u64,
-    /// Commit windows ended ([`Mode::Deferred`]).
-    pub windows: u64,
-    /// Of those, the windows whose keys the store staged in memory
-    /// ([`Store::stages`]).
-    pub staged_windows: u64,
+    /// Commit spans ended ([`Mode::Deferred`]).
+    pub spans: u64,
+    /// Of those, the spans whose keys the store staged in memory
+    /// ([`Commits::stages`]).
+    pub staged_spans: u64,
 }
 
 /// Whether the filter stage inserts or only looks up.
@@ -125,27 +126,27 @@ pub enum Mode {
 ///
 /// Keys judged new wait in an exact in-memory set (their 128-bit hashes)
 /// until the writer has handed their chunk to the kernel; at the end of each
-/// *commit window* (`lines` records, `every` elapsed, [`MAX_PENDING_KEYS`]
+/// *commit span* (`lines` records, `every` elapsed, [`MAX_PENDING_KEYS`]
 /// keys waiting, a pause in the input, or the end), the pipeline waits for the
 /// writer, syncs the files in `sync` (the outputs that are regular files), then
-/// inserts the waiting keys into the filter and ends the window
-/// ([`Store::end_window`]: counters written, lock released). A window
+/// inserts the waiting keys into the filter and ends the span
+/// ([`Commits::end_span`]: counters written, lock released). A span
 /// holds the filter's lock from its first judgement to its commit, so
-/// processes sharing a file take turns per window.
+/// processes sharing a file take turns per span.
 #[derive(Debug)]
 pub struct Commit {
-    /// Records per window at most.
+    /// Records per span at most.
     pub lines: u64,
-    /// Time per window at most.
+    /// Time per span at most.
     pub every: Duration,
-    /// The bounds are the defaults, not asked for: a window stretches past
+    /// The bounds are the defaults, not asked for: a span stretches past
     /// them until it has lasted [`STRETCH`] times as long as the last commit
     /// took (a commit writes back and sums what changed in the filter,
     /// which grows with it).
     pub stretch: bool,
-    /// The sink may stop inside a window (`dedup -m`): a staged window then
+    /// The sink may stop inside a span (`dedup -m`): a staged span then
     /// keeps every key written, to record exactly those, and ends when they
-    /// reach its bound. Otherwise a long staged window stops keeping them,
+    /// reach its bound. Otherwise a long staged span stops keeping them,
     /// and if it cannot be recorded whole, nothing of it is.
     pub stops: bool,
     /// The outputs that are regular files (standard output, `dedup
@@ -168,6 +169,12 @@ pub enum Taken {
         new: usize,
     },
 }
+
+/// What the writer says of each chunk it has written: the keys judged new
+/// that it wrote (deferred mode), and where the sink stopped, if it did.
+/// Shared by the writer and inserter stages (`stages.rs`) and the commit
+/// protocol (`deferred.rs`).
+type Ack = (Vec<Hash128>, Option<usize>);
 
 /// How often the inserter looks for a signal while waiting for input.
 const SIGNAL_POLL: Duration = Duration::from_millis(50);

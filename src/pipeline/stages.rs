@@ -3,8 +3,7 @@
 //! the writer (a scoped thread that hands each chunk to the sink).
 
 use super::deferred::Deferred;
-use super::{Chunk, Counts, MIN_PIECE_BYTES, Mode, Options, SIGNAL_POLL, Store, Taken};
-use crate::hash::Hash128;
+use super::{Ack, Chunk, Counts, MIN_PIECE_BYTES, Mode, Options, SIGNAL_POLL, Store, Taken};
 use crate::input::{Reader, Source};
 use anyhow::{Context, Result, anyhow};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -167,7 +166,7 @@ impl<'scope> WriterStage<'scope> {
                         if taken != Taken::All {
                             return Ok(());
                         }
-                        // Unmap a window now: only a few stay mapped at a time.
+                        // Unmap a mapped span now: only a few stay mapped at a time.
                         chunk.mapped = None;
                         let _ = recycle.send(chunk);
                     }
@@ -198,13 +197,9 @@ impl<'scope> WriterStage<'scope> {
     }
 }
 
-/// What the writer says of each chunk it has written: the keys judged new
-/// that it wrote (deferred mode), and where the sink stopped, if it did.
-pub(super) type Ack = (Vec<Hash128>, Option<usize>);
-
 /// How long a drained pipe must stay empty before the input counts as
-/// paused and a commit window ends there: a producer about as fast as `seen`
-/// drains its pipe many times a second without pausing, and a window per
+/// paused and a commit span ends there: a producer about as fast as `seen`
+/// drains its pipe many times a second without pausing, and a span per
 /// drain would cost a commit each (checksums over the layers' changed
 /// segments), hundreds a second.
 const PAUSE: Duration = Duration::from_millis(20);
@@ -234,7 +229,7 @@ pub(super) struct Inserter<'f, B> {
     lookup: bool,
     deferred: Option<(Deferred, Receiver<Ack>)>,
     /// A journalling store in [`Mode::Insert`]: where the writer says which
-    /// chunks it has written ([`Store::written`]).
+    /// chunks it has written ([`Journals::written`](super::Journals::written)).
     journal: Option<Receiver<Ack>>,
     /// What it did.
     pub(super) counts: Counts,
@@ -250,7 +245,7 @@ impl<'f, B: Store> Inserter<'f, B> {
                 let (ack, acks) = channel();
                 (Some((Deferred::new(commit), acks)), None, Some(ack))
             }
-            Mode::Insert if filter.journals() => {
+            Mode::Insert if filter.journals().is_some() => {
                 let (ack, acks) = channel();
                 (None, Some(acks), Some(ack))
             }
@@ -277,7 +272,7 @@ impl<'f, B: Store> Inserter<'f, B> {
         // The last chunk ended where a pipe was drained: the input may be
         // pausing.
         let mut drained = false;
-        // The input has paused and a window is open: it ends once it has
+        // The input has paused and a span is open: it ends once it has
         // lasted long enough (deferred mode), asked again at each poll.
         let mut idle = false;
         loop {
@@ -294,22 +289,22 @@ impl<'f, B: Store> Inserter<'f, B> {
                 reader.next()
             };
             if let Some((d, _)) = &mut self.deferred
-                && d.window_open
+                && d.span_open
             {
-                d.window_waited += waiting.elapsed();
+                d.span_waited += waiting.elapsed();
             }
             let mut chunk = match next {
                 Next::Chunk(Ok(chunk)) => chunk,
                 Next::Chunk(Err(e)) => return Stop::InputFailed(e),
                 Next::Wait if drained || idle => {
                     // Nothing for PAUSE after a drained pipe: the input has
-                    // paused, and the window ends (a waiting stream holds
+                    // paused, and the span ends (a waiting stream holds
                     // no lock), as soon as it has lasted long enough.
                     drained = false;
                     if let Some(stop) = self.commit_or_stop(true) {
                         return stop;
                     }
-                    idle = self.deferred.as_ref().is_some_and(|(d, _)| d.window_open);
+                    idle = self.deferred.as_ref().is_some_and(|(d, _)| d.span_open);
                     continue;
                 }
                 Next::Wait => continue,
@@ -357,15 +352,17 @@ impl<'f, B: Store> Inserter<'f, B> {
                 let n = chunk.records();
                 let new = d.judge(filter, chunk)?;
                 counts.read += n;
-                d.window_lines += n;
+                d.span_lines += n;
                 counts.new += new;
             }
             (None, false) => {
-                if let Some(acks) = &self.journal {
+                if let Some(acks) = &self.journal
+                    && let Some(j) = filter.journals()
+                {
                     for (_, stopped_at) in acks.try_iter() {
-                        filter.written(stopped_at)?;
+                        j.written(stopped_at)?;
                     }
-                    filter.judging(chunk)?;
+                    j.judging(chunk)?;
                 }
                 for p in &mut chunk.pieces[..chunk.used] {
                     counts.read += p.hashes.len() as u64;
@@ -382,8 +379,8 @@ impl<'f, B: Store> Inserter<'f, B> {
         Ok(())
     }
 
-    /// In deferred mode, when the window has run its course (`pause`: the
-    /// input paused), waits for the writer to finish the window's chunks and
+    /// In deferred mode, when the span has run its course (`pause`: the
+    /// input paused), waits for the writer to finish the span's chunks and
     /// commits them. Returns `false` when the writer stopped.
     ///
     /// # Errors
@@ -403,28 +400,30 @@ impl<'f, B: Store> Inserter<'f, B> {
     }
 
     /// After the writer has ended: records everything it acknowledged and
-    /// closes the open window (deferred mode).
+    /// closes the open span (deferred mode).
     ///
     /// # Errors
     /// The first error of the two (the commit is tried after a failed drain).
     pub(super) fn finish(&mut self) -> Result<()> {
-        if let Some(acks) = &self.journal {
+        if let Some(acks) = &self.journal
+            && let Some(j) = self.filter.journals()
+        {
             // The writer has ended: every acknowledgement is in.
             for (_, stopped_at) in acks.try_iter() {
-                self.filter.written(stopped_at)?;
+                j.written(stopped_at)?;
             }
         }
         let Some((d, acks)) = &mut self.deferred else {
             return Ok(());
         };
         let drained = d.drain(self.filter, acks, false).map(|_| ());
-        let committed = if d.window_open {
+        let committed = if d.span_open {
             d.commit(self.filter)
         } else {
             Ok(())
         };
-        self.counts.windows = d.windows;
-        self.counts.staged_windows = d.staged_windows;
+        self.counts.spans = d.spans;
+        self.counts.staged_spans = d.staged_spans;
         drained.and(committed)
     }
 }

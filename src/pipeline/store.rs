@@ -1,39 +1,47 @@
 //! The port the pipeline owns: what it needs of whatever holds the bits.
+//!
+//! A small core every store implements ([`Store`]: the seed, a lookup, a
+//! test-and-set, a record), and optional capabilities a store offers by
+//! returning itself from a hook, in the manner of ripgrep's `Sink`:
+//! [`Store::commits`] (the commit protocol of `dedup -f`: spans, staging) and
+//! [`Store::journals`] (a journal of the lines judged new until written).
 
 use super::Chunk;
 use crate::hash::Hash128;
+use std::time::Duration;
 
-/// What the window before did, for [`Store::stages`].
+/// What the commit span before did, for [`Commits::stages`].
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct LastWindow {
+pub struct LastSpan {
     /// Keys it judged new.
     pub new_keys: u64,
     /// Lines (records) it judged.
     pub lines: u64,
     /// Seconds from its start to its commit.
     pub secs: f64,
-    /// Of those, the seconds it waited for input: a window that waited for
+    /// Of those, the seconds it waited for input: a span that waited for
     /// less than half of its time was kept busy by its input, which could
     /// have gone faster.
     pub waited: f64,
-    /// Windows stretch with their commit's cost (no `--commit-every` was
-    /// given): a window lasts at least [`STRETCH`] times as long as the
+    /// Spans stretch with their commit's cost (no `--commit-every` was
+    /// given): a span lasts at least [`STRETCH`] times as long as the
     /// commit before it took.
     pub stretches: bool,
 }
 
-/// How many times the last commit's duration a window lasts at least, when
-/// windows stretch ([`LastWindow::stretches`]): commits then take at most
+/// How many times the last commit's duration a commit span lasts at least,
+/// when spans stretch ([`LastSpan::stretches`]): commits then take at most
 /// about a seventeenth of a run's time, however large the filter they
 /// write back.
 pub const STRETCH: u32 = 16;
 
 /// The port this pipeline owns and consumes (as ripgrep's searcher owns its
 /// `Sink`): what it needs from whatever holds the bits — an anonymous mapping,
-/// a mapped file, later a remote store. Hashes in, verdicts out, in order,
-/// plus the commit protocol of [`Mode::Deferred`] (judge, write, record):
-/// [`Store::begin_window`], [`Store::record_batch`], [`Store::end_window`].
-/// A store implements it; the pipeline knows nothing else of it.
+/// a mapped file, a remote store. Hashes in, verdicts out, in order. The
+/// commit protocol of [`Mode::Deferred`](super::Mode::Deferred) and the
+/// journal are optional capabilities ([`Store::commits`],
+/// [`Store::journals`]). A store implements it; the pipeline knows nothing
+/// else of it. Every call is per batch, never per key.
 pub trait Store {
     /// Seed to hash records with for this filter.
     fn seed(&self) -> u64;
@@ -63,82 +71,69 @@ pub trait Store {
         Ok(hashes.len() as u64)
     }
 
-    /// Starts a commit window (see `pipeline::Mode::Deferred`): a shared,
-    /// persistent filter takes its lock and picks up what other processes
-    /// committed. Nothing for other filters.
+    /// The commit protocol of `dedup -f`, if the store takes part in it (a
+    /// shared, persistent filter: a lock per span, staging). `None`: the
+    /// pipeline runs the protocol without the store's help (spans begin and
+    /// end with nothing to do, and nothing is staged).
+    fn commits(&mut self) -> Option<&mut dyn Commits> {
+        None
+    }
+
+    /// The journal of a store whose test-and-set records at once, on
+    /// another machine, in [`Mode::Insert`](super::Mode::Insert): it then
+    /// hears of every chunk before its judgement ([`Journals::judging`])
+    /// and after its output ([`Journals::written`]). `None`: no journal.
+    fn journals(&mut self) -> Option<&mut dyn Journals> {
+        None
+    }
+}
+
+/// The commit protocol of [`Mode::Deferred`](super::Mode::Deferred) (judge,
+/// write, record), span by span: [`Commits::begin_span`],
+/// [`Store::record_batch`], [`Commits::end_span`]; and, for a store that can
+/// judge a span's keys in its own memory, staging ([`Commits::stages`]).
+pub trait Commits {
+    /// Starts a commit span: a shared, persistent filter takes its lock and
+    /// picks up what other processes committed.
     ///
     /// # Errors
     /// When the lock cannot be taken or the file has become unusable.
-    fn begin_window(&mut self) -> anyhow::Result<()> {
-        Ok(())
-    }
+    fn begin_span(&mut self) -> anyhow::Result<()>;
 
-    /// Whether the store keeps a journal of the lines it judges new in
-    /// [`Mode::Insert`](super::Mode::Insert) until they are written (a store
-    /// whose test-and-set records at once, on another machine): then it
-    /// hears of every chunk before its judgement ([`Store::judging`]) and
-    /// after its output ([`Store::written`]).
-    fn journals(&self) -> bool {
-        false
-    }
-
-    /// A chunk is about to be judged (its records are in `chunk`); a
-    /// journalling store writes them down first.
-    ///
-    /// # Errors
-    /// When the journal cannot be written.
-    fn judging(&mut self, chunk: &Chunk) -> anyhow::Result<()> {
-        let _ = chunk;
-        Ok(())
-    }
-
-    /// The chunk judged earliest that was not reported written yet has been
-    /// written: all its new records, or only the first `new` of them
-    /// (`Some(new)`: the sink stopped there).
-    ///
-    /// # Errors
-    /// When the journal cannot be written.
-    fn written(&mut self, new: Option<usize>) -> anyhow::Result<()> {
-        let _ = new;
-        Ok(())
-    }
-
-    /// Ends a commit window: counters written, lock released; a store that
-    /// staged the window's keys ([`Store::stage_batch`]) records them now.
+    /// Ends a commit span: counters written, lock released; a store that
+    /// staged the span's keys ([`Commits::stage_batch`]) records them now.
     ///
     /// # Errors
     /// When the header cannot be written.
-    fn end_window(&mut self) -> anyhow::Result<()> {
-        Ok(())
-    }
+    fn end_span(&mut self) -> anyhow::Result<()>;
 
-    /// Whether the commit window just begun judges its keys in the store's
-    /// own memory ([`Store::stage_batch`]), recorded all at once by
-    /// [`Store::end_window`], rather than by a lookup, the pipeline's set of
+    /// Whether the commit span just begun judges its keys in the store's
+    /// own memory ([`Commits::stage_batch`]), recorded all at once by
+    /// [`Commits::end_span`], rather than by a lookup, the pipeline's set of
     /// keys judged new, and [`Store::record_batch`] once their chunk is
-    /// written. Asked after every [`Store::begin_window`], when nothing is
-    /// unrecorded, with what the previous window did (`None` for the
+    /// written. Asked after every [`Commits::begin_span`], when nothing is
+    /// unrecorded, with what the previous span did (`None` for the
     /// first): the store may change how it holds its bits then.
     ///
     /// # Errors
     /// When the store cannot change how it holds its bits.
-    fn stages(&mut self, last_window: Option<LastWindow>) -> anyhow::Result<bool> {
-        let _ = last_window;
+    fn stages(&mut self, last_span: Option<LastSpan>) -> anyhow::Result<bool> {
+        let _ = last_span;
         Ok(false)
     }
 
-    /// How long the commit of the window just begun is foreseen to take,
-    /// before any commit was timed: the first window of a run stretches
+    /// How long the commit of the span just begun is foreseen to take,
+    /// before any commit was timed: the first span of a run stretches
     /// with it, as later ones do with the last commit's time
-    /// ([`LastWindow::stretches`]). Zero (no foresight) unless the store
-    /// knows; asked after [`Store::stages`].
-    fn foreseen_commit(&self) -> std::time::Duration {
-        std::time::Duration::ZERO
+    /// ([`LastSpan::stretches`]). Zero (no foresight) unless the store
+    /// knows; asked after [`Commits::stages`].
+    fn foreseen_commit(&self) -> Duration {
+        Duration::ZERO
     }
 
     /// A test-and-set as [`Store::insert_batch`] whose keys are not recorded
-    /// before [`Store::end_window`], and not at all if [`Store::unstage`]
-    /// comes first. Only called in a window for which [`Store::stages`]
+    /// before [`Commits::end_span`], and not at all if [`Commits::unstage`]
+    /// comes first. Only called in a span for which [`Commits::stages`]
     /// said yes.
     ///
     /// # Errors
@@ -148,12 +143,32 @@ pub trait Store {
         anyhow::bail!("this store cannot stage keys")
     }
 
-    /// Drops every key staged in this window (some of their lines were not
-    /// written): the store is as the window found it.
+    /// Drops every key staged in this span (some of their lines were not
+    /// written): the store is as the span found it.
     ///
     /// # Errors
     /// When the store's recorded bits cannot be read back.
     fn unstage(&mut self) -> anyhow::Result<()> {
         Ok(())
     }
+}
+
+/// The journal of a store whose test-and-set records at once, on another
+/// machine (Redis): the lines it judged new are kept until they are written,
+/// so that a killed run loses none.
+pub trait Journals {
+    /// A chunk is about to be judged (its records are in `chunk`); the
+    /// store writes them down first.
+    ///
+    /// # Errors
+    /// When the journal cannot be written.
+    fn judging(&mut self, chunk: &Chunk) -> anyhow::Result<()>;
+
+    /// The chunk judged earliest that was not reported written yet has been
+    /// written: all its new records, or only the first `new` of them
+    /// (`Some(new)`: the sink stopped there).
+    ///
+    /// # Errors
+    /// When the journal cannot be written.
+    fn written(&mut self, new: Option<usize>) -> anyhow::Result<()>;
 }

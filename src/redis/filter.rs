@@ -22,31 +22,19 @@
 //! (bits are never cleared), so a key already in the filter, or repeated in
 //! the input, costs the server nothing. Lookups answer from those copies.
 
-use super::client::{Client, Failure, Link, Raw, Routed, Sent, server_error, slot};
+use super::bitfield::{MAX_OPS, PART_KEYS, Parts, pack_bitfield_set};
+use super::client::{Client, Failure, Link, Routed, server_error, slot};
 use super::journal::Journal;
 use super::location::Location;
+use super::meta::{Meta, encode_meta, read_meta};
+use super::shards::{Layer, pages_per_shard, shard_keys};
 use crate::filter::sizing::{Plan, Spec};
 use crate::filter::{BLOCK_BYTES, BLOCKS_PER_PAGE};
-use crate::format::{HEADER_LEN, Header, LayerEntry};
+use crate::format::Header;
 use crate::hash::Hash128;
-use crate::pipeline::{Chunk, Store};
+use crate::pipeline::{Chunk, Journals, Store};
 use anyhow::{Context, Result, anyhow, bail};
 use redis::Value;
-
-/// Bytes of a page (the unit of a shard).
-const PAGE_BYTES: u64 = BLOCKS_PER_PAGE * BLOCK_BYTES as u64;
-/// Marks the Redis part of the meta value.
-const META_MAGIC: &[u8; 8] = b"SEENRDS1";
-/// Bytes of the meta value.
-const META_LEN: usize = HEADER_LEN + 24;
-/// Most pages in a shard (16 MiB): a shard is moved whole when a Cluster
-/// reshards, and blocks both nodes while it moves.
-const MAX_SHARD_PAGES: u64 = 4096;
-/// Shards a layer is cut into at least, when it has the pages.
-const MIN_SHARDS: u64 = 256;
-/// `BITFIELD` operations per command at most (the server runs one command
-/// at a time: a long one delays every other client).
-const MAX_OPS: usize = 1 << 16;
 
 /// Space a Redis filter may take over the smallest filter for its capacity
 /// and rate, to set fewer bits per key (the server pays per bit set).
@@ -78,114 +66,6 @@ fn refuse_window(header: &Header, loc: &Location) -> Result<()> {
     Ok(())
 }
 
-/// Keys per part of a test-and-set (see [`RedisFilter::test_and_set`]).
-const PART_KEYS: usize = 8192;
-
-/// `BITFIELD KEY SET u1 OFF 1 …` for `offs`, as RESP (written here rather than
-/// through `redis::Cmd`, which costs several times as much per argument).
-fn pack_bitfield_set(key: &str, offs: &[u64]) -> Vec<u8> {
-    let mut b = Vec::with_capacity(40 + key.len() + offs.len() * 36);
-    let args = 2 + 4 * offs.len();
-    b.extend_from_slice(
-        format!("*{args}\r\n$8\r\nBITFIELD\r\n${}\r\n{key}\r\n", key.len()).as_bytes(),
-    );
-    let mut digits = [0u8; 20];
-    for &off in offs {
-        b.extend_from_slice(b"$3\r\nSET\r\n$2\r\nu1\r\n$");
-        let mut n = off;
-        let mut at = digits.len();
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        let len = digits.len() - at;
-        if len >= 10 {
-            b.push(b'0' + (len / 10) as u8);
-        }
-        b.push(b'0' + (len % 10) as u8);
-        b.extend_from_slice(b"\r\n");
-        b.extend_from_slice(&digits[at..]);
-        b.extend_from_slice(b"\r\n$1\r\n1\r\n");
-    }
-    b
-}
-
-/// Pages per shard for a layer of `pages` pages: a power of two, so that
-/// the layer has at least [`MIN_SHARDS`] shards when it can, and shards of at
-/// most [`MAX_SHARD_PAGES`].
-pub fn pages_per_shard(pages: u64) -> u64 {
-    let want = (pages / MIN_SHARDS).max(1);
-    let pow = if want.is_power_of_two() {
-        want
-    } else {
-        want.next_power_of_two() / 2
-    };
-    pow.clamp(1, MAX_SHARD_PAGES)
-}
-
-/// One layer of a Redis filter and what this run knows of its bits.
-struct Layer {
-    entry: LayerEntry,
-    /// Shard key names and their slots.
-    keys: Vec<String>,
-    slots: Vec<u16>,
-    /// Bytes of a full shard.
-    shard_bytes: u64,
-    /// Every bit this run knows is set: the shards read so far, plus every
-    /// bit the run has set (same bytes as the file's bits).
-    known: memmap2::MmapMut,
-    /// Which shards were read.
-    fetched: Vec<bool>,
-}
-
-/// The key names of the shards of layer `i`, with their slots.
-fn shard_keys(loc: &Location, i: usize, entry: &LayerEntry, pps: u64) -> Vec<(String, u16)> {
-    let n = entry.layout.bytes().div_ceil(pps * PAGE_BYTES);
-    (0..n)
-        .map(|j| {
-            let k = loc.shard_key(i, j);
-            let s = slot(k.as_bytes());
-            (k, s)
-        })
-        .collect()
-}
-
-impl Layer {
-    fn new(loc: &Location, i: usize, entry: LayerEntry, pps: u64) -> Result<Layer> {
-        let bytes = entry.layout.bytes();
-        let shard_bytes = pps * PAGE_BYTES;
-        let (keys, slots): (Vec<String>, Vec<u16>) =
-            shard_keys(loc, i, &entry, pps).into_iter().unzip();
-        let n = keys.len();
-        let known = memmap2::MmapMut::map_anon(bytes as usize)
-            .with_context(|| format!("cannot allocate {bytes} bytes for a copy of {loc}"))?;
-        Ok(Layer {
-            entry,
-            keys,
-            slots,
-            shard_bytes,
-            known,
-            fetched: vec![false; n],
-        })
-    }
-
-    /// The shard holding block `b`.
-    fn shard_of(&self, block: u64) -> usize {
-        (block * BLOCK_BYTES as u64 / self.shard_bytes) as usize
-    }
-
-    /// Byte range of shard `j` in the layer.
-    fn range(&self, j: usize) -> std::ops::Range<usize> {
-        let start = j as u64 * self.shard_bytes;
-        let end = (start + self.shard_bytes).min(self.entry.layout.bytes());
-        start as usize..end as usize
-    }
-}
-
 /// A filter in Redis, open for a run.
 pub struct RedisFilter {
     client: Client,
@@ -200,40 +80,6 @@ pub struct RedisFilter {
     write: bool,
     /// The journal of the lines this run judges new (`dedup`).
     journal: Option<Journal>,
-}
-
-/// Encodes the meta value of `header` (its counters are kept elsewhere).
-fn encode_meta(header: &Header, pps: u64) -> Vec<u8> {
-    let mut h = header.clone();
-    for l in &mut h.layers {
-        l.inserts = 0;
-    }
-    let mut v = h.encode().to_vec();
-    v.extend_from_slice(META_MAGIC);
-    v.extend_from_slice(&pps.to_le_bytes());
-    v.extend_from_slice(&h.file_len().to_le_bytes());
-    v
-}
-
-/// Decodes a meta value.
-fn decode_meta(loc: &Location, v: &[u8]) -> Result<(Header, u64)> {
-    if v.len() != META_LEN || &v[HEADER_LEN..HEADER_LEN + 8] != META_MAGIC {
-        bail!(
-            "{} holds something else than a seen filter (its meta key {} is {} bytes, \
-             without the seen marker): use another filter name",
-            loc,
-            loc.meta_key(),
-            v.len()
-        );
-    }
-    let u = |at: usize| u64::from_le_bytes(v[at..at + 8].try_into().expect("8 bytes"));
-    let (pps, len) = (u(HEADER_LEN + 8), u(HEADER_LEN + 16));
-    let header = Header::decode(&v[..HEADER_LEN], len)
-        .map_err(|e| anyhow!("{loc}: its meta key {} is not usable: {e}", loc.meta_key()))?;
-    if pps == 0 || !pps.is_power_of_two() || pps > MAX_SHARD_PAGES {
-        bail!("{loc}: its meta key says {pps} pages per shard, which this version cannot use");
-    }
-    Ok((header, pps))
 }
 
 impl RedisFilter {
@@ -859,170 +705,6 @@ impl RedisFilter {
     }
 }
 
-/// A filter's header (counters filled in), its meta value and its pages per
-/// shard.
-type Meta = (Header, Vec<u8>, u64);
-
-/// Reads the meta and counters of the filter at `loc`; `None` when there is
-/// no filter.
-fn read_meta(client: &mut Client, loc: &Location) -> Result<Option<Meta>> {
-    let meta_slot = slot(loc.meta_key().as_bytes());
-    let v = client.query(meta_slot, redis::cmd("GET").arg(loc.meta_key()).clone())?;
-    let meta = match v {
-        Value::Nil => return Ok(None),
-        Value::BulkString(b) => b,
-        other => {
-            if let Some(e) = server_error("GET of the meta key", loc, &other) {
-                return Err(e);
-            }
-            bail!("{loc}: its meta key {} is not a string", loc.meta_key())
-        }
-    };
-    let (mut header, pps) = decode_meta(loc, &meta)?;
-    let counts = client.query(
-        meta_slot,
-        redis::cmd("HGETALL").arg(loc.count_key()).clone(),
-    )?;
-    read_counts(&counts, &mut header);
-    Ok(Some((header, meta, pps)))
-}
-
-/// The parts of a test-and-set in flight (see [`RedisFilter::test_and_set`]).
-#[derive(Default)]
-struct Parts {
-    /// Sent, replies not read yet, with the key of each operation.
-    in_flight: std::collections::VecDeque<(Sent, Vec<Vec<u32>>)>,
-    /// The first failure.
-    failed: Option<anyhow::Error>,
-}
-
-impl Parts {
-    /// Every key of `owners` counts as new.
-    fn mark(&self, owners: &[Vec<u32>], new: &mut [bool]) {
-        for who in owners {
-            for &i in who {
-                new[i as usize] = true;
-            }
-        }
-    }
-
-    /// A failure: the parts still in flight may have run, and their replies
-    /// will not be read (the connections were dropped): their keys count as
-    /// new.
-    fn fail(&mut self, e: anyhow::Error, new: &mut [bool]) {
-        for (_, owners) in std::mem::take(&mut self.in_flight) {
-            self.mark(&owners, new);
-        }
-        self.failed.get_or_insert(e);
-    }
-
-    /// Reads the replies of the oldest part in flight. When a node
-    /// redirected some of its commands, every other part is read first, then
-    /// the redirected commands are sent again, in order.
-    fn settle_front(&mut self, client: &mut Client, new: &mut [bool]) {
-        let Some((sent, owners)) = self.in_flight.pop_front() else {
-            return;
-        };
-        let raw = match client.recv_raw(sent) {
-            Ok(raw) => raw,
-            Err(f) => {
-                self.mark(&owners, new);
-                return self.fail(f.into_error(), new);
-            }
-        };
-        if !raw.redirected() {
-            return self.apply(client, raw, &owners, new);
-        }
-        let mut raws = vec![(raw, owners)];
-        while let Some((sent, owners)) = self.in_flight.pop_front() {
-            match client.recv_raw(sent) {
-                Ok(raw) => raws.push((raw, owners)),
-                Err(f) => {
-                    for (_, o) in &raws {
-                        self.mark(o, new);
-                    }
-                    self.mark(&owners, new);
-                    return self.fail(f.into_error(), new);
-                }
-            }
-        }
-        for (raw, owners) in raws {
-            if self.failed.is_some() {
-                self.mark(&owners, new);
-                continue;
-            }
-            self.apply(client, raw, &owners, new);
-        }
-    }
-
-    /// Sends again what `raw` has redirected, then takes its replies: a key
-    /// whose bit came back 0 is new; a command answered with an error (or
-    /// whose reply is lost) counts all its keys as new and fails the run.
-    fn apply(&mut self, client: &mut Client, raw: Raw, owners: &[Vec<u32>], new: &mut [bool]) {
-        let loc = client.location().clone();
-        let replies = match client.finish(raw) {
-            Ok(r) => r,
-            Err(f) => {
-                self.mark(owners, new);
-                return self.fail(f.into_error(), new);
-            }
-        };
-        for (v, who) in replies.iter().zip(owners) {
-            match v {
-                Value::Array(old) => {
-                    for (o, &i) in old.iter().zip(who.iter()) {
-                        if *o == Value::Int(0) {
-                            new[i as usize] = true;
-                        }
-                    }
-                }
-                other => {
-                    self.mark(std::slice::from_ref(who), new);
-                    let e = server_error("BITFIELD", &loc, other)
-                        .unwrap_or_else(|| anyhow!("{loc}: unexpected BITFIELD reply"));
-                    self.failed.get_or_insert(e);
-                }
-            }
-        }
-    }
-}
-
-/// Fills the counters of `header` from an `HGETALL` of the count key.
-fn read_counts(v: &Value, header: &mut Header) {
-    let pairs: Vec<(Vec<u8>, u64)> = match v {
-        Value::Array(items) => items
-            .chunks(2)
-            .filter_map(|p| match p {
-                [Value::BulkString(k), Value::BulkString(n)] => {
-                    Some((k.clone(), std::str::from_utf8(n).ok()?.parse().ok()?))
-                }
-                _ => None,
-            })
-            .collect(),
-        Value::Map(items) => items
-            .iter()
-            .filter_map(|(k, n)| match (k, n) {
-                (Value::BulkString(k), Value::BulkString(n)) => {
-                    Some((k.clone(), std::str::from_utf8(n).ok()?.parse().ok()?))
-                }
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
-    for (k, n) in pairs {
-        if k == b"updated" {
-            header.updated = n;
-        } else if let Some(li) = k
-            .strip_prefix(b"inserts:")
-            .and_then(|i| std::str::from_utf8(i).ok()?.parse::<usize>().ok())
-            && let Some(l) = header.layers.get_mut(li)
-        {
-            l.inserts = n;
-        }
-    }
-}
-
 impl Store for RedisFilter {
     fn seed(&self) -> u64 {
         self.header.seed
@@ -1075,10 +757,18 @@ impl Store for RedisFilter {
         Ok(n)
     }
 
-    fn journals(&self) -> bool {
-        self.journal.is_some()
+    fn journals(&mut self) -> Option<&mut dyn Journals> {
+        if self.journal.is_some() {
+            Some(self)
+        } else {
+            None
+        }
     }
+}
 
+/// A journalling `RedisFilter` (`dedup -f` on Redis) keeps the lines it
+/// judged new until they are written.
+impl Journals for RedisFilter {
     fn judging(&mut self, chunk: &Chunk) -> Result<()> {
         if let Some(e) = self.broken.take() {
             return Err(e);
@@ -1094,34 +784,5 @@ impl Store for RedisFilter {
             Some(j) => j.written(new),
             None => Ok(()),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bitfield_is_packed_as_redis_cmd_packs_it() {
-        let offs = [0, 7, 9, 10, 123_456_789, u64::from(u32::MAX)];
-        let mut cmd = redis::cmd("BITFIELD");
-        cmd.arg("seen:{x:0:1}:b");
-        for o in offs {
-            cmd.arg("SET").arg("u1").arg(o).arg(1);
-        }
-        assert_eq!(
-            pack_bitfield_set("seen:{x:0:1}:b", &offs),
-            cmd.get_packed_command()
-        );
-    }
-
-    #[test]
-    fn shards_are_whole_pages_and_many() {
-        assert_eq!(pages_per_shard(1), 1);
-        assert_eq!(pages_per_shard(256), 1);
-        assert_eq!(pages_per_shard(512), 2);
-        assert_eq!(pages_per_shard(1264), 4);
-        assert_eq!(pages_per_shard(4096 * 256), 4096);
-        assert_eq!(pages_per_shard(u64::MAX / 8192), 4096);
     }
 }

@@ -7,7 +7,7 @@ use crate::file::MemFilter;
 use crate::format::Header;
 use crate::hash::{DEFAULT_SEED, Hash128};
 use crate::keys::KeySpec;
-use crate::pipeline::{Chunk, LastWindow, Store};
+use crate::pipeline::{Commits, Journals, Store};
 use anyhow::Result;
 
 /// What an open store does for a run beside the pipeline's port: its
@@ -146,7 +146,8 @@ impl Held for MemFilter {
     }
 }
 
-/// Every call goes to the store behind (one dynamic call per batch).
+/// Every call goes to the store behind (one dynamic call per batch), its
+/// capabilities included.
 impl Store for Opened {
     fn seed(&self) -> u64 {
         self.0.seed()
@@ -154,18 +155,6 @@ impl Store for Opened {
 
     fn contains_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
         self.0.contains_batch(hashes, out)
-    }
-
-    fn journals(&self) -> bool {
-        self.0.journals()
-    }
-
-    fn judging(&mut self, chunk: &Chunk) -> Result<()> {
-        self.0.judging(chunk)
-    }
-
-    fn written(&mut self, new: Option<usize>) -> Result<()> {
-        self.0.written(new)
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
@@ -176,27 +165,11 @@ impl Store for Opened {
         self.0.record_batch(hashes)
     }
 
-    fn begin_window(&mut self) -> Result<()> {
-        self.0.begin_window()
+    fn commits(&mut self) -> Option<&mut dyn Commits> {
+        self.0.commits()
     }
 
-    fn end_window(&mut self) -> Result<()> {
-        self.0.end_window()
-    }
-
-    fn stages(&mut self, last_window: Option<LastWindow>) -> Result<bool> {
-        self.0.stages(last_window)
-    }
-
-    fn foreseen_commit(&self) -> std::time::Duration {
-        self.0.foreseen_commit()
-    }
-
-    fn stage_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
-        self.0.stage_batch(hashes, out)
-    }
-
-    fn unstage(&mut self) -> Result<()> {
-        self.0.unstage()
+    fn journals(&mut self) -> Option<&mut dyn Journals> {
+        self.0.journals()
     }
 }

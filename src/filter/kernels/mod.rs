@@ -126,7 +126,7 @@ fn ahead<const X: usize>(bits: &[u8], nblocks: u64, h: Hash128) {
 
 /// A batch over the newest layer of a filter with a specialised layout (`X`
 /// blocks per key, rule `R`): the steps of [`for_each_prefetched`] with
-/// nothing else in the loop, so that more keys fit in the CPU's window of
+/// nothing else in the loop, so that more keys fit in the CPU's out-of-order buffer of
 /// instructions in flight, and with them more of their blocks' misses (the
 /// test-and-set of the 10M-line corpus alone took 0.55 to 0.8 of the time of
 /// that general loop). `verdicts` holds one flag per key when the pass gives

@@ -1,0 +1,166 @@
+//! The `BITFIELD` test-and-set of a Redis filter: the command, packed by
+//! hand, and the parts of a batch in flight with their replies (a key is new
+//! when any of its bits came back 0).
+
+use super::client::{Client, Raw, Sent, server_error};
+use anyhow::anyhow;
+use redis::Value;
+
+/// `BITFIELD` operations per command at most (the server runs one command
+/// at a time: a long one delays every other client).
+pub(super) const MAX_OPS: usize = 1 << 16;
+
+/// Keys per part of a test-and-set (see `RedisFilter::test_and_set`).
+pub(super) const PART_KEYS: usize = 8192;
+
+/// `BITFIELD KEY SET u1 OFF 1 …` for `offs`, as RESP (written here rather than
+/// through `redis::Cmd`, which costs several times as much per argument).
+pub(super) fn pack_bitfield_set(key: &str, offs: &[u64]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(40 + key.len() + offs.len() * 36);
+    let args = 2 + 4 * offs.len();
+    b.extend_from_slice(
+        format!("*{args}\r\n$8\r\nBITFIELD\r\n${}\r\n{key}\r\n", key.len()).as_bytes(),
+    );
+    let mut digits = [0u8; 20];
+    for &off in offs {
+        b.extend_from_slice(b"$3\r\nSET\r\n$2\r\nu1\r\n$");
+        let mut n = off;
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let len = digits.len() - at;
+        if len >= 10 {
+            b.push(b'0' + (len / 10) as u8);
+        }
+        b.push(b'0' + (len % 10) as u8);
+        b.extend_from_slice(b"\r\n");
+        b.extend_from_slice(&digits[at..]);
+        b.extend_from_slice(b"\r\n$1\r\n1\r\n");
+    }
+    b
+}
+
+/// The parts of a test-and-set in flight (see `RedisFilter::test_and_set`).
+#[derive(Default)]
+pub(super) struct Parts {
+    /// Sent, replies not read yet, with the key of each operation.
+    pub(super) in_flight: std::collections::VecDeque<(Sent, Vec<Vec<u32>>)>,
+    /// The first failure.
+    pub(super) failed: Option<anyhow::Error>,
+}
+
+impl Parts {
+    /// Every key of `owners` counts as new.
+    pub(super) fn mark(&self, owners: &[Vec<u32>], new: &mut [bool]) {
+        for who in owners {
+            for &i in who {
+                new[i as usize] = true;
+            }
+        }
+    }
+
+    /// A failure: the parts still in flight may have run, and their replies
+    /// will not be read (the connections were dropped): their keys count as
+    /// new.
+    pub(super) fn fail(&mut self, e: anyhow::Error, new: &mut [bool]) {
+        for (_, owners) in std::mem::take(&mut self.in_flight) {
+            self.mark(&owners, new);
+        }
+        self.failed.get_or_insert(e);
+    }
+
+    /// Reads the replies of the oldest part in flight. When a node
+    /// redirected some of its commands, every other part is read first, then
+    /// the redirected commands are sent again, in order.
+    pub(super) fn settle_front(&mut self, client: &mut Client, new: &mut [bool]) {
+        let Some((sent, owners)) = self.in_flight.pop_front() else {
+            return;
+        };
+        let raw = match client.recv_raw(sent) {
+            Ok(raw) => raw,
+            Err(f) => {
+                self.mark(&owners, new);
+                return self.fail(f.into_error(), new);
+            }
+        };
+        if !raw.redirected() {
+            return self.apply(client, raw, &owners, new);
+        }
+        let mut raws = vec![(raw, owners)];
+        while let Some((sent, owners)) = self.in_flight.pop_front() {
+            match client.recv_raw(sent) {
+                Ok(raw) => raws.push((raw, owners)),
+                Err(f) => {
+                    for (_, o) in &raws {
+                        self.mark(o, new);
+                    }
+                    self.mark(&owners, new);
+                    return self.fail(f.into_error(), new);
+                }
+            }
+        }
+        for (raw, owners) in raws {
+            if self.failed.is_some() {
+                self.mark(&owners, new);
+                continue;
+            }
+            self.apply(client, raw, &owners, new);
+        }
+    }
+
+    /// Sends again what `raw` has redirected, then takes its replies: a key
+    /// whose bit came back 0 is new; a command answered with an error (or
+    /// whose reply is lost) counts all its keys as new and fails the run.
+    fn apply(&mut self, client: &mut Client, raw: Raw, owners: &[Vec<u32>], new: &mut [bool]) {
+        let loc = client.location().clone();
+        let replies = match client.finish(raw) {
+            Ok(r) => r,
+            Err(f) => {
+                self.mark(owners, new);
+                return self.fail(f.into_error(), new);
+            }
+        };
+        for (v, who) in replies.iter().zip(owners) {
+            match v {
+                Value::Array(old) => {
+                    for (o, &i) in old.iter().zip(who.iter()) {
+                        if *o == Value::Int(0) {
+                            new[i as usize] = true;
+                        }
+                    }
+                }
+                other => {
+                    self.mark(std::slice::from_ref(who), new);
+                    let e = server_error("BITFIELD", &loc, other)
+                        .unwrap_or_else(|| anyhow!("{loc}: unexpected BITFIELD reply"));
+                    self.failed.get_or_insert(e);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bitfield_is_packed_as_redis_cmd_packs_it() {
+        let offs = [0, 7, 9, 10, 123_456_789, u64::from(u32::MAX)];
+        let mut cmd = redis::cmd("BITFIELD");
+        cmd.arg("seen:{x:0:1}:b");
+        for o in offs {
+            cmd.arg("SET").arg("u1").arg(o).arg(1);
+        }
+        assert_eq!(
+            pack_bitfield_set("seen:{x:0:1}:b", &offs),
+            cmd.get_packed_command()
+        );
+    }
+}
