@@ -29,7 +29,7 @@ use super::location::Location;
 use super::meta::{Meta, encode_meta, read_meta};
 use super::shards::{Layer, pages_per_shard, shard_keys};
 use crate::filter::sizing::{Plan, Spec};
-use crate::filter::{BLOCK_BYTES, BLOCKS_PER_PAGE};
+use crate::filter::{BLOCK_BYTES, BLOCKS_PER_PAGE, KindId};
 use crate::format::Header;
 use crate::hash::Hash128;
 use crate::pipeline::{Chunk, Journals, Store};
@@ -58,10 +58,20 @@ pub fn first_layer(spec: &Spec) -> Result<Plan> {
 const NO_WINDOW: &str = "a filter with a time window (--window) cannot be kept in Redis yet: \
                          keep it in a file (-f FILE), or make a Redis filter without --window";
 
-/// Refuses a filter with a time window (see [`NO_WINDOW`]).
-fn refuse_window(header: &Header, loc: &Location) -> Result<()> {
+/// Refuses a filter Redis cannot keep: one with a time window (see
+/// [`NO_WINDOW`]), or a layer of another kind than Bloom (the shards are
+/// set and tested with `BITFIELD` at Bloom positions).
+fn refuse_unkept(header: &Header, loc: &Location) -> Result<()> {
     if header.window.is_some() {
         bail!("{loc}: {NO_WINDOW}");
+    }
+    if let Some((i, l)) = (header.layers.iter().enumerate()).find(|(_, l)| l.kind != KindId::BLOOM)
+    {
+        bail!(
+            "{loc}: layer {i} is a {} filter: a filter in Redis holds Bloom layers only; \
+             keep it in a file",
+            l.kind.name().unwrap_or("newer kind of")
+        );
     }
     Ok(())
 }
@@ -102,7 +112,7 @@ impl RedisFilter {
 
     fn assemble(client: Client, (header, meta, pps): Meta, write: bool) -> Result<RedisFilter> {
         let loc = client.location().clone();
-        refuse_window(&header, &loc)?;
+        refuse_unkept(&header, &loc)?;
         let layers = header
             .layers
             .iter()
@@ -132,7 +142,7 @@ impl RedisFilter {
         link: Link,
         header: &Header,
     ) -> Result<(RedisFilter, bool)> {
-        refuse_window(header, loc)?;
+        refuse_unkept(header, loc)?;
         let mut client = Client::connect(loc, link)?;
         if let Some(meta) = read_meta(&mut client, loc)? {
             return Ok((RedisFilter::assemble(client, meta, true)?, false));
@@ -250,9 +260,9 @@ impl RedisFilter {
     /// before anything is read or sent.
     ///
     /// # Errors
-    /// A header with a window.
+    /// A header with a window, or a layer of another kind than Bloom.
     pub fn refuse_header(loc: &Location, header: &Header) -> Result<()> {
-        refuse_window(header, loc)
+        refuse_unkept(header, loc)
     }
 
     /// Refuses to make a filter where one is already.
@@ -513,7 +523,7 @@ impl RedisFilter {
         layers: &[&[u8]],
         replace: bool,
     ) -> Result<()> {
-        refuse_window(header, loc)?;
+        refuse_unkept(header, loc)?;
         let mut client = Client::connect(loc, link)?;
         let meta_slot = slot(loc.meta_key().as_bytes());
         if let Some((old, _, old_pps)) = read_meta(&mut client, loc)? {
@@ -784,5 +794,33 @@ impl Journals for RedisFilter {
             Some(j) => j.written(new),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::KeySpec;
+
+    #[test]
+    fn redis_keeps_bloom_layers_without_a_window_only() {
+        let spec = Spec {
+            capacity: 1000,
+            target_fpp: 0.01,
+            growth: None,
+            window: None,
+        };
+        let first = first_layer(&spec).unwrap();
+        let mut h = crate::file::new_header(&spec, &first, 7, KeySpec::RAW);
+        let loc = Location::parse("redis://127.0.0.1:1/f").unwrap();
+        RedisFilter::refuse_header(&loc, &h).unwrap();
+        h.layers[0].kind = KindId(1);
+        let e = RedisFilter::refuse_header(&loc, &h)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("layer 0") && e.contains("Bloom layers only"),
+            "{e}"
+        );
     }
 }

@@ -63,7 +63,8 @@ impl FilterAt {
 #[derive(Debug, PartialEq)]
 pub(crate) enum Identity {
     File(u64, u64),
-    Redis(String),
+    /// A location named without its credentials (a server's).
+    Named(String),
     /// Nothing there yet.
     Absent,
 }

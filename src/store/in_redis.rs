@@ -34,7 +34,7 @@ impl Place for Location {
         let mut plain = self.clone();
         plain.password = None;
         plain.user = None;
-        Identity::Redis(plain.to_string())
+        Identity::Named(plain.to_string())
     }
 
     fn check_new(&self, replace: bool, link: Link, _: &str) -> Result<()> {
