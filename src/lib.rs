@@ -10,18 +10,26 @@
 //! - `cmd`: one module per subcommand; `build`, `dedup` and `query` resolve
 //!   their flags into a `job::Job` and give it an output.
 //! - `cli` (clap definitions) and `job`: the config layer, a plan of a run
-//!   and the one function that executes it, over every store as one type.
+//!   (`job::plan::resolve`: flags → measure → size → where) and the one
+//!   function that executes it.
+//! - `store`: where a filter lives, behind one door: `FilterAt` (every
+//!   filter argument, parsed once), each kind of location a `Place`, any
+//!   open store one `Opened`. A new store plugs in here.
 //! - `report`: summaries and tables.
-//! - `file`: the stores (a filter file: mmap, locks, checksums; the
-//!   in-memory filter). Each implements `pipeline::Store`, the port the
-//!   pipeline owns: a new store (Redis, time windows) plugs in there.
+//! - `redis`: filters in Redis or a Redis Cluster (client, shards, the
+//!   `BITFIELD` test-and-set, the journal).
+//! - `file`: a filter file (mmap, locks, checksums, growth, time windows)
+//!   and the in-memory filter. Each store implements `pipeline::Store`, the
+//!   port the pipeline owns.
 //! - `format`: a filter's header as bytes (encode, decode, validate; the
 //!   kind of filter each layer holds), shared by `file` and `redis`.
 //! - `pipeline`: reader, parallel hashing, ordered test-and-set, writer,
 //!   each stage a type; the commit protocol of `dedup -f`.
 //! - `input`: line sources, the chunked reader, counting and sampling.
-//! - `filter`: the pure data structure (layout, kernels, occupancy) and
-//!   `filter::sizing` (the math, and the policy that picks a size).
+//! - `filter`: the pure data structure (layout, kernels, occupancy), the
+//!   filter-kind seam (`filter::Kind`: what a kind of filter does over its
+//!   bytes; Bloom layers are the first) and `filter::sizing` (the math, and
+//!   the policy that picks a size).
 //! - leaves: `hash`, `keys`, `scan`, `memory`, `output`, `signals`, `units`, `clock`,
 //!   `progress`; below them `prefetch` and `tuning` (the switches).
 //!

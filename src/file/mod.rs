@@ -21,8 +21,11 @@
 //! - `lock` (flock), `path` (what a filter path may be, temporary files of
 //!   killed runs), `checksum` (which segments' checksums to rewrite).
 //!
-//! Its `unsafe` is memory-mapping a filter file, in `map` (`map_read` and
-//! `map_write`; the crate's other `unsafe` is listed in `lib.rs`).
+//! Its `unsafe` is memory-mapping a filter file and anonymous memory, in
+//! `map` (`map_read`, `map_write`, `anon`), and two system calls that read
+//! or write no memory of Rust's: `sync_file_range` in `write` (the
+//! write-back nudge) and `madvise(MADV_POPULATE_WRITE)` in `populate`. The
+//! crate's other `unsafe` is listed in `lib.rs`.
 
 mod checksum;
 mod header;
