@@ -172,3 +172,12 @@ fn no_two_files_of_a_room_import_each_other() {
         circles.join("\n")
     );
 }
+
+#[test]
+fn the_circle_check_sees_sibling_imports() {
+    let names: BTreeSet<String> = ["memory", "layers", "map"].map(String::from).into();
+    let path = Path::new("src/file/layers.rs");
+    let code = "use super::memory::MemFilter;\nuse crate::file::{map::anon, other};\nuse crate::filter::x;";
+    let found = siblings(path, code, &names);
+    assert_eq!(found, ["map", "memory"].map(String::from).into());
+}

@@ -54,7 +54,7 @@ pub fn run(a: StatsArgs) -> Result<ExitCode> {
     let (mut s, store) = open(&a)?;
     if let (Some(sources), Some(file)) = (probe, &a.probe) {
         s.probe = Some(probe::measure(sources, file, store, a.progress.into())?);
-        probe::probe_warning(&mut s);
+        probe_warning(&mut s);
     }
     render::print(&s, a.json)?;
     Ok(if healthy(&a, &s) {
@@ -103,4 +103,22 @@ fn healthy(a: &StatsArgs, s: &Stats) -> bool {
         healthy = false;
     }
     healthy
+}
+
+/// Warns when the measured rate is above the filter's target beyond chance
+/// (the whole 95 % interval is): a measurement outweighs the estimate.
+fn probe_warning(s: &mut Stats) {
+    let Some(p) = &s.probe else { return };
+    if p.ci_low > s.target_fpp {
+        s.warnings.push(format!(
+            "measured false-positive rate {:.2e} (95% CI {:.2e} to {:.2e}) is above its \
+             target {:e}: rebuild it larger (unless some lines of {} were inserted: they \
+             count as false positives)",
+            p.measured_fpp,
+            p.ci_low,
+            p.ci_high,
+            s.target_fpp,
+            p.shown()
+        ));
+    }
 }

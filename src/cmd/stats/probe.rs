@@ -1,7 +1,6 @@
 //! `seen stats --probe`: the false-positive rate measured by looking up
 //! lines known to be absent, with its 95 % interval.
 
-use super::compute::Stats;
 use crate::cli::RecordArgs;
 use crate::input::Source;
 use crate::job::{Job, Output};
@@ -130,24 +129,6 @@ pub(super) fn measure(
         );
     }
     Ok(ProbeStats::new(name, count.lookups, count.present))
-}
-
-/// Warns when the measured rate is above the filter's target beyond chance
-/// (the whole 95 % interval is): a measurement outweighs the estimate.
-pub(super) fn probe_warning(s: &mut Stats) {
-    let Some(p) = &s.probe else { return };
-    if p.ci_low > s.target_fpp {
-        s.warnings.push(format!(
-            "measured false-positive rate {:.2e} (95% CI {:.2e} to {:.2e}) is above its \
-             target {:e}: rebuild it larger (unless some lines of {} were inserted: they \
-             count as false positives)",
-            p.measured_fpp,
-            p.ci_low,
-            p.ci_high,
-            s.target_fpp,
-            p.shown()
-        ));
-    }
 }
 
 /// Counts the probe's lookups and the keys found present.
