@@ -37,6 +37,14 @@
 //! kernels), `prefetch`, `scan` (prefetches), `signals`, `memory` (malloc
 //! arenas) and `main` (the stdout check), each with its `SAFETY` note.
 
+//!
+//! What the binary, the integration tests and the benchmarks use is `pub`;
+//! the rest is `pub(crate)` or narrower, and `unreachable_pub` (denied by
+//! `clippy -D warnings`) keeps a `pub` from growing back where nothing
+//! outside the crate can reach it.
+
+#![warn(unreachable_pub)]
+
 pub mod cli;
 pub mod clock;
 pub mod cmd;
@@ -52,10 +60,10 @@ pub mod output;
 pub mod pipeline;
 pub(crate) mod prefetch;
 pub(crate) mod progress;
-pub mod redis;
+pub(crate) mod redis;
 pub(crate) mod report;
 pub(crate) mod scan;
 pub mod signals;
-pub mod store;
+pub(crate) mod store;
 pub mod tuning;
 pub(crate) mod units;

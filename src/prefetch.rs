@@ -6,7 +6,7 @@
 /// hint: no effect on results; nothing past the end of `bytes`, nor on targets
 /// without a prefetch instruction).
 #[inline(always)]
-pub fn prefetch(bytes: &[u8], offset: usize) {
+pub(crate) fn prefetch(bytes: &[u8], offset: usize) {
     #[cfg(target_arch = "x86_64")]
     if offset < bytes.len() {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};

@@ -26,13 +26,13 @@ static ITEMS: AtomicU64 = AtomicU64::new(0);
 
 /// How long work runs before progress is shown (unless `SEEN_PROGRESS_DELAY_MS`
 /// says otherwise, for tests).
-pub const DELAY: Duration = Duration::from_secs(1);
+pub(crate) const DELAY: Duration = Duration::from_secs(1);
 const TICK: Duration = Duration::from_millis(100);
 const PLAIN_TICK: Duration = Duration::from_secs(1);
 
 /// Counts `bytes` and `items` of work done (called per chunk, not per line).
 #[inline]
-pub fn advance(bytes: u64, items: u64) {
+pub(crate) fn advance(bytes: u64, items: u64) {
     BYTES.fetch_add(bytes, Relaxed);
     ITEMS.fetch_add(items, Relaxed);
 }
@@ -40,7 +40,7 @@ pub fn advance(bytes: u64, items: u64) {
 /// Prints `line` on stderr, above the progress bar when one is drawn (so
 /// the bar neither overwrites it nor is cut by it). Used by
 /// [`say!`](crate::say) for messages printed while work is under way.
-pub fn eprint_line(line: &str) {
+pub(crate) fn eprint_line(line: &str) {
     let bar = ACTIVE.lock().ok().and_then(|a| a.clone());
     match bar {
         Some(bar) => bar.suspend(|| eprintln!("{line}")),
@@ -49,7 +49,7 @@ pub fn eprint_line(line: &str) {
 }
 
 /// Clears the bar now, before an exit that skips destructors (a signal).
-pub fn clear() {
+pub(crate) fn clear() {
     let bar = ACTIVE.lock().ok().and_then(|mut a| a.take());
     if let Some(bar) = bar {
         bar.finish_and_clear();
@@ -68,7 +68,7 @@ macro_rules! say {
 /// When progress may be shown: `--progress` (forced, even off a terminal)
 /// and `-q` (never), as the command line says them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Show {
+pub(crate) struct Show {
     /// Shown even when stderr is not a terminal.
     pub forced: bool,
     /// Never shown.
@@ -99,7 +99,7 @@ fn style(show: Show, stderr_tty: bool, stdout_tty: bool, prints_lines: bool) -> 
 
 /// A running progress display; stops (and clears its bar) when dropped.
 #[derive(Debug, Default)]
-pub struct Progress {
+pub(crate) struct Progress {
     stop: Option<Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -110,7 +110,7 @@ impl Progress {
     /// A command whose data goes to stdout (`dedup`, `query`) passes
     /// `prints_lines`: when stdout is the terminal too, the lines themselves
     /// show progress, and a bar would only be drawn between them.
-    pub fn start(
+    pub(crate) fn start(
         show: Show,
         total: Option<u64>,
         unit: &'static str,

@@ -11,7 +11,7 @@ use std::io::Write;
 
 /// A number of seconds in at most two adjacent units, the largest first
 /// (the rest dropped): `6d`, `18h`, `6d 18h`, `1min 30s`, `2h 30min`.
-pub fn span(secs: f64) -> String {
+pub(crate) fn span(secs: f64) -> String {
     let s = secs.round() as u64;
     let units = [(86_400, "d"), (3_600, "h"), (60, "min"), (1, "s")];
     let mut parts = Vec::new();
@@ -35,7 +35,7 @@ pub fn span(secs: f64) -> String {
 /// What a window of `secs` in `slices` slices promises, as `stats` and
 /// `plan` say it: "6d in 8 slices of 18h: a line is seen for 6d after it is
 /// recorded, and new again 6d 18h after at most".
-pub fn window_rule(secs: u64, slices: u32) -> String {
+pub(crate) fn window_rule(secs: u64, slices: u32) -> String {
     let slice = secs as f64 / f64::from(slices);
     format!(
         "{} in {slices} slices of {}: a line is seen for {} after it is recorded, and new \
@@ -49,7 +49,7 @@ pub fn window_rule(secs: u64, slices: u32) -> String {
 
 /// [`span`] rounded up in its smaller unit, for a bound that must not be
 /// understated: 13⅓ s is `14s`, 1h 8min 34s is `1h 9min`.
-pub fn span_up(secs: f64) -> String {
+pub(crate) fn span_up(secs: f64) -> String {
     let units = [86_400u64, 3_600, 60, 1];
     let s = secs.ceil() as u64;
     let Some(first) = units.iter().position(|&u| s >= u) else {
@@ -63,7 +63,7 @@ pub fn span_up(secs: f64) -> String {
 ///
 /// # Errors
 /// A failed write.
-pub fn field(out: &mut dyn Write, key: &str, value: String) -> std::io::Result<()> {
+pub(crate) fn field(out: &mut dyn Write, key: &str, value: String) -> std::io::Result<()> {
     writeln!(out, "{key:<16} {value}")
 }
 
@@ -72,7 +72,10 @@ pub fn field(out: &mut dyn Write, key: &str, value: String) -> std::io::Result<(
 ///
 /// # Errors
 /// A failed write.
-pub fn columns<const N: usize>(out: &mut dyn Write, rows: &[[String; N]]) -> std::io::Result<()> {
+pub(crate) fn columns<const N: usize>(
+    out: &mut dyn Write,
+    rows: &[[String; N]],
+) -> std::io::Result<()> {
     let widths: Vec<usize> = (0..N)
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
@@ -89,7 +92,7 @@ pub fn columns<const N: usize>(out: &mut dyn Write, rows: &[[String; N]]) -> std
 /// What a run did, for `--summary` (printed on stderr; with `--json` as one
 /// object, schema in docs/JSON.md).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Records read.
     pub lines_read: u64,
     /// Records judged new (recorded in the filter).
@@ -129,7 +132,7 @@ pub struct Summary {
 impl Summary {
     /// The summary of a run with `counts` and `keys` that took a filter from
     /// layer counts `before` to `after`.
-    pub fn new(
+    pub(crate) fn new(
         counts: &Counts,
         written: Option<u64>,
         keys: KeySpec,
@@ -161,7 +164,7 @@ impl Summary {
     }
 
     /// Prints the summary on stderr, as a table or (`json`) one JSON line.
-    pub fn print(&self, json: bool) {
+    pub(crate) fn print(&self, json: bool) {
         let mut err = std::io::stderr().lock();
         if json {
             if serde_json::to_writer(&mut err, self).is_ok() {

@@ -15,7 +15,7 @@
 /// are still in the first-level cache (a separate pass to collect the ends and
 /// another to hash measured 1.10x the time of the two together).
 #[inline(always)]
-pub fn for_each_end(data: &[u8], term: u8, base: usize, mut f: impl FnMut(usize)) {
+pub(crate) fn for_each_end(data: &[u8], term: u8, base: usize, mut f: impl FnMut(usize)) {
     #[cfg(target_arch = "x86_64")]
     {
         let whole = data.len() / 64 * 64;

@@ -2,7 +2,7 @@
 //! `1e-6`, `0.001`, `0.1%` for probabilities, `0x…` for seeds.
 
 /// Largest capacity accepted (10^15 keys).
-pub const MAX_CAPACITY: u64 = 1_000_000_000_000_000;
+pub(crate) const MAX_CAPACITY: u64 = 1_000_000_000_000_000;
 
 /// Parses a count: an integer or decimal number with an optional exponent and an
 /// optional suffix `k`, `M`, `G` (or `B`), `T` (powers of 1000) or `Ki`, `Mi`,
@@ -11,7 +11,7 @@ pub const MAX_CAPACITY: u64 = 1_000_000_000_000_000;
 ///
 /// # Errors
 /// A message saying what was expected, for clap to show next to the flag.
-pub fn parse_count(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_count(s: &str) -> Result<u64, String> {
     let t: String = s.trim().chars().filter(|&c| c != '_').collect();
     let t = without_thousands_commas(&t).ok_or_else(|| {
         format!("`{s}` is not a count: commas may only group digits by three (1,000,000)")
@@ -70,7 +70,7 @@ fn without_thousands_commas(t: &str) -> Option<String> {
 ///
 /// # Errors
 /// As [`parse_count`].
-pub fn parse_count_or_zero(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_count_or_zero(s: &str) -> Result<u64, String> {
     match s.trim() {
         "0" => Ok(0),
         _ => parse_count(s),
@@ -86,7 +86,7 @@ pub const MIN_FPP: f64 = 1e-15;
 ///
 /// # Errors
 /// A message saying what range is accepted.
-pub fn parse_fpp(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_fpp(s: &str) -> Result<f64, String> {
     let t = s.trim();
     let (num, scale) = match t.strip_suffix('%') {
         Some(n) => (n.trim(), 0.01),
@@ -109,7 +109,7 @@ pub fn parse_fpp(s: &str) -> Result<f64, String> {
 ///
 /// # Errors
 /// A message with the accepted forms.
-pub fn parse_fraction(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_fraction(s: &str) -> Result<f64, String> {
     let t = s.trim();
     let (num, scale) = match t.strip_suffix('%') {
         Some(n) => (n.trim(), 0.01),
@@ -154,7 +154,7 @@ fn ambiguous_m(s: &str, t: &str, or_count: bool) -> Result<(), String> {
 ///
 /// # Errors
 /// A message with the accepted forms.
-pub fn parse_every(s: &str) -> Result<Every, String> {
+pub(crate) fn parse_every(s: &str) -> Result<Every, String> {
     let t = s.trim();
     let bad =
         || format!("`{s}` is not a duration or a line count: use e.g. 2s, 500ms, 1min or 100k");
@@ -192,7 +192,7 @@ pub fn parse_every(s: &str) -> Result<Every, String> {
 ///
 /// # Errors
 /// A message saying what was expected.
-pub fn parse_wait(s: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn parse_wait(s: &str) -> Result<std::time::Duration, String> {
     let t = s.trim();
     let bad = || format!("`{s}` is not a duration: use e.g. 500ms, 10s, 5min or 1h");
     if t == "0" {
@@ -238,7 +238,7 @@ fn duration(ms: f64) -> std::time::Duration {
 }
 
 /// Longest time window: 100 years of 365 days.
-pub const MAX_WINDOW_SECS: u64 = 100 * 365 * 86_400;
+pub(crate) const MAX_WINDOW_SECS: u64 = 100 * 365 * 86_400;
 
 /// Parses `--window`: a whole number of seconds (`s`), minutes (`min`),
 /// hours (`h`), days (`d`) or weeks (`w`), e.g. `6d`, `12h`, `90min`; a
@@ -246,7 +246,7 @@ pub const MAX_WINDOW_SECS: u64 = 100 * 365 * 86_400;
 ///
 /// # Errors
 /// A message with the accepted forms, for anything else, 0 or over 100 years.
-pub fn parse_window(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_window(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let bad = || format!("`{s}` is not a time window: use e.g. 6d, 7d, 12h, 90min, 2w or 3600s");
     ambiguous_m(s, t, false)?;
@@ -275,7 +275,7 @@ pub fn parse_window(s: &str) -> Result<u64, String> {
 ///
 /// # Errors
 /// A message with the accepted forms.
-pub fn parse_seed(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_seed(s: &str) -> Result<u64, String> {
     let t = s.trim().replace('_', "");
     let r = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         Some(h) => u64::from_str_radix(h, 16),

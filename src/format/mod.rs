@@ -14,7 +14,7 @@ use crate::keys::KeySpec;
 use xxhash_rust::xxh3::xxh3_64;
 
 /// First eight bytes of every filter file.
-pub const MAGIC: [u8; 8] = *b"\x89SEEN\r\n\x1a";
+pub(crate) const MAGIC: [u8; 8] = *b"\x89SEEN\r\n\x1a";
 /// Format major version written and understood by this build.
 pub(crate) const VERSION_MAJOR: u16 = 1;
 /// Format minor version written by this build (a file using a later feature
@@ -44,7 +44,7 @@ const KINDS_MINOR: u16 = 0;
 /// of 1.5 (key options, sectored positions, blank-separated fields).
 const AS_MINOR_OF_2: u16 = 5;
 /// Bytes of header (fixed part + layer table); bit arrays start after it.
-pub const HEADER_LEN: usize = 4096;
+pub(crate) const HEADER_LEN: usize = 4096;
 /// Alignment of every bit array in the file.
 pub(crate) const ALIGN: u64 = 4096;
 /// Size of one layer-table entry.
@@ -54,7 +54,7 @@ const LAYER_TABLE_OFFSET: usize = 128;
 /// Number of layer entries the header has room for.
 pub(crate) const MAX_LAYERS: usize = (HEADER_LEN - LAYER_TABLE_OFFSET) / LAYER_ENTRY_LEN;
 /// Offset of the header checksum.
-pub const CHECKSUM_OFFSET: usize = 120;
+pub(crate) const CHECKSUM_OFFSET: usize = 120;
 /// Flag bit: the file was being modified and was not closed cleanly.
 pub(crate) const FLAG_DIRTY: u32 = 1;
 /// Bytes of bit array covered by one checksum (the last segment may be shorter).
@@ -338,7 +338,7 @@ pub(crate) fn segment_checksum(bits: &[u8]) -> u64 {
 }
 
 /// XXH3-64 (seed 0) of the header with the checksum field taken as zero.
-pub fn header_checksum(header: &[u8]) -> u64 {
+pub(crate) fn header_checksum(header: &[u8]) -> u64 {
     let mut copy = [0u8; HEADER_LEN];
     copy.copy_from_slice(&header[..HEADER_LEN]);
     copy[CHECKSUM_OFFSET..CHECKSUM_OFFSET + 8].fill(0);

@@ -16,7 +16,7 @@ use std::io;
 ///
 /// # Errors
 /// When a file cannot be opened or read.
-pub fn count_records(
+pub(crate) fn count_records(
     sources: &[Source],
     term: u8,
     threads: usize,
@@ -33,7 +33,7 @@ pub fn count_records(
 /// Files at least this large are sampled by [`estimate_records`] rather than
 /// counted (the `SEEN_SAMPLE_MIN_BYTES` environment variable, a test switch,
 /// sets another threshold).
-pub const SAMPLE_MIN_BYTES: u64 = 64 << 20;
+pub(super) const SAMPLE_MIN_BYTES: u64 = 64 << 20;
 /// Spans a sampled file is read in, evenly spaced from its start to its end.
 const SAMPLES: u64 = 256;
 /// Bytes of each sample span.
@@ -48,7 +48,7 @@ const SAMPLE_SPAN: usize = 64 << 10;
 ///
 /// # Errors
 /// As [`count_records`].
-pub fn estimate_records(
+pub(crate) fn estimate_records(
     sources: &[Source],
     term: u8,
     threads: usize,

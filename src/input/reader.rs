@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 
 /// Reads all sources in order, in chunks of whole records.
-pub struct Reader {
+pub(crate) struct Reader {
     sources: Vec<Source>,
     next: usize,
     /// The open source, its name, and whether it is a pipe/terminal (not a regular file).
@@ -87,21 +87,21 @@ enum MapStep {
 
 /// Whole records of a file, mapped where they lie.
 #[derive(Debug)]
-pub struct MappedSpan {
+pub(crate) struct MappedSpan {
     map: Mmap,
     len: usize,
 }
 
 impl MappedSpan {
     /// The records, each ending with the terminator.
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         &self.map[..self.len]
     }
 }
 
 /// What [`Reader::fill`] produced: where the records are.
 #[derive(Debug)]
-pub enum Filled {
+pub(crate) enum Filled {
     /// `len` bytes of whole records at the start of the buffer; `drained`: a
     /// pipe paused after them (sinks should flush, so the lines reach the
     /// reader downstream now).
@@ -115,11 +115,11 @@ pub enum Filled {
 
 /// What a pipe holds by default: a read shorter than this (and than asked
 /// for) from a stream whose pipe size is unknown means it is empty for now.
-pub const DRAINED: usize = 64 << 10;
+pub(super) const DRAINED: usize = 64 << 10;
 
 impl Reader {
     /// A reader over `sources`; nothing is opened until the first [`Reader::fill`].
-    pub fn new(sources: &[Source], term: u8) -> Reader {
+    pub(crate) fn new(sources: &[Source], term: u8) -> Reader {
         Reader {
             sources: sources.to_vec(),
             next: 0,
@@ -142,7 +142,7 @@ impl Reader {
     /// [`Filled::Mapped`] spans instead of
     /// records in the buffer. Another program truncating the file meanwhile
     /// raises SIGBUS (see `crate::signals::explain_sigbus`).
-    pub fn map_files(&mut self) {
+    pub(crate) fn map_files(&mut self) {
         self.map = true;
     }
 
@@ -207,7 +207,7 @@ impl Reader {
     /// [`Filled::Streamed`] with its hash. For callers
     /// that need only the hashes of long records (`build`, `query -c`/`-q`),
     /// so memory stays at `bytes` whatever the record's length.
-    pub fn stream_long_records(&mut self, bytes: usize, seed: u64) {
+    pub(crate) fn stream_long_records(&mut self, bytes: usize, seed: u64) {
         self.long = Some((bytes.max(1), seed));
     }
 
@@ -320,7 +320,7 @@ impl Reader {
     ///
     /// # Errors
     /// Opening or reading a source failed; the message names it.
-    pub fn fill(&mut self, buf: &mut Vec<u8>, target: usize) -> Result<Option<Filled>> {
+    pub(crate) fn fill(&mut self, buf: &mut Vec<u8>, target: usize) -> Result<Option<Filled>> {
         let Some(len) = self.fill_inner(buf, target)? else {
             return Ok(None);
         };

@@ -17,11 +17,11 @@ use redis::{Cmd, Connection, ServerErrorKind, Value};
 use std::time::{Duration, Instant};
 
 /// Slots of a Redis Cluster.
-pub const SLOTS: usize = 16384;
+pub(super) const SLOTS: usize = 16384;
 
 /// The Cluster slot of a key: CRC16 (XMODEM) of its hash tag (the text
 /// between the first `{` and the next `}`, when not empty), else of the key.
-pub fn slot(key: &[u8]) -> u16 {
+pub(super) fn slot(key: &[u8]) -> u16 {
     let tagged = key.iter().position(|&b| b == b'{').and_then(|open| {
         let rest = &key[open + 1..];
         rest.iter()
@@ -49,7 +49,7 @@ fn crc16(data: &[u8]) -> u16 {
 }
 
 /// A command, packed, and the slot of its key.
-pub struct Routed {
+pub(super) struct Routed {
     /// The slot the command's key hashes to.
     pub slot: u16,
     /// The command as sent.
@@ -58,7 +58,7 @@ pub struct Routed {
 
 impl Routed {
     /// `cmd` for the node of `slot`.
-    pub fn new(slot: u16, cmd: &Cmd) -> Routed {
+    pub(super) fn new(slot: u16, cmd: &Cmd) -> Routed {
         Routed {
             slot,
             packed: cmd.get_packed_command(),
@@ -67,14 +67,14 @@ impl Routed {
 }
 
 /// Commands sent, whose replies [`Client::recv_raw`] reads.
-pub struct Sent {
+pub(super) struct Sent {
     cmds: Vec<Routed>,
     by_node: Vec<Vec<(usize, bool)>>,
 }
 
 /// The replies read for commands sent, and the commands a node redirected
 /// (to send again with [`Client::finish`]).
-pub struct Raw {
+pub(super) struct Raw {
     cmds: Vec<Routed>,
     replies: Vec<Option<Value>>,
     again: Vec<(usize, Option<usize>)>,
@@ -84,14 +84,14 @@ pub struct Raw {
 
 impl Raw {
     /// Whether some commands must be sent again.
-    pub fn redirected(&self) -> bool {
+    pub(super) fn redirected(&self) -> bool {
         !self.again.is_empty()
     }
 }
 
 /// Why [`Client::exec`] gave no replies.
 #[derive(Debug)]
-pub enum Failure {
+pub(super) enum Failure {
     /// Nothing was sent: no command ran.
     NotSent(anyhow::Error),
     /// Commands were sent and some replies never came: they may or may not
@@ -101,7 +101,7 @@ pub enum Failure {
 
 impl Failure {
     /// The error, whatever happened.
-    pub fn into_error(self) -> anyhow::Error {
+    pub(super) fn into_error(self) -> anyhow::Error {
         match self {
             Failure::NotSent(e) | Failure::Lost(e) => e,
         }
@@ -127,7 +127,7 @@ struct Node {
 }
 
 /// Open connections to a filter's servers.
-pub struct Client {
+pub(super) struct Client {
     loc: Location,
     timeout: Duration,
     replicas: u32,
@@ -141,7 +141,7 @@ pub struct Client {
 /// Environment variables naming PEM files for TLS (`rediss://`): the
 /// certificate authorities to trust instead of the system's, and the client
 /// certificate and key a server may ask for (Redis asks by default).
-pub const TLS_ENV: [&str; 3] = ["SEEN_REDIS_CA", "SEEN_REDIS_CERT", "SEEN_REDIS_KEY"];
+pub(crate) const TLS_ENV: [&str; 3] = ["SEEN_REDIS_CA", "SEEN_REDIS_CERT", "SEEN_REDIS_KEY"];
 
 /// The TLS certificates named by [`TLS_ENV`], read once; `None` when none is
 /// set (the system's authorities, no client certificate).
@@ -192,7 +192,7 @@ impl Client {
     ///
     /// # Errors
     /// A server that cannot be reached or refuses us, naming its address.
-    pub fn connect(loc: &Location, link: Link) -> Result<Client> {
+    pub(super) fn connect(loc: &Location, link: Link) -> Result<Client> {
         let mut client = Client {
             loc: loc.clone(),
             timeout: link.timeout,
@@ -220,7 +220,7 @@ impl Client {
     }
 
     /// The location this client serves.
-    pub fn location(&self) -> &Location {
+    pub(super) fn location(&self) -> &Location {
         &self.loc
     }
 
@@ -471,7 +471,7 @@ impl Client {
     /// # Errors
     /// Fewer replicas acknowledged within the timeout, or a lost connection
     /// (the writes are on the masters either way).
-    pub fn wait_replicas(&mut self, risk: &str) -> Result<()> {
+    pub(super) fn wait_replicas(&mut self, risk: &str) -> Result<()> {
         if self.replicas == 0 {
             return Ok(());
         }
@@ -550,7 +550,7 @@ impl Client {
     ///
     /// # Errors
     /// The server's error, or no answer.
-    pub fn query_once(&mut self, slot: u16, cmd: Cmd) -> Result<Value> {
+    pub(super) fn query_once(&mut self, slot: u16, cmd: Cmd) -> Result<Value> {
         let mut v = self
             .exec(vec![Routed::new(slot, &cmd)])
             .map_err(Failure::into_error)?;
@@ -562,7 +562,7 @@ impl Client {
     ///
     /// # Errors
     /// The server's error, or no answer within the timeout.
-    pub fn query(&mut self, slot: u16, cmd: Cmd) -> Result<Value> {
+    pub(super) fn query(&mut self, slot: u16, cmd: Cmd) -> Result<Value> {
         let deadline = Instant::now() + self.timeout;
         loop {
             match self.exec(vec![Routed::new(slot, &cmd)]) {
@@ -588,7 +588,7 @@ impl Client {
     /// [`Failure::NotSent`] when a node could not be reached before anything
     /// went to it; [`Failure::Lost`] when a reply did not come (a command of
     /// this call may have run, or not).
-    pub fn exec(&mut self, cmds: Vec<Routed>) -> Result<Vec<Value>, Failure> {
+    pub(super) fn exec(&mut self, cmds: Vec<Routed>) -> Result<Vec<Value>, Failure> {
         let sent = self.send(cmds)?;
         let raw = self.recv_raw(sent)?;
         self.finish(raw)
@@ -600,7 +600,7 @@ impl Client {
     ///
     /// # Errors
     /// As [`Client::exec`].
-    pub fn send(&mut self, cmds: Vec<Routed>) -> Result<Sent, Failure> {
+    pub(super) fn send(&mut self, cmds: Vec<Routed>) -> Result<Sent, Failure> {
         let todo: Vec<(usize, Option<usize>)> = (0..cmds.len()).map(|i| (i, None)).collect();
         let by_node = self.send_some(&cmds, &todo, false)?;
         Ok(Sent { cmds, by_node })
@@ -665,7 +665,7 @@ impl Client {
     ///
     /// # Errors
     /// [`Failure::Lost`] when a reply did not come.
-    pub fn recv_raw(&mut self, sent: Sent) -> Result<Raw, Failure> {
+    pub(super) fn recv_raw(&mut self, sent: Sent) -> Result<Raw, Failure> {
         let Sent { cmds, by_node } = sent;
         let mut raw = Raw {
             replies: vec![None; cmds.len()],
@@ -727,7 +727,7 @@ impl Client {
     /// # Errors
     /// As [`Client::exec`]; also when commands are still redirected after
     /// the timeout.
-    pub fn finish(&mut self, mut raw: Raw) -> Result<Vec<Value>, Failure> {
+    pub(super) fn finish(&mut self, mut raw: Raw) -> Result<Vec<Value>, Failure> {
         let deadline = Instant::now() + self.timeout;
         while !raw.again.is_empty() {
             if Instant::now() >= deadline {
@@ -816,7 +816,7 @@ fn redirect(v: &Value) -> Option<Redirect> {
 }
 
 /// A server error reply as an error, naming the command.
-pub fn server_error(what: &str, loc: &Location, v: &Value) -> Option<anyhow::Error> {
+pub(super) fn server_error(what: &str, loc: &Location, v: &Value) -> Option<anyhow::Error> {
     match v {
         Value::ServerError(e) => Some(anyhow!(
             "{loc}: {what} failed: {} {}",

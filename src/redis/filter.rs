@@ -38,7 +38,7 @@ use redis::Value;
 
 /// Space a Redis filter may take over the smallest filter for its capacity
 /// and rate, to set fewer bits per key (the server pays per bit set).
-pub const ROOM: f64 = 1.4;
+pub(crate) const ROOM: f64 = 1.4;
 
 /// The first layer of a new Redis filter for `spec`: the fewest bits per key
 /// within [`ROOM`] times the smallest size (for 10M keys at 1e-6: 8 bits in
@@ -46,7 +46,7 @@ pub const ROOM: f64 = 1.4;
 ///
 /// # Errors
 /// When `spec` cannot be sized.
-pub fn first_layer(spec: &Spec) -> Result<Plan> {
+pub(crate) fn first_layer(spec: &Spec) -> Result<Plan> {
     if spec.window.is_some() {
         bail!("{NO_WINDOW}");
     }
@@ -77,7 +77,7 @@ fn refuse_unkept(header: &Header, loc: &Location) -> Result<()> {
 }
 
 /// A filter in Redis, open for a run.
-pub struct RedisFilter {
+pub(crate) struct RedisFilter {
     client: Client,
     header: Header,
     meta: Vec<u8>,
@@ -98,7 +98,7 @@ impl RedisFilter {
     /// # Errors
     /// No filter there, a server that cannot be reached, or a meta key that
     /// is not a filter's.
-    pub fn open(loc: &Location, link: Link, write: bool) -> Result<RedisFilter> {
+    pub(crate) fn open(loc: &Location, link: Link, write: bool) -> Result<RedisFilter> {
         let mut client = Client::connect(loc, link)?;
         match read_meta(&mut client, loc)? {
             Some(meta) => RedisFilter::assemble(client, meta, write),
@@ -137,7 +137,7 @@ impl RedisFilter {
     ///
     /// # Errors
     /// As [`RedisFilter::open`].
-    pub fn open_or_create(
+    pub(crate) fn open_or_create(
         loc: &Location,
         link: Link,
         header: &Header,
@@ -218,7 +218,7 @@ impl RedisFilter {
     ///
     /// # Errors
     /// When the journal cannot be read or started, or `out` written.
-    pub fn journal(
+    pub(crate) fn journal(
         &mut self,
         term: u8,
         out: &mut dyn std::io::Write,
@@ -231,7 +231,7 @@ impl RedisFilter {
 
     /// The run's output was closed by its reader: see
     /// [`Journal::retract_recent`].
-    pub fn output_lost(&mut self) {
+    pub(crate) fn output_lost(&mut self) {
         if let Some(j) = &mut self.journal {
             j.retract_recent();
         }
@@ -239,7 +239,7 @@ impl RedisFilter {
 
     /// Ends the run's journal: removed when the run went well (`ok`), kept
     /// for the next run otherwise.
-    pub fn end_journal(&mut self, ok: bool) {
+    pub(crate) fn end_journal(&mut self, ok: bool) {
         if let Some(j) = self.journal.take() {
             if ok { j.close() } else { j.keep() }
         }
@@ -247,12 +247,12 @@ impl RedisFilter {
 
     /// The failure that stopped this run's test-and-sets, if one did and
     /// no later call reported it (it may strike in the last batch).
-    pub fn take_broken(&mut self) -> Option<anyhow::Error> {
+    pub(crate) fn take_broken(&mut self) -> Option<anyhow::Error> {
         self.broken.take()
     }
 
     /// Whether this run records keys.
-    pub fn writes(&self) -> bool {
+    pub(crate) fn writes(&self) -> bool {
         self.write
     }
 
@@ -261,7 +261,7 @@ impl RedisFilter {
     ///
     /// # Errors
     /// A header with a window, or a layer of another kind than Bloom.
-    pub fn refuse_header(loc: &Location, header: &Header) -> Result<()> {
+    pub(crate) fn refuse_header(loc: &Location, header: &Header) -> Result<()> {
         refuse_unkept(header, loc)
     }
 
@@ -269,7 +269,7 @@ impl RedisFilter {
     ///
     /// # Errors
     /// A filter at `loc`, or a server that cannot be reached.
-    pub fn refuse_existing(loc: &Location, link: Link) -> Result<()> {
+    pub(crate) fn refuse_existing(loc: &Location, link: Link) -> Result<()> {
         let mut client = Client::connect(loc, link)?;
         if read_meta(&mut client, loc)?.is_some() {
             bail!(
@@ -281,12 +281,12 @@ impl RedisFilter {
     }
 
     /// The header, counters as this run leaves them.
-    pub fn header(&self) -> &Header {
+    pub(crate) fn header(&self) -> &Header {
         &self.header
     }
 
     /// Where it lives.
-    pub fn location(&self) -> &Location {
+    pub(crate) fn location(&self) -> &Location {
         self.client.location()
     }
 
@@ -347,7 +347,7 @@ impl RedisFilter {
     ///
     /// # Errors
     /// A server error or a lost connection.
-    pub fn read_all(&mut self, progress: &mut dyn FnMut(u64)) -> Result<Vec<&[u8]>> {
+    pub(crate) fn read_all(&mut self, progress: &mut dyn FnMut(u64)) -> Result<Vec<&[u8]>> {
         for li in 0..self.layers.len() {
             let n = self.layers[li].keys.len();
             for start in (0..n).step_by(16) {
@@ -364,7 +364,7 @@ impl RedisFilter {
     }
 
     /// Shards of all layers.
-    pub fn shard_count(&self) -> usize {
+    pub(crate) fn shard_count(&self) -> usize {
         self.layers.iter().map(|l| l.keys.len()).sum()
     }
 
@@ -373,7 +373,7 @@ impl RedisFilter {
     ///
     /// # Errors
     /// A server error or a lost connection.
-    pub fn missing_shards(&mut self) -> Result<Vec<(String, String)>> {
+    pub(crate) fn missing_shards(&mut self) -> Result<Vec<(String, String)>> {
         let mut bad = Vec::new();
         for l in &self.layers {
             let cmds = l
@@ -452,7 +452,7 @@ impl RedisFilter {
     ///
     /// # Errors
     /// A server error or a lost connection.
-    pub fn commit(&mut self) -> Result<()> {
+    pub(crate) fn commit(&mut self) -> Result<()> {
         if !self.write {
             return Ok(());
         }
@@ -516,7 +516,7 @@ impl RedisFilter {
     /// # Errors
     /// A filter already there (without `replace`), a server error or a lost
     /// connection.
-    pub fn upload(
+    pub(crate) fn upload(
         loc: &Location,
         link: Link,
         header: &Header,

@@ -26,7 +26,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Environment variable naming the directory of journals.
-pub const DIR_ENV: &str = "SEEN_JOURNAL_DIR";
+pub(crate) const DIR_ENV: &str = "SEEN_JOURNAL_DIR";
 /// Bytes after which a run starts a new journal file (the old one goes once
 /// all its chunks are written).
 const SEGMENT_BYTES: u64 = 64 << 20;
@@ -40,7 +40,7 @@ const UNREAD_BYTES: u64 = 8 << 20;
 /// The directory of journals, on this machine, of the filter named `name`
 /// whose meta value is `meta` (the same filter however its location is
 /// written; another filter made under the same name gets another one).
-pub fn dir_for(name: &str, meta: &[u8]) -> Result<PathBuf> {
+pub(super) fn dir_for(name: &str, meta: &[u8]) -> Result<PathBuf> {
     let base = match std::env::var_os(DIR_ENV) {
         Some(d) if !d.is_empty() => PathBuf::from(d),
         _ => match (std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME")) {
@@ -67,7 +67,7 @@ struct Segment {
 }
 
 /// The journal a run writes.
-pub struct Journal {
+pub(crate) struct Journal {
     dir: PathBuf,
     segments: VecDeque<Segment>,
     /// Chunks journalled so far, and reported written.
@@ -103,7 +103,7 @@ impl Journal {
     ///
     /// # Errors
     /// When the directory cannot be made.
-    pub fn start(dir: &Path) -> Result<Journal> {
+    pub(crate) fn start(dir: &Path) -> Result<Journal> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot make the journal directory {}", dir.display()))?;
         Ok(Journal {
@@ -178,7 +178,7 @@ impl Journal {
     ///
     /// # Errors
     /// When the journal cannot be written or synced.
-    pub fn chunk(&mut self, records: &[u8]) -> Result<()> {
+    pub(crate) fn chunk(&mut self, records: &[u8]) -> Result<()> {
         self.flush_verdicts()?;
         let seq = self.chunks;
         let s = self.newest()?;
@@ -192,7 +192,7 @@ impl Journal {
     }
 
     /// Adds the verdicts of the newest chunk's next records (true: new).
-    pub fn verdicts(&mut self, new: impl IntoIterator<Item = bool>) {
+    pub(crate) fn verdicts(&mut self, new: impl IntoIterator<Item = bool>) {
         self.verdicts.extend(new.into_iter().map(u8::from));
     }
 
@@ -201,7 +201,7 @@ impl Journal {
     ///
     /// # Errors
     /// When the journal cannot be written.
-    pub fn written(&mut self, new: Option<usize>) -> Result<()> {
+    pub(crate) fn written(&mut self, new: Option<usize>) -> Result<()> {
         let seq = self.acked;
         if seq + 1 == self.chunks {
             self.flush_verdicts()?;
@@ -239,7 +239,7 @@ impl Journal {
     /// written last wrote may never have been read (it sat in a pipe's
     /// buffer), so they count as not written and the next run prints their
     /// new records again (perhaps twice, never lost).
-    pub fn retract_recent(&mut self) {
+    pub(crate) fn retract_recent(&mut self) {
         for &(seq, _) in &self.recent {
             if let Some(s) = self
                 .segments
@@ -255,7 +255,7 @@ impl Journal {
     /// Ends the journal of a run that went well: its files go, unless some
     /// lines judged new were not written (the sink stopped early): then they
     /// stay for the next run, as after a failure ([`Journal::keep`]).
-    pub fn close(mut self) {
+    pub(crate) fn close(mut self) {
         if self.partial || self.acked < self.chunks {
             return self.keep();
         }
@@ -266,7 +266,7 @@ impl Journal {
 
     /// Ends the journal of a run that failed: the verdicts known are written
     /// down, and the files stay for the next run.
-    pub fn keep(mut self) {
+    pub(crate) fn keep(mut self) {
         let _ = self.flush_verdicts();
         for s in &self.segments {
             let _ = s.file.sync_data();
@@ -280,7 +280,7 @@ impl Journal {
     ///
     /// # Errors
     /// When a journal cannot be read or `out` cannot be written.
-    pub fn replay(dir: &Path, term: u8, out: &mut dyn Write) -> Result<u64> {
+    pub(crate) fn replay(dir: &Path, term: u8, out: &mut dyn Write) -> Result<u64> {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return Ok(0);
         };

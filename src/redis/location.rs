@@ -6,7 +6,7 @@ use anyhow::{Result, bail};
 use std::fmt;
 
 /// The schemes a filter location may start with.
-pub const SCHEMES: [&str; 4] = [
+pub(super) const SCHEMES: [&str; 4] = [
     "redis://",
     "rediss://",
     "redis+cluster://",
@@ -14,10 +14,10 @@ pub const SCHEMES: [&str; 4] = [
 ];
 
 /// Environment variable holding the password when the location has none.
-pub const PASSWORD_ENV: &str = "SEEN_REDIS_PASSWORD";
+pub(crate) const PASSWORD_ENV: &str = "SEEN_REDIS_PASSWORD";
 
 /// Whether `s` names a Redis filter rather than a file.
-pub fn is_location(s: &str) -> bool {
+pub(crate) fn is_location(s: &str) -> bool {
     SCHEMES.iter().any(|p| s.starts_with(p))
 }
 
@@ -176,7 +176,7 @@ impl Location {
 }
 
 /// `s` with any password between `:` and `@` replaced by `***`.
-pub fn redact(s: &str) -> String {
+pub(crate) fn redact(s: &str) -> String {
     let Some((scheme, rest)) = s.split_once("://") else {
         return s.to_string();
     };

@@ -17,8 +17,6 @@ mod location;
 mod meta;
 mod shards;
 
-pub use client::{Link, TLS_ENV};
-pub use filter::{ROOM, RedisFilter, first_layer};
-pub use journal::{DIR_ENV as JOURNAL_DIR_ENV, Journal};
-pub use location::{Location, PASSWORD_ENV, is_location, redact};
-pub use shards::pages_per_shard;
+pub(crate) use client::Link;
+pub(crate) use filter::{RedisFilter, first_layer};
+pub(crate) use location::{Location, is_location, redact};

@@ -19,7 +19,7 @@ const MIN_SHARDS: u64 = 256;
 /// Pages per shard for a layer of `pages` pages: a power of two, so that
 /// the layer has at least [`MIN_SHARDS`] shards when it can, and shards of at
 /// most [`MAX_SHARD_PAGES`].
-pub fn pages_per_shard(pages: u64) -> u64 {
+pub(crate) fn pages_per_shard(pages: u64) -> u64 {
     let want = (pages / MIN_SHARDS).max(1);
     let pow = if want.is_power_of_two() {
         want

@@ -84,7 +84,7 @@ impl fmt::Display for FilterAt {
 /// FilterAtParser`): non-UTF-8 paths stay paths, a malformed Redis location
 /// is a usage error naming the argument.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct FilterAtParser;
+pub(crate) struct FilterAtParser;
 
 impl clap::builder::TypedValueParser for FilterAtParser {
     type Value = FilterAt;

@@ -14,7 +14,7 @@ mod in_redis;
 mod open;
 
 pub(crate) use at::Identity;
-pub use at::{FilterAt, FilterAtParser};
+pub(crate) use at::{FilterAt, FilterAtParser};
 pub(crate) use open::Opened;
 
 use crate::file::NewFilter;
@@ -30,7 +30,7 @@ use std::path::Path;
 
 /// How long a run waits for a remote store, and for its replicas
 /// (`--redis-timeout`, `--redis-wait`).
-pub use crate::redis::Link;
+pub(crate) use crate::redis::Link;
 
 /// Which store a run uses, and how.
 #[derive(Debug)]
@@ -304,7 +304,7 @@ impl FilterAt {
 
 /// What a check found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verified {
+pub(crate) enum Verified {
     /// Everything checks.
     Ok,
     /// A part is damaged or missing (each one named on the output).

@@ -67,7 +67,7 @@ impl Opened {
     ///
     /// # Errors
     /// When it cannot be sized, created, opened or locked.
-    pub fn open(place: &Where, keys: Option<KeySpec>) -> Result<Opened> {
+    pub(crate) fn open(place: &Where, keys: Option<KeySpec>) -> Result<Opened> {
         let keys = keys.unwrap_or(KeySpec::RAW);
         match place {
             Where::Memory(layers) => Ok(Opened::new(match &layers.first {
@@ -84,7 +84,7 @@ impl Opened {
     }
 
     /// Whether the store's bits must be fetched to be read whole.
-    pub fn fetches_bits(&self) -> bool {
+    pub(crate) fn fetches_bits(&self) -> bool {
         self.0.fetches_bits()
     }
 
@@ -92,27 +92,27 @@ impl Opened {
     ///
     /// # Errors
     /// As [`Held::bits`].
-    pub fn bits(&mut self, progress: &mut dyn FnMut(u64)) -> Result<Vec<&[u8]>> {
+    pub(crate) fn bits(&mut self, progress: &mut dyn FnMut(u64)) -> Result<Vec<&[u8]>> {
         self.0.bits(progress)
     }
 
     /// See [`Held::output_lost`].
-    pub fn output_lost(&mut self) {
+    pub(crate) fn output_lost(&mut self) {
         self.0.output_lost();
     }
 
     /// See [`Held::shared_writer`].
-    pub fn shared_writer(&self) -> bool {
+    pub(crate) fn shared_writer(&self) -> bool {
         self.0.shared_writer()
     }
 
     /// The header (counters as they stand).
-    pub fn header(&self) -> &Header {
+    pub(crate) fn header(&self) -> &Header {
         self.0.header()
     }
 
     /// The keys an existing filter records, with its name.
-    pub fn recorded_keys(&self) -> Option<(KeySpec, String)> {
+    pub(crate) fn recorded_keys(&self) -> Option<(KeySpec, String)> {
         self.0.recorded_keys()
     }
 
@@ -123,7 +123,7 @@ impl Opened {
     ///
     /// # Errors
     /// When the commit, or putting the new filter in place, fails.
-    pub fn finish(self, ok: bool) -> Result<Option<Header>> {
+    pub(crate) fn finish(self, ok: bool) -> Result<Option<Header>> {
         self.0.finish(ok)
     }
 }
