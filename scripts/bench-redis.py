@@ -28,7 +28,8 @@ import time
 import redis
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SEEN = os.path.join(HERE, "..", "target", "release", "seen")
+# SEEN_BIN: another build to measure (an A/B against an older one).
+SEEN = os.environ.get("SEEN_BIN", os.path.join(HERE, "..", "target", "release", "seen"))
 
 
 def masters(addr_list, tls=False):
