@@ -477,6 +477,14 @@ pub struct BuildArgs {
     #[command(flatten)]
     pub size: SizeArgs,
 
+    /// How a new Redis filter keeps its lines: `sets` (32-bit fingerprints in
+    /// small Redis sets: one command per line, nothing read whole, about 4.7
+    /// bytes per line) or `bloom` (Bloom layers in shards, as seen 0.2: copies
+    /// to and from a file byte for byte, but every run reads the shards it
+    /// touches whole) [default: sets]. Only when the filter is made in Redis.
+    #[arg(long, value_enum, value_name = "LAYOUT", help_heading = "Redis")]
+    pub redis_layout: Option<crate::store::RedisLayout>,
+
     /// Replace FILTER if it exists (atomically); only a seen filter (or an
     /// empty file) is replaced, never another kind of file or a symbolic link.
     #[arg(long, conflicts_with = "add")]
@@ -604,6 +612,14 @@ pub struct DedupArgs {
     /// Sizing of the filter (in memory, or a new -f file).
     #[command(flatten)]
     pub size: SizeArgs,
+
+    /// How a new Redis filter keeps its lines: `sets` (32-bit fingerprints in
+    /// small Redis sets: one command per line, nothing read whole, about 4.7
+    /// bytes per line) or `bloom` (Bloom layers in shards, as seen 0.2: copies
+    /// to and from a file byte for byte, but every run reads the shards it
+    /// touches whole) [default: sets]. Only when the filter is made in Redis.
+    #[arg(long, value_enum, value_name = "LAYOUT", help_heading = "Redis")]
+    pub redis_layout: Option<crate::store::RedisLayout>,
 
     /// Print a summary to stderr: lines read, written, duplicates, and how many
     /// new lines were probably dropped as false positives.

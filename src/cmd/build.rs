@@ -36,6 +36,7 @@ fn plan(a: BuildArgs) -> Result<Job> {
         seed: a.seed,
         quiet: a.progress.quiet,
         link: a.lock.link(),
+        layout: a.redis_layout.unwrap_or_default(),
     };
     let wants = if a.add {
         Wants::Add(a.output)

@@ -224,6 +224,7 @@ fn plan(a: DedupArgs, dups: Option<&DupsFile>) -> Result<Job> {
         seed: None,
         quiet: a.progress.quiet,
         link: a.lock.link(),
+        layout: a.redis_layout.unwrap_or_default(),
     };
     let (wants, mode) = match a.filter.clone() {
         None => (Wants::Memory, Mode::Insert),

@@ -9,7 +9,7 @@ use crate::filter::sizing::policy::{self, Asked, DEFAULT_CAPACITY, Measured, exp
 use crate::hash::DEFAULT_SEED;
 use crate::input::{Source, count_records, estimate_records, total_bytes, uncountable};
 use crate::pipeline::Options;
-use crate::store::{Ability, Access, FilterAt, Link, NewFile, Target, Where};
+use crate::store::{Ability, Access, FilterAt, Link, NewFile, RedisLayout, Target, Where};
 use anyhow::{Result, bail};
 
 /// What a run does with a filter, as its command's flags say.
@@ -43,6 +43,8 @@ pub(crate) struct Sizing {
     pub quiet: bool,
     /// `--redis-timeout`, `--redis-wait`.
     pub link: Link,
+    /// `--redis-layout`: how a new Redis filter keeps its lines.
+    pub layout: RedisLayout,
 }
 
 /// Resolves `wants` into the store a run uses, measuring `sources` when a
@@ -109,6 +111,7 @@ pub(crate) fn resolve(
                     spec,
                     seed: DEFAULT_SEED,
                     announce: asked.capacity.is_none() && !sizing.quiet,
+                    layout: sizing.layout,
                 };
                 (Some(new), lines)
             };
@@ -141,6 +144,7 @@ pub(crate) fn resolve(
                 seed: sizing.seed.unwrap_or(DEFAULT_SEED),
                 replace,
                 expect_keys: expected_keys(lines, total_bytes(sources)),
+                layout: sizing.layout,
             };
             at(filter, access)
         }

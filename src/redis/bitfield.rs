@@ -1,6 +1,7 @@
 //! The `BITFIELD` test-and-set of a Redis filter: the command, packed by
 //! hand, and the parts of a batch in flight with their replies (a key is new
-//! when any of its bits came back 0).
+//! when any of its bits came back 0, or, in the fingerprint-set layout,
+//! when its `SADD` returned 1).
 
 use super::client::{Client, Raw, Sent, server_error};
 use anyhow::anyhow;
@@ -135,10 +136,16 @@ impl Parts {
                         }
                     }
                 }
+                // `SADD` of one key's fingerprint: 1 when it was not there.
+                Value::Int(n) if who.len() == 1 => {
+                    if *n == 1 {
+                        new[who[0] as usize] = true;
+                    }
+                }
                 other => {
                     self.mark(std::slice::from_ref(who), new);
-                    let e = server_error("BITFIELD", &loc, other)
-                        .unwrap_or_else(|| anyhow!("{loc}: unexpected BITFIELD reply"));
+                    let e = server_error("a test-and-set", &loc, other)
+                        .unwrap_or_else(|| anyhow!("{loc}: unexpected test-and-set reply"));
                     self.failed.get_or_insert(e);
                 }
             }

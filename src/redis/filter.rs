@@ -26,8 +26,8 @@ use super::bitfield::{MAX_OPS, PART_KEYS, Parts, pack_bitfield_set};
 use super::client::{Client, Failure, Link, Routed, server_error, slot};
 use super::journal::Journal;
 use super::location::Location;
-use super::meta::{Meta, encode_meta, read_meta};
-use super::shards::{Layer, pages_per_shard, shard_keys};
+use super::meta::{Meta, add_counts, delete, encode_meta, read_any, read_meta};
+use super::shards::{Layer, pages_per_shard};
 use crate::filter::sizing::{Plan, Spec};
 use crate::filter::{BLOCK_BYTES, BLOCKS_PER_PAGE, KindId};
 use crate::format::Header;
@@ -55,7 +55,7 @@ pub(crate) fn first_layer(spec: &Spec) -> Result<Plan> {
 }
 
 /// Why a filter with a time window is refused in Redis.
-const NO_WINDOW: &str = "a filter with a time window (--window) cannot be kept in Redis yet: \
+pub(super) const NO_WINDOW: &str = "a filter with a time window (--window) cannot be kept in Redis yet: \
                          keep it in a file (-f FILE), or make a Redis filter without --window";
 
 /// Refuses a filter Redis cannot keep: one with a time window (see
@@ -93,24 +93,11 @@ pub(crate) struct RedisFilter {
 }
 
 impl RedisFilter {
-    /// Opens the filter at `loc`; `write`: this run records keys.
-    ///
-    /// # Errors
-    /// No filter there, a server that cannot be reached, or a meta key that
-    /// is not a filter's.
-    pub(crate) fn open(loc: &Location, link: Link, write: bool) -> Result<RedisFilter> {
-        let mut client = Client::connect(loc, link)?;
-        match read_meta(&mut client, loc)? {
-            Some(meta) => RedisFilter::assemble(client, meta, write),
-            None => bail!(
-                "{loc}: no such filter (no key {}): make it with `seen build -o {loc} FILE` \
-                 or `seen dedup -f {loc}`",
-                loc.meta_key()
-            ),
-        }
-    }
-
-    fn assemble(client: Client, (header, meta, pps): Meta, write: bool) -> Result<RedisFilter> {
+    pub(super) fn assemble(
+        client: Client,
+        (header, meta, pps): Meta,
+        write: bool,
+    ) -> Result<RedisFilter> {
         let loc = client.location().clone();
         refuse_unkept(&header, &loc)?;
         let layers = header
@@ -271,7 +258,7 @@ impl RedisFilter {
     /// A filter at `loc`, or a server that cannot be reached.
     pub(crate) fn refuse_existing(loc: &Location, link: Link) -> Result<()> {
         let mut client = Client::connect(loc, link)?;
-        if read_meta(&mut client, loc)?.is_some() {
+        if read_any(&mut client, loc)?.is_some() {
             bail!(
                 "{loc} already exists: pass --force to replace it, or add to it with \
                  `seen build --add -o {loc}`"
@@ -456,56 +443,11 @@ impl RedisFilter {
         if !self.write {
             return Ok(());
         }
-        let loc = self.client.location().clone();
-        let s = slot(loc.meta_key().as_bytes());
         let newest = self.layers.len() - 1;
-        let v = self.client.query_once(
-            s,
-            redis::cmd("HINCRBY")
-                .arg(loc.count_key())
-                .arg(format!("inserts:{newest}"))
-                .arg(self.added)
-                .clone(),
-        )?;
-        if let Some(e) = server_error("HINCRBY of the counters", &loc, &v) {
-            return Err(e);
-        }
-        if let (Value::Int(total), Some(l)) = (&v, self.header.layers.last()) {
-            let total = u64::try_from(*total).unwrap_or(0);
-            if self.added > 0 && total > l.capacity {
-                eprintln!(
-                    "seen: warning: {loc} holds {} keys, past the {} it was sized for (a \
-                     filter in Redis does not grow): its false-positive rate is above its \
-                     target; make a larger one (`seen build -n …`) and move to it",
-                    indicatif::HumanCount(total),
-                    indicatif::HumanCount(l.capacity)
-                );
-            }
-        }
+        let capacity = self.header.layers.last().map_or(u64::MAX, |l| l.capacity);
+        let (_, t) = add_counts(&mut self.client, newest, self.added, capacity, &self.meta)?;
         self.added = 0;
-        let t = crate::clock::system_secs();
-        let v = self.client.query(
-            s,
-            redis::cmd("HSET")
-                .arg(loc.count_key())
-                .arg("updated")
-                .arg(t)
-                .clone(),
-        )?;
-        if let Some(e) = server_error("HSET of the counters", &loc, &v) {
-            return Err(e);
-        }
         self.header.updated = t;
-        // A filter replaced under the run (`build --force`) is named.
-        let v = self
-            .client
-            .query(s, redis::cmd("GET").arg(loc.meta_key()).clone())?;
-        if v != Value::BulkString(self.meta.clone()) {
-            bail!(
-                "{loc} was replaced or deleted during this run: the lines it printed were \
-                 recorded in the old filter's shards"
-            );
-        }
         Ok(())
     }
 
@@ -526,24 +468,14 @@ impl RedisFilter {
         refuse_unkept(header, loc)?;
         let mut client = Client::connect(loc, link)?;
         let meta_slot = slot(loc.meta_key().as_bytes());
-        if let Some((old, _, old_pps)) = read_meta(&mut client, loc)? {
+        if let Some(old) = read_any(&mut client, loc)? {
             if !replace {
                 bail!(
                     "{loc} already exists: pass --force to replace it, or add to it with \
                      `seen build --add -o {loc}`"
                 );
             }
-            // The old meta goes first: no reader sees new bits under old meta.
-            let mut cmds = vec![Routed::new(
-                meta_slot,
-                redis::cmd("DEL").arg(loc.meta_key()).arg(loc.count_key()),
-            )];
-            for (i, l) in old.layers.iter().enumerate() {
-                for (k, s) in shard_keys(loc, i, l, old_pps) {
-                    cmds.push(Routed::new(s, redis::cmd("DEL").arg(k)));
-                }
-            }
-            client.exec(cmds).map_err(Failure::into_error)?;
+            delete(&mut client, loc, old)?;
         }
         let pps = pages_per_shard(header.layers[0].layout.nblocks / BLOCKS_PER_PAGE);
         let mut f = RedisFilter::assemble(client, (header.clone(), Vec::new(), pps), true)?;

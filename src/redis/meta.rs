@@ -3,17 +3,18 @@
 //! the filter has as a file) and its counters (`seen:{NAME}:count`): their
 //! encoding, and reading them from the server.
 
-use super::client::{Client, server_error, slot};
+use super::client::{Client, Failure, Routed, server_error, slot};
 use super::location::Location;
-use super::shards::MAX_SHARD_PAGES;
+use super::sets::SetsMeta;
+use super::shards::{MAX_SHARD_PAGES, shard_keys};
 use crate::format::{HEADER_LEN, Header};
 use anyhow::{Result, anyhow, bail};
 use redis::Value;
 
 /// Marks the Redis part of the meta value.
-const META_MAGIC: &[u8; 8] = b"SEENRDS1";
-/// Bytes of the meta value.
-const META_LEN: usize = HEADER_LEN + 24;
+pub(super) const META_MAGIC: &[u8; 8] = b"SEENRDS1";
+/// Bytes of the meta value (of either layout).
+pub(super) const META_LEN: usize = HEADER_LEN + 24;
 
 /// Encodes the meta value of `header` (its counters are kept elsewhere).
 pub(super) fn encode_meta(header: &Header, pps: u64) -> Vec<u8> {
@@ -53,32 +54,183 @@ fn decode_meta(loc: &Location, v: &[u8]) -> Result<(Header, u64)> {
 /// shard.
 pub(super) type Meta = (Header, Vec<u8>, u64);
 
-/// Reads the meta and counters of the filter at `loc`; `None` when there is
-/// no filter.
+/// A filter found at a location, in either layout.
+pub(super) enum Found {
+    /// Bloom layers in shards.
+    Bloom(Meta),
+    /// Fingerprint sets: what the meta records, its bytes, and a header
+    /// with the counters' time, and the lines recorded.
+    Sets(SetsMeta, Vec<u8>, Header, u64),
+}
+
+/// Reads the meta and counters of the filter at `loc`, in either layout;
+/// `None` when there is no filter.
+pub(super) fn read_any(client: &mut Client, loc: &Location) -> Result<Option<Found>> {
+    let Some(v) = get_meta(client, loc)? else {
+        return Ok(None);
+    };
+    if SetsMeta::marks(&v) {
+        let meta = SetsMeta::decode(loc, &v)?;
+        let mut header = meta.header();
+        let inserts = super::sets::read_counters(client, loc, &mut header)?;
+        return Ok(Some(Found::Sets(meta, v, header, inserts)));
+    }
+    read_bloom(client, loc, v).map(|m| Some(Found::Bloom(m)))
+}
+
+/// Reads the meta and counters of the filter at `loc`, in the Bloom layout;
+/// `None` when there is no filter.
+///
+/// # Errors
+/// A filter in the fingerprint-set layout (it has no shards), or as
+/// [`read_any`].
 pub(super) fn read_meta(client: &mut Client, loc: &Location) -> Result<Option<Meta>> {
+    match read_any(client, loc)? {
+        None => Ok(None),
+        Some(Found::Bloom(m)) => Ok(Some(m)),
+        Some(Found::Sets(..)) => bail!(
+            "{loc} is in the fingerprint-set layout, which has no Bloom bits (see docs/REDIS.md)"
+        ),
+    }
+}
+
+/// The meta value at `loc`, `None` when there is none.
+fn get_meta(client: &mut Client, loc: &Location) -> Result<Option<Vec<u8>>> {
     let meta_slot = slot(loc.meta_key().as_bytes());
     let v = client.query(meta_slot, redis::cmd("GET").arg(loc.meta_key()).clone())?;
-    let meta = match v {
-        Value::Nil => return Ok(None),
-        Value::BulkString(b) => b,
+    match v {
+        Value::Nil => Ok(None),
+        Value::BulkString(b) => Ok(Some(b)),
         other => {
             if let Some(e) = server_error("GET of the meta key", loc, &other) {
                 return Err(e);
             }
             bail!("{loc}: its meta key {} is not a string", loc.meta_key())
         }
-    };
+    }
+}
+
+/// The Bloom layout's meta value `meta`, decoded, with its counters read.
+fn read_bloom(client: &mut Client, loc: &Location, meta: Vec<u8>) -> Result<Meta> {
+    let meta_slot = slot(loc.meta_key().as_bytes());
     let (mut header, pps) = decode_meta(loc, &meta)?;
     let counts = client.query(
         meta_slot,
         redis::cmd("HGETALL").arg(loc.count_key()).clone(),
     )?;
     read_counts(&counts, &mut header);
-    Ok(Some((header, meta, pps)))
+    Ok((header, meta, pps))
+}
+
+/// Deletes the filter `old` found at `loc`: its meta key and counters
+/// first (no reader sees data under a meta that no longer describes it),
+/// then its shards or sets.
+///
+/// # Errors
+/// A server error or a lost connection.
+pub(super) fn delete(client: &mut Client, loc: &Location, old: Found) -> Result<()> {
+    let meta_slot = slot(loc.meta_key().as_bytes());
+    client
+        .exec(vec![Routed::new(
+            meta_slot,
+            redis::cmd("DEL").arg(loc.meta_key()).arg(loc.count_key()),
+        )])
+        .map_err(Failure::into_error)?;
+    match old {
+        Found::Bloom((old, _, old_pps)) => {
+            let mut cmds = Vec::new();
+            for (i, l) in old.layers.iter().enumerate() {
+                for (k, s) in shard_keys(loc, i, l, old_pps) {
+                    cmds.push(Routed::new(s, redis::cmd("DEL").arg(k)));
+                }
+            }
+            client.exec(cmds).map_err(Failure::into_error)?;
+            Ok(())
+        }
+        Found::Sets(meta, ..) => super::sets::delete_sets(client, &meta),
+    }
+}
+
+/// Adds `added` lines recorded as new in layer `layer` to the counters of
+/// the filter at the client's location, sets its time of change, and
+/// checks that its meta value is still `meta` (a filter replaced under the
+/// run is named); warns when the count passes `capacity` (a Redis filter
+/// does not grow). Returns the count and the time.
+///
+/// # Errors
+/// A server error, a lost connection, or a filter replaced meanwhile.
+pub(super) fn add_counts(
+    client: &mut Client,
+    layer: usize,
+    added: u64,
+    capacity: u64,
+    meta: &[u8],
+) -> Result<(u64, u64)> {
+    let loc = client.location().clone();
+    let s = slot(loc.meta_key().as_bytes());
+    let v = client.query_once(
+        s,
+        redis::cmd("HINCRBY")
+            .arg(loc.count_key())
+            .arg(format!("inserts:{layer}"))
+            .arg(added)
+            .clone(),
+    )?;
+    if let Some(e) = server_error("HINCRBY of the counters", &loc, &v) {
+        return Err(e);
+    }
+    let total = match v {
+        Value::Int(t) => u64::try_from(t).unwrap_or(0),
+        _ => 0,
+    };
+    if added > 0 && total > capacity {
+        eprintln!(
+            "seen: warning: {loc} holds {} keys, past the {} it was sized for (a filter in \
+             Redis does not grow): its false-positive rate is above its target; make a larger \
+             one (`seen build -n …`) and move to it",
+            indicatif::HumanCount(total),
+            indicatif::HumanCount(capacity)
+        );
+    }
+    let t = crate::clock::system_secs();
+    let v = client.query(
+        s,
+        redis::cmd("HSET")
+            .arg(loc.count_key())
+            .arg("updated")
+            .arg(t)
+            .clone(),
+    )?;
+    if let Some(e) = server_error("HSET of the counters", &loc, &v) {
+        return Err(e);
+    }
+    let v = client.query(s, redis::cmd("GET").arg(loc.meta_key()).clone())?;
+    if v != Value::BulkString(meta.to_vec()) {
+        bail!(
+            "{loc} was replaced or deleted during this run: the lines it printed were \
+             recorded in the old filter's data"
+        );
+    }
+    Ok((total, t))
 }
 
 /// Fills the counters of `header` from an `HGETALL` of the count key.
 pub(super) fn read_counts(v: &Value, header: &mut Header) {
+    each_count(v, &mut |k, n| {
+        if k == b"updated" {
+            header.updated = n;
+        } else if let Some(li) = k
+            .strip_prefix(b"inserts:")
+            .and_then(|i| std::str::from_utf8(i).ok()?.parse::<usize>().ok())
+            && let Some(l) = header.layers.get_mut(li)
+        {
+            l.inserts = n;
+        }
+    });
+}
+
+/// Calls `f` with each field and number of an `HGETALL` reply.
+pub(super) fn each_count(v: &Value, f: &mut dyn FnMut(&[u8], u64)) {
     let pairs: Vec<(Vec<u8>, u64)> = match v {
         Value::Array(items) => items
             .chunks(2)
@@ -101,14 +253,6 @@ pub(super) fn read_counts(v: &Value, header: &mut Header) {
         _ => Vec::new(),
     };
     for (k, n) in pairs {
-        if k == b"updated" {
-            header.updated = n;
-        } else if let Some(li) = k
-            .strip_prefix(b"inserts:")
-            .and_then(|i| std::str::from_utf8(i).ok()?.parse::<usize>().ok())
-            && let Some(l) = header.layers.get_mut(li)
-        {
-            l.inserts = n;
-        }
+        f(&k, n);
     }
 }

@@ -1,13 +1,16 @@
 //! Filters in Redis or Valkey (standalone or Cluster): a location type
 //! ([`Location`]), connections with this crate's own Cluster routing
-//! (`client`), the store behind the pipeline's port ([`RedisFilter`], in
-//! `filter`; its `BITFIELD` test-and-set in `bitfield`, its shards in
-//! `shards`, its meta key in `meta`) and the local journal that keeps a
-//! killed run's lines (`journal`).
+//! (`client`), the two layouts a filter may have there, each a store behind
+//! the pipeline's port — fingerprint sets ([`SetsFilter`], in `sets`: one
+//! `SADD` per line, the default) and Bloom layers in shards
+//! ([`RedisFilter`], in `filter`; its `BITFIELD` test-and-set in
+//! `bitfield`, its shards in `shards`) — their meta key (`meta`), opening
+//! either (`open`), and the local journal that keeps a killed run's lines
+//! (`journal`).
 //!
-//! It sits above `file`, whose header encoding its meta key reuses, so that a
-//! filter moves between a file and Redis byte for byte. Design, promises and
-//! limits: docs/REDIS.md.
+//! It sits above `format`, whose header encoding the Bloom layout's meta
+//! key reuses, so that such a filter moves between a file and Redis byte
+//! for byte. Design, promises and limits: docs/REDIS.md.
 
 mod bitfield;
 mod client;
@@ -15,8 +18,12 @@ mod filter;
 mod journal;
 mod location;
 mod meta;
+mod open;
+mod sets;
 mod shards;
 
 pub(crate) use client::Link;
 pub(crate) use filter::{RedisFilter, first_layer};
 pub(crate) use location::{Location, is_location, redact};
+pub(crate) use open::{Layout, Opened, new_sets, open, open_or_create};
+pub(crate) use sets::{Census, SetsFilter};

@@ -74,6 +74,7 @@ impl Place for PathBuf {
                 seed,
                 replace,
                 expect_keys,
+                ..
             } => {
                 let mut f = NewFilter::create(self, spec, *seed, keys)?;
                 f.expect_keys(*expect_keys);

@@ -2,15 +2,15 @@
 //! what it cannot do (grow, `-m`, time windows) said with the message a
 //! user sees, and the remote filter as an open store.
 
-use super::open::{Held, Opened};
-use super::{Ability, Access, Identity, Link, NewFile, Place, Verified};
+use super::open::{Census, Held, Opened};
+use super::{Ability, Access, Identity, Link, NewFile, Place, RedisLayout, Verified};
 use crate::file::MemFilter;
 use crate::format::Header;
 use crate::hash::Hash128;
 use crate::keys::KeySpec;
 use crate::pipeline::Store;
 use crate::progress::Show;
-use crate::redis::{Location, RedisFilter};
+use crate::redis::{self, Location, RedisFilter, SetsFilter};
 use anyhow::{Context, Result, bail};
 use std::io::Write;
 
@@ -58,10 +58,17 @@ impl Place for Location {
 
     fn open(&self, access: &Access, link: Link, keys: KeySpec) -> Result<Opened> {
         Ok(match access {
-            Access::Read => Opened::new(RedisFilter::open(self, link, false)?),
+            Access::Read => held(redis::open(self, link, false)?),
             Access::Write {
                 create, journal, ..
-            } => Opened::new(open_redis(self, link, create.as_ref(), *journal, keys)?),
+            } => held(open_redis(self, link, create.as_ref(), *journal, keys)?),
+            Access::New {
+                spec,
+                seed,
+                replace,
+                layout: RedisLayout::Sets,
+                ..
+            } => Opened::new(redis::new_sets(self, link, spec, *seed, keys, *replace)?),
             Access::New {
                 spec,
                 seed,
@@ -112,12 +119,11 @@ fn open_redis(
     create: Option<&NewFile>,
     journal: Option<u8>,
     keys: KeySpec,
-) -> Result<RedisFilter> {
+) -> Result<redis::Opened> {
     let mut f = match create {
         Some(new) => {
-            let first = crate::redis::first_layer(&new.spec)?;
-            let header = crate::file::new_header(&new.spec, &first, new.seed, keys);
-            let (f, made) = RedisFilter::open_or_create(loc, link, &header)?;
+            let (f, made) =
+                redis::open_or_create(loc, link, new.layout, &new.spec, new.seed, keys)?;
             if made && new.announce {
                 eprintln!(
                     "seen: created {} for {} distinct lines at false-positive rate {:e} \
@@ -129,11 +135,14 @@ fn open_redis(
             }
             f
         }
-        None => RedisFilter::open(loc, link, true)?,
+        None => redis::open(loc, link, true)?,
     };
     if let Some(term) = journal {
         let out = std::io::stdout();
-        let (n, dir) = f.journal(term, &mut out.lock())?;
+        let (n, dir) = match &mut f {
+            redis::Opened::Bloom(f) => f.journal(term, &mut out.lock())?,
+            redis::Opened::Sets(f) => f.journal(term, &mut out.lock())?,
+        };
         if n > 0 {
             eprintln!(
                 "seen: printed {} line{} that an earlier run on this machine had recorded in {} \
@@ -148,6 +157,14 @@ fn open_redis(
     Ok(f)
 }
 
+/// An open Redis filter of either layout as the store's one dynamic type.
+fn held(f: redis::Opened) -> Opened {
+    match f {
+        redis::Opened::Bloom(f) => Opened::new(f),
+        redis::Opened::Sets(f) => Opened::new(f),
+    }
+}
+
 /// A filter in Redis: its meta key decodes (checked on open), and every
 /// shard is there with the length the meta says (Redis keeps no checksums
 /// of its own: a shard lost to a failover, an eviction or a `DEL` is what
@@ -159,7 +176,10 @@ fn verify_redis(loc: &Location, repair: bool, link: Link, out: &mut dyn Write) -
              nothing to repair that way (a lost shard means rebuilding it)"
         );
     }
-    let mut f = RedisFilter::open(loc, link, false)?;
+    let mut f = match redis::open(loc, link, false)? {
+        redis::Opened::Bloom(f) => f,
+        redis::Opened::Sets(f) => return verify_sets(f, out),
+    };
     let bad = f.missing_shards()?;
     let shards = f.shard_count();
     for (key, what) in &bad {
@@ -183,6 +203,89 @@ fn verify_redis(loc: &Location, repair: bool, link: Link, out: &mut dyn Write) -
         bad.len()
     );
     Ok(Verified::Damaged)
+}
+
+/// A filter of fingerprint sets: its meta key decodes (checked on open),
+/// and every set is an intset or absent (see [`SetsFilter::check_sets`]).
+fn verify_sets(mut f: SetsFilter, out: &mut dyn Write) -> Result<Verified> {
+    let loc = f.location().clone();
+    let sets = f.meta().sets;
+    let bad = f.check_sets()?;
+    let damaged = bad.iter().filter(|b| b.2).count();
+    for (key, what, _) in bad.iter().take(20) {
+        writeln!(out, "{loc}: set {key} {what}").context("cannot write output")?;
+    }
+    if bad.len() > 20 {
+        writeln!(out, "{loc}: … and {} more sets", bad.len() - 20)
+            .context("cannot write output")?;
+    }
+    if bad.is_empty() {
+        writeln!(
+            out,
+            "{loc}: ok (meta key and {} sets, each compact or empty)",
+            indicatif::HumanCount(sets)
+        )
+        .context("cannot write output")?;
+    }
+    out.flush().context("cannot write output")?;
+    if damaged > 0 {
+        eprintln!(
+            "seen: {loc}: {damaged} of {sets} sets are not sets: another program wrote over \
+             them, and the lines they held read as new; rebuild the filter"
+        );
+    }
+    let loose = bad.len() - damaged;
+    if loose > 0 {
+        eprintln!(
+            "seen: {loc}: {loose} of {sets} sets lost their compact form (they still answer \
+             right): the filter holds more lines than it was sized for, or the server's \
+             set-max-intset-entries was lowered; make a larger filter (`seen build -n …`) and \
+             move to it, or raise set-max-intset-entries to {} or more",
+            f.meta().limit.max(512)
+        );
+    }
+    Ok(if bad.is_empty() {
+        Verified::Ok
+    } else {
+        Verified::Damaged
+    })
+}
+
+/// A filter of fingerprint sets has no bits: `stats` counts its sets,
+/// `copy` and `merge` say why they cannot take it.
+impl Held for SetsFilter {
+    fn header(&self) -> &Header {
+        SetsFilter::header(self)
+    }
+
+    fn bits(&mut self, _: &mut dyn FnMut(u64)) -> Result<Vec<&[u8]>> {
+        bail!(
+            "{} is in the fingerprint-set layout (a Redis set per few hundred lines), which \
+             has no Bloom bits to copy or merge: seen cannot move it to a file yet; make the \
+             filter with --redis-layout bloom to copy it file <-> Redis byte for byte",
+            self.location()
+        )
+    }
+
+    fn census(&mut self, progress: &mut dyn FnMut(u64)) -> Option<Result<Census>> {
+        Some(SetsFilter::census(self, progress))
+    }
+
+    fn output_lost(&mut self) {
+        SetsFilter::output_lost(self);
+    }
+
+    fn shared_writer(&self) -> bool {
+        self.writes()
+    }
+
+    fn recorded_keys(&self) -> Option<(KeySpec, String)> {
+        Some((SetsFilter::header(self).keys, self.location().to_string()))
+    }
+
+    fn finish(mut self: Box<Self>, ok: bool) -> Result<Option<Header>> {
+        SetsFilter::finish(&mut self, ok)
+    }
 }
 
 impl Held for RedisFilter {

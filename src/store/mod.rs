@@ -15,7 +15,7 @@ mod open;
 
 pub(crate) use at::Identity;
 pub(crate) use at::{FilterAt, FilterAtParser};
-pub(crate) use open::Opened;
+pub(crate) use open::{Census, Opened};
 
 use crate::file::NewFilter;
 pub(crate) use crate::file::Target;
@@ -28,6 +28,8 @@ use anyhow::Result;
 use std::io::Write;
 use std::path::Path;
 
+/// How a new Redis filter keeps its lines (`--redis-layout`).
+pub(crate) use crate::redis::Layout as RedisLayout;
 /// How long a run waits for a remote store, and for its replicas
 /// (`--redis-timeout`, `--redis-wait`).
 pub(crate) use crate::redis::Link;
@@ -72,6 +74,8 @@ pub(crate) enum Access {
         replace: bool,
         /// Keys the run may insert (picks the page size of a file's maps).
         expect_keys: Option<u64>,
+        /// Its layout, when it is made in Redis.
+        layout: RedisLayout,
     },
 }
 
@@ -84,6 +88,8 @@ pub(crate) struct NewFile {
     pub seed: u64,
     /// Say on stderr what was made (`-n` was not given, `-q` was not).
     pub announce: bool,
+    /// Its layout, when it is made in Redis.
+    pub layout: RedisLayout,
 }
 
 /// Something a run may ask of a store that not every store can do.

@@ -8,6 +8,8 @@ use crate::format::Header;
 use crate::hash::{DEFAULT_SEED, Hash128};
 use crate::keys::KeySpec;
 use crate::pipeline::{Commits, Journals, Store};
+/// What the fingerprint sets of a Redis filter hold (`stats`).
+pub(crate) use crate::redis::Census;
 use anyhow::Result;
 
 /// What an open store does for a run beside the pipeline's port: its
@@ -43,6 +45,17 @@ pub(crate) trait Held: Store {
 
     /// The keys an existing filter records, with its name in messages.
     fn recorded_keys(&self) -> Option<(KeySpec, String)> {
+        None
+    }
+
+    /// What a filter without bits holds, counted (the fingerprint sets of
+    /// a Redis filter), telling `progress` the sets counted; `None` for a
+    /// filter of bits ([`Held::bits`]).
+    ///
+    /// # Errors
+    /// A server that cannot be reached.
+    fn census(&mut self, progress: &mut dyn FnMut(u64)) -> Option<Result<Census>> {
+        let _ = progress;
         None
     }
 
@@ -94,6 +107,11 @@ impl Opened {
     /// As [`Held::bits`].
     pub(crate) fn bits(&mut self, progress: &mut dyn FnMut(u64)) -> Result<Vec<&[u8]>> {
         self.0.bits(progress)
+    }
+
+    /// See [`Held::census`].
+    pub(crate) fn census(&mut self, progress: &mut dyn FnMut(u64)) -> Option<Result<Census>> {
+        self.0.census(progress)
     }
 
     /// See [`Held::output_lost`].

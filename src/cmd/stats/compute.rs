@@ -175,8 +175,13 @@ pub struct Stats {
     pub created: u64,
     /// Unix seconds.
     pub updated: u64,
-    /// One entry per layer, oldest first.
+    /// One entry per layer, oldest first (none for a Redis filter of
+    /// fingerprint sets).
     pub layers: Vec<LayerStats>,
+    /// How full the sets of a Redis filter of fingerprint sets are; absent
+    /// for a filter of Bloom layers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sets: Option<super::sets::SetsStats>,
     /// Human-readable warnings (also printed to stderr).
     pub warnings: Vec<String>,
 }
@@ -276,6 +281,7 @@ pub fn compute_from(h: &Header, bits: &[&[u8]], name: String) -> Stats {
         created: h.created,
         updated: h.updated,
         layers,
+        sets: None,
         warnings,
     }
 }

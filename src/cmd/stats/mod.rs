@@ -8,9 +8,11 @@
 mod compute;
 mod probe;
 mod render;
+mod sets;
 
 pub use compute::{GrowthStats, LayerStats, SliceStats, Stats, WindowStats, compute, compute_from};
 pub use probe::ProbeStats;
+pub use sets::SetsStats;
 
 use crate::cli::StatsArgs;
 use crate::input::sources;
@@ -30,6 +32,10 @@ use std::process::ExitCode;
 fn open(a: &StatsArgs) -> Result<(Stats, (Where, Opened))> {
     let link = a.lock.link();
     let mut f = a.filter.open_read(link)?;
+    if let Some(census) = f.census(&mut |_| {}) {
+        let s = sets::compute(&census?, a.filter.to_string());
+        return Ok((s, (reading(a.filter.clone(), link), f)));
+    }
     let header = f.header().clone();
     // A fetched filter is read, then counted: each half of the bar.
     let total = header.bit_bytes() * if f.fetches_bits() { 2 } else { 1 };

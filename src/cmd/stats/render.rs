@@ -50,6 +50,9 @@ fn utc(secs: u64) -> String {
 }
 
 fn table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
+    if let Some(sets) = &s.sets {
+        return super::sets::table(s, sets, out);
+    }
     identity(s, out)?;
     numbers(s, out)?;
     if let Some(w) = &s.window {
