@@ -46,14 +46,20 @@ def nodes_of(addrs):
 
 
 def counters(nodes):
-    """(CPU seconds, wire bytes) summed over the masters."""
-    cpu = wire = 0.0
+    """(CPU seconds per master, wire bytes summed over the masters)."""
+    cpu = []
+    wire = 0.0
     for r in nodes:
         c = r.info("cpu")
         s = r.info("stats")
-        cpu += c["used_cpu_user"] + c["used_cpu_sys"]
+        cpu.append(c["used_cpu_user"] + c["used_cpu_sys"])
         wire += s["total_net_input_bytes"] + s["total_net_output_bytes"]
     return cpu, wire
+
+
+def memory(nodes):
+    """Bytes of data the masters hold (INFO used_memory)."""
+    return sum(r.info("memory")["used_memory"] for r in nodes)
 
 
 def timed(cmd, data, env):
@@ -81,6 +87,7 @@ def main():
     ap.add_argument("--shapes", default="long,short")
     ap.add_argument("--targets", default="standalone,cluster")
     ap.add_argument("--tools", default="seen,sadd")
+    ap.add_argument("--layout", default="sets", help="--redis-layout of the filter seen makes")
     a = ap.parse_args()
 
     w = a.writers
@@ -104,32 +111,38 @@ def main():
             for tool in a.tools.split(","):
                 for r in nodes:
                     r.flushall()
+                time.sleep(0.2)
+                base = memory(nodes)
                 if tool == "seen":
                     size = a.capacity if shape == "short" else str(need)
-                    subprocess.run([SEEN, "build", "-q", "-n", size, "-p", a.fpp, "-o", loc, "/dev/null"],
-                                   check=True, env=env)
+                    subprocess.run([SEEN, "build", "-q", "-n", size, "-p", a.fpp, "--redis-layout",
+                                    a.layout, "-o", loc, "/dev/null"], check=True, env=env)
                     cmd = [SEEN, "dedup", "-q", "-f", loc]
                 else:
                     cmd = [sys.executable, os.path.join(HERE, "sadd-dedup.py"), set_loc]
                 time.sleep(0.2)
-                rows.append((tname, shape, tool, *fleet(shape, cmd, lines, a, env, nodes)))
+                rows.append((tname, shape, tool, *fleet(shape, cmd, lines, a, env, nodes, base)))
                 print(rows[-1], file=sys.stderr, flush=True)
     print(f"{w} writers; long: {a.stream:,} lines each, overlapping by half; short: runs of "
           f"{a.run:,} lines for {a.seconds:.0f} s against a filter made for {a.capacity} lines; "
-          f"p = {a.fpp}\n")
-    print("| target | shape | tool | input lines | lines/s | Redis CPU per line | wire bytes per line "
-          "| peak RSS of a writer | wall of one run (median) |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
-    for t, shape, tool, n, lps, cpu, wire, rss, run_wall in rows:
+          f"p = {a.fpp}; seen's layout: {a.layout}\n")
+    print("| target | shape | tool | input lines | lines/s | Redis CPU per line | CPU spread over masters "
+          "| wire bytes per line | Redis memory per distinct line | peak RSS of a writer "
+          "| wall of one run (median) |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for t, shape, tool, n, lps, cpu, spread, wire, mem, rss, run_wall in rows:
         name = "seen dedup -f" if tool == "seen" else "SADD SHA-1 (redis-py)"
         rw = "–" if run_wall is None else f"{run_wall:.3f} s"
-        print(f"| {t} | {shape} | {name} | {n:,} | {lps / 1e6:.3f} M | {cpu * 1e6:.2f} µs | {wire:,.0f} B "
-              f"| {rss / 1024:,.0f} MiB | {rw} |")
+        sp = "–" if spread is None else f"±{spread * 100:.0f} %"
+        print(f"| {t} | {shape} | {name} | {n:,} | {lps / 1e6:.3f} M | {cpu * 1e6:.2f} µs | {sp} "
+              f"| {wire:,.0f} B | {mem:,.1f} B | {rss / 1024:,.0f} MiB | {rw} |")
 
 
-def fleet(shape, cmd, lines, a, env, nodes):
+def fleet(shape, cmd, lines, a, env, nodes, base):
     """Runs the fleet once; returns (input lines, lines/s, CPU s per line,
-    wire bytes per line, peak RSS KiB, median run wall or None)."""
+    the largest share a master's CPU is off the masters' mean (None for one
+    server), wire bytes per line, Redis memory per distinct line over
+    `base`, peak RSS KiB, median run wall or None)."""
     w = a.writers
     fed = [[] for _ in range(w)]
     out = [[] for _ in range(w)]
@@ -182,7 +195,11 @@ def fleet(shape, cmd, lines, a, env, nodes):
         print(f"warning: {cmd[0]} {shape}: printed {len(got):,} lines, {len(set(got)):,} distinct; "
               f"{len(want):,} distinct lines were fed", file=sys.stderr)
     runs = [x for ws in walls for x in ws]
-    return (total, total / wall, (c1 - c0) / total, (n1 - n0) / total, max(rss),
+    per = [b - a_ for a_, b in zip(c0, c1)]
+    mean = sum(per) / len(per)
+    spread = max(abs(p - mean) for p in per) / mean if len(per) > 1 and mean > 0 else None
+    mem = (memory(nodes) - base) / max(len(want), 1)
+    return (total, total / wall, sum(per) / total, spread, (n1 - n0) / total, mem, max(rss),
             statistics.median(runs) if runs else None)
 
 
