@@ -205,13 +205,16 @@ impl Summary {
         if self.keys != KeySpec::RAW.to_string() {
             let _ = writeln!(err, "seen: {:<16} {}", "keys", self.keys);
         }
+        // A Redis filter of fingerprint sets has no layers.
+        let layers = match self.layers {
+            0 => String::new(),
+            1 => "1 layer, ".to_string(),
+            n => format!("{n} layers, "),
+        };
         let _ = writeln!(
             err,
-            "seen: {:<16} {} layer{}, false-positive rate now {:.1e}",
-            "filter",
-            self.layers,
-            if self.layers == 1 { "" } else { "s" },
-            self.fpp_now
+            "seen: {:<16} {layers}false-positive rate now {:.1e}",
+            "filter", self.fpp_now
         );
     }
 }

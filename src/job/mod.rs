@@ -155,6 +155,7 @@ fn run_on<O: Output>(job: Job, mut store: Opened, out: &mut O) -> Result<Counts>
     {
         store.output_lost();
     }
+    let rates = result.as_ref().ok().and_then(|c| store.run_rates(c.new));
     let finished = store.finish(result.is_ok());
     // The run's own error first: a store's failure at its end often follows
     // from it (a server gone).
@@ -166,6 +167,10 @@ fn run_on<O: Output>(job: Job, mut store: Opened, out: &mut O) -> Result<Counts>
     }
     if let (Some(json), Some(after)) = (job.summary, &after) {
         let mut summary = Summary::new(&counts, out.written(), opts.keys, &before, after);
+        if let Some((expected, now)) = rates {
+            summary.expected_false_positives = expected;
+            summary.fpp_now = now;
+        }
         summary.dups_written = out.dups_written();
         summary.print(json);
     }

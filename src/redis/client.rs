@@ -32,21 +32,35 @@ pub(super) fn slot(key: &[u8]) -> u16 {
     (crc16(tagged.unwrap_or(key)) as usize % SLOTS) as u16
 }
 
-/// CRC16-CCITT (XMODEM: polynomial 0x1021, initial 0), as Redis Cluster uses.
+/// CRC16-CCITT (XMODEM: polynomial 0x1021, initial 0), as Redis Cluster
+/// uses, a byte at a time from [`CRC16_TABLE`] (a key's slot is computed
+/// per line in the fingerprint-set layout).
 fn crc16(data: &[u8]) -> u16 {
-    let mut crc: u16 = 0;
-    for &b in data {
-        crc ^= u16::from(b) << 8;
-        for _ in 0..8 {
+    data.iter().fold(0u16, |crc, &b| {
+        (crc << 8) ^ CRC16_TABLE[usize::from((crc >> 8) as u8 ^ b)]
+    })
+}
+
+/// The CRC16 (XMODEM) of every byte value, bit by bit.
+const CRC16_TABLE: [u16; 256] = {
+    let mut t = [0u16; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut crc = (i as u16) << 8;
+        let mut bit = 0;
+        while bit < 8 {
             crc = if crc & 0x8000 != 0 {
                 (crc << 1) ^ 0x1021
             } else {
                 crc << 1
             };
+            bit += 1;
         }
+        t[i] = crc;
+        i += 1;
     }
-    crc
-}
+    t
+};
 
 /// A command, packed, and the slot of its key.
 pub(super) struct Routed {

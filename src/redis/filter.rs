@@ -445,7 +445,14 @@ impl RedisFilter {
         }
         let newest = self.layers.len() - 1;
         let capacity = self.header.layers.last().map_or(u64::MAX, |l| l.capacity);
-        let (_, t) = add_counts(&mut self.client, newest, self.added, capacity, &self.meta)?;
+        let (_, t) = add_counts(
+            &mut self.client,
+            newest,
+            self.added,
+            capacity,
+            &self.meta,
+            "its false-positive rate is above its target",
+        )?;
         self.added = 0;
         self.header.updated = t;
         Ok(())

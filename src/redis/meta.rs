@@ -155,7 +155,8 @@ pub(super) fn delete(client: &mut Client, loc: &Location, old: Found) -> Result<
 /// the filter at the client's location, sets its time of change, and
 /// checks that its meta value is still `meta` (a filter replaced under the
 /// run is named); warns when the count passes `capacity` (a Redis filter
-/// does not grow). Returns the count and the time.
+/// does not grow), ending with `what_then` (what that costs). Returns the
+/// count and the time.
 ///
 /// # Errors
 /// A server error, a lost connection, or a filter replaced meanwhile.
@@ -165,6 +166,7 @@ pub(super) fn add_counts(
     added: u64,
     capacity: u64,
     meta: &[u8],
+    what_then: &str,
 ) -> Result<(u64, u64)> {
     let loc = client.location().clone();
     let s = slot(loc.meta_key().as_bytes());
@@ -186,8 +188,8 @@ pub(super) fn add_counts(
     if added > 0 && total > capacity {
         eprintln!(
             "seen: warning: {loc} holds {} keys, past the {} it was sized for (a filter in \
-             Redis does not grow): its false-positive rate is above its target; make a larger \
-             one (`seen build -n …`) and move to it",
+             Redis does not grow): {what_then}; make a larger one (`seen build -n …`) and \
+             move to it",
             indicatif::HumanCount(total),
             indicatif::HumanCount(capacity)
         );

@@ -354,6 +354,8 @@ pub(crate) struct SetsFilter {
     /// Lines recorded as new by every writer: the counters as read, plus
     /// this run's.
     inserts: u64,
+    /// The counters as the run found them.
+    opened_with: u64,
     /// Set when a reply was lost: the run stops at its next batch.
     broken: Option<anyhow::Error>,
     write: bool,
@@ -382,6 +384,7 @@ impl SetsFilter {
             header,
             added: 0,
             inserts: 0,
+            opened_with: 0,
             broken: None,
             write,
             journal: None,
@@ -447,6 +450,19 @@ impl SetsFilter {
     /// Sets the lines recorded as new (the counters as read).
     pub(crate) fn set_inserts(&mut self, n: u64) {
         self.inserts = n;
+        self.opened_with = n;
+    }
+
+    /// The false positives expected among `new` lines this run judged new
+    /// (each was compared with its set's fingerprints; the sets held, on
+    /// average, what they held between the run's start and now), and the
+    /// rate of a lookup now.
+    pub(crate) fn run_rates(&self, new: u64) -> (f64, f64) {
+        let during = (self.opened_with + self.inserts) as f64 / 2.0;
+        (
+            new as f64 * self.meta.fpp_with(during),
+            self.meta.fpp_with(self.inserts as f64),
+        )
     }
 
     /// See `RedisFilter::journal`.
@@ -515,6 +531,9 @@ impl SetsFilter {
             self.added,
             self.meta.capacity,
             &self.meta_bytes,
+            "its sets fill toward set-max-intset-entries (at about 2.4 times its capacity the \
+             fullest pass it and take 15 times the memory), and its false-positive rate grows \
+             with them (`seen stats` shows both)",
         )?;
         self.added = 0;
         self.header.updated = total.1;
@@ -564,6 +583,7 @@ impl SetsFilter {
             }
         }
         if replies.last() != Some(&Value::Okay) {
+            let _ = self.unlink_sets(self.meta.tag);
             bail!(
                 "{loc} was made by another process while this one was being built: run again \
                  with --force to replace it"

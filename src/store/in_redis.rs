@@ -271,6 +271,10 @@ impl Held for SetsFilter {
         Some(SetsFilter::census(self, progress))
     }
 
+    fn run_rates(&self, new: u64) -> Option<(f64, f64)> {
+        Some(SetsFilter::run_rates(self, new))
+    }
+
     fn output_lost(&mut self) {
         SetsFilter::output_lost(self);
     }

@@ -48,6 +48,15 @@ pub(crate) trait Held: Store {
         None
     }
 
+    /// For a store whose header has no layers to estimate from (the
+    /// fingerprint sets of a Redis filter): the false positives expected
+    /// among `new` lines judged new in this run, and the rate now, for the
+    /// run's summary.
+    fn run_rates(&self, new: u64) -> Option<(f64, f64)> {
+        let _ = new;
+        None
+    }
+
     /// What a filter without bits holds, counted (the fingerprint sets of
     /// a Redis filter), telling `progress` the sets counted; `None` for a
     /// filter of bits ([`Held::bits`]).
@@ -107,6 +116,11 @@ impl Opened {
     /// As [`Held::bits`].
     pub(crate) fn bits(&mut self, progress: &mut dyn FnMut(u64)) -> Result<Vec<&[u8]>> {
         self.0.bits(progress)
+    }
+
+    /// See [`Held::run_rates`].
+    pub(crate) fn run_rates(&self, new: u64) -> Option<(f64, f64)> {
+        self.0.run_rates(new)
     }
 
     /// See [`Held::census`].
