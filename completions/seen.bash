@@ -97,7 +97,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__build)
-            opts="-o -p -z -j -k -t -i -q -n -h --output --fpp --growth --no-grow --fixed --window --slices --force --add --summary --json --seed --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --redis-timeout --redis-wait --now --progress --quiet --capacity --help"
+            opts="-o -p -z -j -k -t -i -q -n -h --output --fpp --growth --no-grow --fixed --window --slices --redis-layout --force --add --summary --json --seed --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --redis-timeout --redis-wait --now --progress --quiet --capacity --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -129,6 +129,10 @@ _seen() {
                     ;;
                 --slices)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-layout)
+                    COMPREPLY=($(compgen -W "sets bloom" -- "${cur}"))
                     return 0
                     ;;
                 --seed)
@@ -235,7 +239,7 @@ _seen() {
             return 0
             ;;
         seen__subcmd__dedup)
-            opts="-f -p -d -D -m -z -j -k -t -i -q -n -h --filter --fpp --growth --no-grow --fixed --window --slices --summary --commit-every --json --repeated --all-repeated --dups-out --max-count --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --redis-timeout --redis-wait --now --progress --quiet --capacity --help"
+            opts="-f -p -d -D -m -z -j -k -t -i -q -n -h --filter --fpp --growth --no-grow --fixed --window --slices --redis-layout --summary --commit-every --json --repeated --all-repeated --dups-out --max-count --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --redis-timeout --redis-wait --now --progress --quiet --capacity --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -267,6 +271,10 @@ _seen() {
                     ;;
                 --slices)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-layout)
+                    COMPREPLY=($(compgen -W "sets bloom" -- "${cur}"))
                     return 0
                     ;;
                 --commit-every)

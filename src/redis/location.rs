@@ -5,6 +5,11 @@
 use anyhow::{Result, bail};
 use std::fmt;
 
+/// Marks the Redis part of a meta value (after the 4096 bytes of a header).
+pub(super) const META_MAGIC: &[u8; 8] = b"SEENRDS1";
+/// Bytes of a meta value, of either layout: a header, then 24 bytes.
+pub(super) const META_LEN: usize = crate::format::HEADER_LEN + 24;
+
 /// The schemes a filter location may start with.
 pub(super) const SCHEMES: [&str; 4] = [
     "redis://",

@@ -4,17 +4,12 @@
 //! encoding, and reading them from the server.
 
 use super::client::{Client, Failure, Routed, server_error, slot};
-use super::location::Location;
-use super::sets::SetsMeta;
+use super::location::{Location, META_LEN, META_MAGIC};
+use super::set_keys::SetsMeta;
 use super::shards::{MAX_SHARD_PAGES, shard_keys};
 use crate::format::{HEADER_LEN, Header};
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use redis::Value;
-
-/// Marks the Redis part of the meta value.
-pub(super) const META_MAGIC: &[u8; 8] = b"SEENRDS1";
-/// Bytes of the meta value (of either layout).
-pub(super) const META_LEN: usize = HEADER_LEN + 24;
 
 /// Encodes the meta value of `header` (its counters are kept elsewhere).
 pub(super) fn encode_meta(header: &Header, pps: u64) -> Vec<u8> {
@@ -72,7 +67,7 @@ pub(super) fn read_any(client: &mut Client, loc: &Location) -> Result<Option<Fou
     if SetsMeta::marks(&v) {
         let meta = SetsMeta::decode(loc, &v)?;
         let mut header = meta.header();
-        let inserts = super::sets::read_counters(client, loc, &mut header)?;
+        let inserts = read_counters(client, loc, &mut header)?;
         return Ok(Some(Found::Sets(meta, v, header, inserts)));
     }
     read_bloom(client, loc, v).map(|m| Some(Found::Bloom(m)))
@@ -147,7 +142,7 @@ pub(super) fn delete(client: &mut Client, loc: &Location, old: Found) -> Result<
             client.exec(cmds).map_err(Failure::into_error)?;
             Ok(())
         }
-        Found::Sets(meta, ..) => super::sets::delete_sets(client, &meta),
+        Found::Sets(meta, ..) => super::set_keys::delete_sets(client, &meta),
     }
 }
 
@@ -257,4 +252,28 @@ pub(super) fn each_count(v: &Value, f: &mut dyn FnMut(&[u8], u64)) {
     for (k, n) in pairs {
         f(&k, n);
     }
+}
+
+/// The counters of a filter of this layout: lines recorded as new, with
+/// the time of the last change read into `header`.
+pub(super) fn read_counters(
+    client: &mut Client,
+    loc: &Location,
+    header: &mut Header,
+) -> Result<u64> {
+    let v = client
+        .query(
+            slot(loc.meta_key().as_bytes()),
+            redis::cmd("HGETALL").arg(loc.count_key()).clone(),
+        )
+        .context("cannot read the counters")?;
+    let mut inserts = 0u64;
+    each_count(&v, &mut |k, n| {
+        if k == b"updated" {
+            header.updated = n;
+        } else if k == b"inserts:0" {
+            inserts = n;
+        }
+    });
+    Ok(inserts)
 }

@@ -19,6 +19,7 @@ mod journal;
 mod location;
 mod meta;
 mod open;
+mod set_keys;
 mod sets;
 mod shards;
 

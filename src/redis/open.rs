@@ -5,7 +5,8 @@ use super::client::{Client, Link};
 use super::filter::RedisFilter;
 use super::location::Location;
 use super::meta::{Found, read_any};
-use super::sets::{DEFAULT_INTSET_LIMIT, SetsFilter, SetsMeta, intset_limit};
+use super::set_keys::{DEFAULT_INTSET_LIMIT, SetsMeta, intset_limit};
+use super::sets::SetsFilter;
 use crate::filter::sizing::Spec;
 use crate::keys::KeySpec;
 use anyhow::{Result, anyhow, bail};
@@ -59,13 +60,18 @@ pub(crate) fn open(loc: &Location, link: Link, write: bool) -> Result<Opened> {
     }
 }
 
+/// Refuses a time window (said before any server is asked).
+fn refuse_window(loc: &Location, spec: &Spec) -> Result<()> {
+    if spec.window.is_some() {
+        bail!("{loc}: {}", super::filter::NO_WINDOW);
+    }
+    Ok(())
+}
+
 /// Sizes a fingerprint-set filter for `spec` on the server `client` talks
 /// to (its `set-max-intset-entries`).
 fn plan_sets(client: &mut Client, spec: &Spec, seed: u64, keys: KeySpec) -> Result<SetsMeta> {
     let loc = client.location().clone();
-    if spec.window.is_some() {
-        bail!("{loc}: {}", super::filter::NO_WINDOW);
-    }
     let limit = intset_limit(client, &loc).unwrap_or_else(|| {
         eprintln!(
             "seen: note: {loc} does not say its set-max-intset-entries (CONFIG GET is not \
@@ -103,6 +109,7 @@ pub(crate) fn open_or_create(
         let (f, made) = RedisFilter::open_or_create(loc, link, &header)?;
         return Ok((Opened::Bloom(f), made));
     }
+    refuse_window(loc, spec)?;
     let mut client = Client::connect(loc, link)?;
     if let Some(found) = read_any(&mut client, loc)? {
         return Ok((assemble(client, found, true)?, false));
@@ -129,6 +136,7 @@ pub(crate) fn new_sets(
     keys: KeySpec,
     replace: bool,
 ) -> Result<SetsFilter> {
+    refuse_window(loc, spec)?;
     let mut client = Client::connect(loc, link)?;
     if !replace && read_any(&mut client, loc)?.is_some() {
         bail!(

@@ -194,6 +194,19 @@ fn both_layouts_work_and_say_what_they_cannot() {
         assert_eq!(v["inserts"], 20_000, "{v}");
         assert_eq!(v["sets"]["fingerprints"], 20_000, "{v}");
         assert_eq!(v["sets"]["fingerprint_bits"], 32, "{v}");
+        // The `sets` object has the members docs/STATS.md lists.
+        let doc = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/STATS.md"),
+        )
+        .unwrap();
+        let documented: std::collections::BTreeSet<String> = doc
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `sets."))
+            .map(|l| l.split('`').next().unwrap().to_string())
+            .collect();
+        let got: std::collections::BTreeSet<String> =
+            v["sets"].as_object().unwrap().keys().cloned().collect();
+        assert_eq!(got, documented, "`sets` members against docs/STATS.md");
         let fpp = v["estimated_fpp"].as_f64().unwrap();
         assert!(fpp > 0.0 && fpp < 1e-8, "{v}");
         let file = d.path().join("f.seen");

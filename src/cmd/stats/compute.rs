@@ -115,6 +115,39 @@ pub struct GrowthStats {
     pub next_layer_in: u64,
 }
 
+/// How full the sets of a fingerprint-set filter are (JSON `sets`).
+#[derive(Debug, Serialize)]
+pub struct SetsStats {
+    /// Redis sets the filter has.
+    pub sets: u64,
+    /// The name of the first (the rest differ in the number).
+    pub first_set: String,
+    /// Bits of a fingerprint (32, or 64 for rates 32 bits cannot give).
+    pub fingerprint_bits: u32,
+    /// The server's `set-max-intset-entries` when the filter was made: a
+    /// set holding more is kept as a hash table (about 15 times the memory).
+    pub intset_limit: u64,
+    /// Fingerprints over all sets (distinct lines held, bar collisions).
+    pub fingerprints: u64,
+    /// Fingerprints a set holds at capacity, on average.
+    pub planned_per_set: f64,
+    /// Fingerprints a set holds now, on average.
+    pub mean_per_set: f64,
+    /// The fullest set's.
+    pub max_per_set: u64,
+    /// Sets at 90 % of the limit or more, not past it.
+    pub near_limit: u64,
+    /// Sets past the limit.
+    pub past_limit: u64,
+    /// Sets with nothing in them.
+    pub empty: u64,
+    /// Keys that are not sets (damage).
+    pub not_sets: u64,
+    /// Lines the filter takes before its rate passes its target or its
+    /// sets begin to pass their compact limit, whichever comes first.
+    pub headroom: f64,
+}
+
 /// The JSON object printed by `seen stats --json` (docs/STATS.md).
 #[derive(Debug, Serialize)]
 pub struct Stats {
@@ -181,7 +214,7 @@ pub struct Stats {
     /// How full the sets of a Redis filter of fingerprint sets are; absent
     /// for a filter of Bloom layers.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sets: Option<super::sets::SetsStats>,
+    pub sets: Option<SetsStats>,
     /// Human-readable warnings (also printed to stderr).
     pub warnings: Vec<String>,
 }

@@ -10,9 +10,10 @@ mod probe;
 mod render;
 mod sets;
 
-pub use compute::{GrowthStats, LayerStats, SliceStats, Stats, WindowStats, compute, compute_from};
+pub use compute::{
+    GrowthStats, LayerStats, SetsStats, SliceStats, Stats, WindowStats, compute, compute_from,
+};
 pub use probe::ProbeStats;
-pub use sets::SetsStats;
 
 use crate::cli::StatsArgs;
 use crate::input::sources;

@@ -3,44 +3,10 @@
 //! same [`Stats`] object (its `sets` member says how full the sets are),
 //! and the text section that replaces the layer table.
 
-use super::compute::Stats;
+use super::compute::{SetsStats, Stats};
 use crate::store::Census;
 use indicatif::{HumanBytes, HumanCount};
-use serde::Serialize;
 use std::io::Write;
-
-/// How full the sets of a fingerprint-set filter are (JSON `sets`).
-#[derive(Debug, Serialize)]
-pub struct SetsStats {
-    /// Redis sets the filter has.
-    pub sets: u64,
-    /// The name of the first (the rest differ in the number).
-    pub first_set: String,
-    /// Bits of a fingerprint (32, or 64 for rates 32 bits cannot give).
-    pub fingerprint_bits: u32,
-    /// The server's `set-max-intset-entries` when the filter was made: a
-    /// set holding more is kept as a hash table (about 15 times the memory).
-    pub intset_limit: u64,
-    /// Fingerprints over all sets (distinct lines held, bar collisions).
-    pub fingerprints: u64,
-    /// Fingerprints a set holds at capacity, on average.
-    pub planned_per_set: f64,
-    /// Fingerprints a set holds now, on average.
-    pub mean_per_set: f64,
-    /// The fullest set's.
-    pub max_per_set: u64,
-    /// Sets at 90 % of the limit or more, not past it.
-    pub near_limit: u64,
-    /// Sets past the limit.
-    pub past_limit: u64,
-    /// Sets with nothing in them.
-    pub empty: u64,
-    /// Keys that are not sets (damage).
-    pub not_sets: u64,
-    /// Lines the filter takes before its rate passes its target or its
-    /// sets begin to pass their compact limit, whichever comes first.
-    pub headroom: f64,
-}
 
 /// The statistics of the filter `c` counts, named `name`.
 pub(super) fn compute(c: &Census, name: String) -> Stats {
