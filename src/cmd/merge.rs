@@ -98,7 +98,13 @@ fn open_inputs(paths: &[FilterAt], link: Link) -> Result<Vec<Input>> {
     paths
         .iter()
         .map(|p| {
-            let opened = p.open_read(link)?;
+            let mut opened = p.open_read(link)?;
+            if opened.header().layers.is_empty() {
+                // A filter without bits to join (a Redis filter of
+                // fingerprint sets): its store says why.
+                opened.bits(&mut |_| {})?;
+                bail!("{p} has no layers to merge");
+            }
             Ok(Input {
                 at: p.clone(),
                 header: opened.header().clone(),

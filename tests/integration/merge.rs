@@ -247,4 +247,17 @@ fn redis_filters_merge_with_files() {
     .ok()
     .stdout(b"40000\n");
     seen(d.path(), ["merge", "-o", &rm, "a.seen"]).error("already exists");
+    // A filter of fingerprint sets (the default of a new Redis filter) has
+    // no bits to join: said before anything is read or written.
+    let rs = name("sets");
+    let j = d.path().join("j").display().to_string();
+    seen_env(
+        d.path(),
+        &[("SEEN_JOURNAL_DIR", j.as_str())],
+        ["build", "-n", "100k", "-o", &rs],
+        &numbered("r", 0..100),
+    )
+    .ok();
+    seen(d.path(), ["merge", "-o", "s.seen", "a.seen", &rs]).error("fingerprint-set layout");
+    assert!(!d.path().join("s.seen").exists());
 }
