@@ -31,6 +31,29 @@ fn traffic(c: &mut redis::Connection) -> [u64; 3] {
     ]
 }
 
+/// Runs `cmd` with `input` written to `in.txt` in `dir` (its stdout to
+/// `out.txt`), and returns its peak RSS in KiB (`wait4`'s `ru_maxrss`).
+fn peak_rss_kib(cmd: &mut std::process::Command, input: &[u8], dir: &std::path::Path) -> i64 {
+    std::fs::write(dir.join("in.txt"), input).unwrap();
+    let out = std::fs::File::create(dir.join("out.txt")).unwrap();
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid value for wait4 to fill; the child
+    // is ours and not waited for elsewhere (its `Child` is dropped unwaited).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(got, pid, "wait4");
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    drop(child);
+    usage.ru_maxrss
+}
+
 /// Lines `https://<prefix>.example/<i>` for i in `range`.
 fn lines(prefix: &str, range: std::ops::Range<u32>) -> Vec<u8> {
     range
@@ -38,10 +61,10 @@ fn lines(prefix: &str, range: std::ops::Range<u32>) -> Vec<u8> {
         .collect()
 }
 
-/// A run of 1,000 lines against a filter sized for 10M costs about what its
+/// A run of 1,000 lines against a filter sized for 30M costs about what its
 /// lines cost, not what the filter holds (the Bloom layout of 0.2 read
-/// every shard a run touched, whole: ~28 MB for this filter); a one-item
-/// `query` is one command on one key.
+/// every shard a run touched, whole: ~160 MB for this filter), and its
+/// memory stays under 64 MiB; a one-item `query` is one command on one key.
 #[test]
 fn a_short_run_costs_per_line_not_per_filter() {
     if crate::common::redis_server("SEEN_TEST_REDIS").is_none() {
@@ -57,7 +80,7 @@ fn a_short_run_costs_per_line_not_per_filter() {
     seen_env(
         d.path(),
         &env,
-        ["dedup", "-q", "-n", "10M", "-f", &loc],
+        ["dedup", "-q", "-n", "30M", "-f", &loc],
         &first,
     )
     .ok()
@@ -71,6 +94,16 @@ fn a_short_run_costs_per_line_not_per_filter() {
         .stdout(&lines("b", 0..500));
     let after = traffic(&mut c);
     let (sent, received) = (after[0] - before[0], after[1] - before[1]);
+    // And the writer's memory: the peak RSS of the same run, read with
+    // `wait4` (this child's own, whatever other tests run meanwhile).
+    let kib = peak_rss_kib(
+        command(d.path())
+            .env("SEEN_JOURNAL_DIR", d.path().join("j"))
+            .args(["dedup", "-f", &loc, "in.txt"]),
+        &run,
+        d.path(),
+    );
+    assert!(kib < 64 << 10, "a 1,000-line run peaked at {kib} KiB");
     // About 60 bytes each way per line, and a few hundred for the meta key
     // and counters: 256 per line each way leaves room, and is a hundredth
     // of what a whole-filter read costs.
