@@ -138,7 +138,18 @@ struct Node {
     conn: Option<Connection>,
     /// Commands went to it since the last `WAIT` (see `wait_replicas`).
     used: bool,
+    /// When its connection last heard from it (opened, or a reply read).
+    heard: Instant,
+    /// Replies its connection owes (commands sent, not answered yet).
+    owed: usize,
 }
+
+/// How long a connection may stay silent before it is checked with a
+/// `PING` ahead of a command: a server's `timeout`, a proxy or a NAT may
+/// have closed it meanwhile, and a command sent on a closed connection
+/// loses its reply (a test-and-set would then take its lines as new, and
+/// stop the run). A `PING` is safe to lose: the connection is reopened.
+const IDLE_CHECK: Duration = Duration::from_secs(1);
 
 /// Open connections to a filter's servers.
 pub(super) struct Client {
@@ -228,6 +239,8 @@ impl Client {
                 addr,
                 conn: Some(conn),
                 used: false,
+                heard: Instant::now(),
+                owed: 0,
             });
         }
         Ok(client)
@@ -390,6 +403,8 @@ impl Client {
                 addr,
                 conn: None,
                 used: false,
+                heard: Instant::now(),
+                owed: 0,
             });
             self.nodes.len() - 1
         })
@@ -456,15 +471,26 @@ impl Client {
 
     /// Makes sure node `i` has a connection, trying again until the timeout.
     fn ensure(&mut self, i: usize) -> Result<()> {
-        if self.nodes[i].conn.is_some() {
-            return Ok(());
+        let node = &mut self.nodes[i];
+        if let Some(conn) = &mut node.conn {
+            if node.owed > 0 || node.heard.elapsed() < IDLE_CHECK {
+                return Ok(());
+            }
+            // Silent a while, nothing in flight: still open?
+            if redis::cmd("PING").query::<Value>(conn).is_ok() {
+                node.heard = Instant::now();
+                return Ok(());
+            }
+            node.conn = None;
         }
         let deadline = Instant::now() + self.timeout;
         let mut pause = Duration::from_millis(20);
         loop {
             match self.open(&self.nodes[i].addr) {
                 Ok(c) => {
-                    self.nodes[i].conn = Some(c);
+                    let node = &mut self.nodes[i];
+                    node.conn = Some(c);
+                    (node.heard, node.owed) = (Instant::now(), 0);
                     return Ok(());
                 }
                 Err(e) if Instant::now() + pause >= deadline => return Err(e),
@@ -625,6 +651,7 @@ impl Client {
     fn reset(&mut self) {
         for n in &mut self.nodes {
             n.conn = None;
+            n.owed = 0;
         }
     }
 
@@ -668,6 +695,7 @@ impl Client {
             }
             sent_any = true;
             self.nodes[n].used = true;
+            self.nodes[n].owed += list.len() + list.iter().filter(|(_, asking)| *asking).count();
         }
         Ok(by_node)
     }
@@ -706,7 +734,12 @@ impl Client {
                     Ok(conn.recv_response()?)
                 };
                 let v = match read(&mut self.nodes[n]) {
-                    Ok(v) => v,
+                    Ok(v) => {
+                        let node = &mut self.nodes[n];
+                        node.owed = node.owed.saturating_sub(1 + usize::from(asking));
+                        node.heard = Instant::now();
+                        v
+                    }
                     Err(e) => {
                         let e = anyhow!("{}: {e}", at(&self.loc, &self.nodes[n].addr));
                         self.reset();

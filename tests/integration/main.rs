@@ -31,6 +31,7 @@ mod parallel;
 mod probe;
 mod progress;
 mod redis;
+mod redis_edges;
 mod redis_sets;
 mod rooms;
 mod streaming;
