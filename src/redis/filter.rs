@@ -447,7 +447,7 @@ impl RedisFilter {
         let capacity = self.header.layers.last().map_or(u64::MAX, |l| l.capacity);
         let (_, t) = add_counts(
             &mut self.client,
-            newest,
+            &format!("inserts:{newest}"),
             self.added,
             capacity,
             &self.meta,

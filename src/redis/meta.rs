@@ -67,7 +67,7 @@ pub(super) fn read_any(client: &mut Client, loc: &Location) -> Result<Option<Fou
     if SetsMeta::marks(&v) {
         let meta = SetsMeta::decode(loc, &v)?;
         let mut header = meta.header();
-        let inserts = read_counters(client, loc, &mut header)?;
+        let inserts = read_counters(client, loc, &meta.count_field(), &mut header)?;
         return Ok(Some(Found::Sets(meta, v, header, inserts)));
     }
     read_bloom(client, loc, v).map(|m| Some(Found::Bloom(m)))
@@ -146,7 +146,7 @@ pub(super) fn delete(client: &mut Client, loc: &Location, old: Found) -> Result<
     }
 }
 
-/// Adds `added` lines recorded as new in layer `layer` to the counters of
+/// Adds `added` lines recorded as new to counter `field` of
 /// the filter at the client's location, sets its time of change, and
 /// checks that its meta value is still `meta` (a filter replaced under the
 /// run is named); warns when the count passes `capacity` (a Redis filter
@@ -157,7 +157,7 @@ pub(super) fn delete(client: &mut Client, loc: &Location, old: Found) -> Result<
 /// A server error, a lost connection, or a filter replaced meanwhile.
 pub(super) fn add_counts(
     client: &mut Client,
-    layer: usize,
+    field: &str,
     added: u64,
     capacity: u64,
     meta: &[u8],
@@ -169,7 +169,7 @@ pub(super) fn add_counts(
         s,
         redis::cmd("HINCRBY")
             .arg(loc.count_key())
-            .arg(format!("inserts:{layer}"))
+            .arg(field)
             .arg(added)
             .clone(),
     )?;
@@ -254,11 +254,12 @@ pub(super) fn each_count(v: &Value, f: &mut dyn FnMut(&[u8], u64)) {
     }
 }
 
-/// The counters of a filter of this layout: lines recorded as new, with
-/// the time of the last change read into `header`.
+/// The counters of a filter of fingerprint sets: its lines recorded as new
+/// (counter `field`), with the time of the last change read into `header`.
 pub(super) fn read_counters(
     client: &mut Client,
     loc: &Location,
+    field: &str,
     header: &mut Header,
 ) -> Result<u64> {
     let v = client
@@ -271,7 +272,7 @@ pub(super) fn read_counters(
     each_count(&v, &mut |k, n| {
         if k == b"updated" {
             header.updated = n;
-        } else if k == b"inserts:0" {
+        } else if k == field.as_bytes() {
             inserts = n;
         }
     });

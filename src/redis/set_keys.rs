@@ -100,6 +100,14 @@ impl SetsMeta {
         (n / self.sets as f64 / 2f64.powi(self.fp_bits as i32)).min(1.0)
     }
 
+    /// The field of the count key (`seen:{NAME}:count`) that counts this
+    /// filter's lines: named with its tag, so that a filter made again
+    /// under the same name (its meta key lost) starts from 0 rather than
+    /// from the old one's count.
+    pub(crate) fn count_field(&self) -> String {
+        format!("lines:{:08x}", self.tag)
+    }
+
     /// Fingerprints a set holds on average at capacity.
     pub(crate) fn planned_load(&self) -> f64 {
         self.capacity as f64 / self.sets as f64

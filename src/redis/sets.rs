@@ -216,7 +216,7 @@ impl SetsFilter {
         }
         let total = super::meta::add_counts(
             &mut self.client,
-            0,
+            &self.meta.count_field(),
             self.added,
             self.meta.capacity,
             &self.meta_bytes,
@@ -252,7 +252,7 @@ impl SetsFilter {
                 meta_slot,
                 redis::cmd("HSET")
                     .arg(loc.count_key())
-                    .arg("inserts:0")
+                    .arg(self.meta.count_field())
                     .arg(self.added)
                     .arg("updated")
                     .arg(t),

@@ -71,3 +71,43 @@ fn a_writer_idle_past_the_servers_timeout_goes_on() {
         assert_eq!(rest, second, "{layout}: {err}");
     }
 }
+
+/// Issue 40, item 2, for the fingerprint-set layout: a filter whose meta
+/// key was lost is made again from nothing: it adopts neither the old
+/// filter's sets (their keys carry the old filter's tag) nor its count (a
+/// field named with that tag), so no new line is dropped and `stats`
+/// counts only what the new filter holds. (Before the count was tagged,
+/// the new filter started at the old one's 3,000 and warned of it.)
+#[test]
+fn a_filter_made_again_adopts_nothing_of_the_old() {
+    let Some(addr) = crate::common::redis_server("SEEN_TEST_REDIS") else {
+        return;
+    };
+    let d = crate::common::tmp();
+    let name = crate::common::unique_name("again");
+    let loc = format!("redis://{addr}/{name}");
+    let j = d.path().join("j").display().to_string();
+    let env = [("SEEN_JOURNAL_DIR", j.as_str())];
+    let old = crate::common::numbered("old", 0..3000);
+    let run = |args: &[&str], input: &[u8]| crate::common::seen_env(d.path(), &env, args, input);
+    run(&["dedup", "-q", "-n", "2000", "-f", &loc], &old).code(0);
+    let mut c = redis::Client::open(format!("redis://{addr}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let _: () = redis::cmd("DEL")
+        .arg(format!("seen:{{{name}}}:meta"))
+        .query(&mut c)
+        .unwrap();
+    let new = crate::common::numbered("new", 0..1500);
+    let mut both = new.clone();
+    both.extend_from_slice(&old);
+    // 4,500 lines into a filter made for 2,000: the old one's 3,000 would
+    // have been past it; the new one holds 4,500 and says so.
+    let r = run(&["dedup", "-q", "-n", "2000", "-f", &loc], &both);
+    r.code(0).stdout(&both).stderr_has("holds 4,500 keys");
+    let v = run(&["stats", "--json", &loc], b"");
+    let v = v.code(0).stdout_json();
+    assert_eq!(v["inserts"], 4500, "{v}");
+    assert_eq!(v["sets"]["fingerprints"], 4500, "{v}");
+}
