@@ -60,7 +60,17 @@ impl fmt::Display for Location {
         if let Some(u) = &self.user {
             write!(f, "{u}@")?;
         }
-        let nodes: Vec<String> = self.nodes.iter().map(|(h, p)| format!("{h}:{p}")).collect();
+        let nodes: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|(h, p)| {
+                if h.contains(':') {
+                    format!("[{h}]:{p}")
+                } else {
+                    format!("{h}:{p}")
+                }
+            })
+            .collect();
         write!(f, "{}", nodes.join(","))?;
         if self.db != 0 {
             write!(f, "/{}", self.db)?;
@@ -134,12 +144,30 @@ impl Location {
         }
         let mut nodes = Vec::new();
         for h in hosts.split(',') {
-            let (host, port) = match h.rsplit_once(':') {
-                Some((host, p)) => match p.parse::<u16>() {
-                    Ok(port) if port > 0 => (host, port),
-                    _ => bail!("{}: port `{p}` is not a port number", redact(s)),
+            // An IPv6 address goes in brackets, as in a URL: [::1]:6379.
+            let (host, port) = match h.strip_prefix('[') {
+                Some(v6) => match v6.split_once(']') {
+                    Some((host, "")) => (host, Some("6379")),
+                    Some((host, p)) if p.starts_with(':') => (host, Some(&p[1..])),
+                    _ => bail!(
+                        "{}: `{h}` is not an IPv6 address in brackets with an optional \
+                         port: write [::1]:6379",
+                        redact(s)
+                    ),
                 },
-                None => (h, 6379),
+                None => match h.rsplit_once(':') {
+                    Some((host, p)) => (host, Some(p)),
+                    None => (h, None),
+                },
+            };
+            let port = match port.map(str::parse::<u16>) {
+                None => 6379,
+                Some(Ok(port)) if port > 0 => port,
+                Some(_) => bail!(
+                    "{}: port `{}` is not a port number",
+                    redact(s),
+                    port.unwrap_or_default()
+                ),
             };
             if host.is_empty() {
                 bail!("{}: no host: write {FORM}", redact(s));
@@ -197,6 +225,18 @@ pub(crate) fn redact(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ipv6_addresses_go_in_brackets() {
+        let l = Location::parse_with("redis://[::1]:7000/x", None).unwrap();
+        assert_eq!(l.nodes, vec![("::1".to_string(), 7000)]);
+        assert_eq!(l.to_string(), "redis://[::1]:7000/x");
+        let l = Location::parse_with("redis+cluster://[fe80::2]/x", None).unwrap();
+        assert_eq!(l.nodes, vec![("fe80::2".to_string(), 6379)]);
+        for bad in ["redis://[::1/x", "redis://[::1]7000/x", "redis://[::1]:0/x"] {
+            assert!(Location::parse_with(bad, None).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn parses_standalone_and_cluster() {

@@ -111,3 +111,57 @@ fn a_filter_made_again_adopts_nothing_of_the_old() {
     assert_eq!(v["inserts"], 4500, "{v}");
     assert_eq!(v["sets"]["fingerprints"], 4500, "{v}");
 }
+
+/// Issue 40, item 7: a server at an IPv6 address, written in brackets as
+/// in a URL (`redis://[::1]:PORT/NAME`), is reached. (Before: "failed to
+/// lookup address".) Skipped where the machine has no IPv6 loopback.
+#[test]
+fn an_ipv6_server_is_reached() {
+    if crate::common::redis_server("SEEN_TEST_REDIS").is_none() {
+        return;
+    }
+    let Ok(l) = std::net::TcpListener::bind("[::1]:0") else {
+        eprintln!("no IPv6 loopback here: skipped");
+        return;
+    };
+    let port = l.local_addr().unwrap().port();
+    drop(l);
+    let d = crate::common::tmp();
+    let mut child = std::process::Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "::1", "--save", ""])
+        .args(["--appendonly", "no"])
+        .arg("--dir")
+        .arg(d.path())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = format!("redis://[::1]:{port}/");
+    let up = (0..400).any(|_| {
+        let ok = redis::Client::open(url.as_str())
+            .and_then(|c| c.get_connection())
+            .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
+            .is_ok();
+        if !ok {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        ok
+    });
+    assert!(up, "redis-server on [::1]:{port} did not start");
+    let loc = format!("redis://[::1]:{port}/v6");
+    let j = d.path().join("j").display().to_string();
+    let env = [("SEEN_JOURNAL_DIR", j.as_str())];
+    let lines = crate::common::numbered("v", 0..500);
+    let r = crate::common::seen_env(
+        d.path(),
+        &env,
+        ["dedup", "-q", "-n", "1k", "-f", &loc],
+        &lines,
+    );
+    r.ok().stdout(&lines);
+    let q = crate::common::seen_env(d.path(), &env, ["query", "-c", &loc], &lines);
+    q.ok().stdout(b"500\n");
+    let v = crate::common::seen_env(d.path(), &env, ["stats", "--json", &loc], b"");
+    assert_eq!(v.ok().stdout_json()["file"], loc.as_str());
+    let _ = child.kill();
+    let _ = child.wait();
+}
