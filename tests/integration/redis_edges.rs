@@ -127,14 +127,24 @@ fn an_ipv6_server_is_reached() {
     let port = l.local_addr().unwrap().port();
     drop(l);
     let d = crate::common::tmp();
-    let mut child = std::process::Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "::1", "--save", ""])
-        .args(["--appendonly", "no"])
-        .arg("--dir")
-        .arg(d.path())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    /// Kills the server however the test ends.
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _server = Killed(
+        std::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "::1", "--save", ""])
+            .args(["--appendonly", "no"])
+            .arg("--dir")
+            .arg(d.path())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let url = format!("redis://[::1]:{port}/");
     let up = (0..400).any(|_| {
         let ok = redis::Client::open(url.as_str())
@@ -162,6 +172,4 @@ fn an_ipv6_server_is_reached() {
     q.ok().stdout(b"500\n");
     let v = crate::common::seen_env(d.path(), &env, ["stats", "--json", &loc], b"");
     assert_eq!(v.ok().stdout_json()["file"], loc.as_str());
-    let _ = child.kill();
-    let _ = child.wait();
 }
