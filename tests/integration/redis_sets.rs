@@ -31,27 +31,33 @@ fn traffic(c: &mut redis::Connection) -> [u64; 3] {
     ]
 }
 
-/// Runs `cmd` with `input` written to `in.txt` in `dir` (its stdout to
-/// `out.txt`), and returns its peak RSS in KiB (`wait4`'s `ru_maxrss`).
-fn peak_rss_kib(cmd: &mut std::process::Command, input: &[u8], dir: &std::path::Path) -> i64 {
-    std::fs::write(dir.join("in.txt"), input).unwrap();
-    let out = std::fs::File::create(dir.join("out.txt")).unwrap();
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(out)
+/// Runs `cmd` (a `dedup` reading standard input) on `input`, and once it
+/// has printed `output` whole (its work on `input` done) and while it waits
+/// for more, reads its peak RSS in KiB (`VmHWM`); then ends its input.
+/// (`ru_maxrss` would count the test process's pages the child shared
+/// until it ran `seen`: one test binary holds a gigabyte at times.)
+fn peak_rss_kib(cmd: &mut std::process::Command, input: &[u8], output: &[u8]) -> u64 {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: a zeroed rusage is a valid value for wait4 to fill; the child
-    // is ours and not waited for elsewhere (its `Child` is dropped unwaited).
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(got, pid, "wait4");
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
-    drop(child);
-    usage.ru_maxrss
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input).unwrap();
+    stdin.flush().unwrap();
+    let mut got = vec![0u8; output.len()];
+    child.stdout.take().unwrap().read_exact(&mut got).unwrap();
+    assert!(got == output, "the run printed other lines");
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    kib
 }
 
 /// Lines `https://<prefix>.example/<i>` for i in `range`.
@@ -94,14 +100,16 @@ fn a_short_run_costs_per_line_not_per_filter() {
         .stdout(&lines("b", 0..500));
     let after = traffic(&mut c);
     let (sent, received) = (after[0] - before[0], after[1] - before[1]);
-    // And the writer's memory: the peak RSS of the same run, read with
-    // `wait4` (this child's own, whatever other tests run meanwhile).
+    // And the writer's memory: the peak RSS of a run of 1,000 more lines,
+    // 500 of them new, read while it waits for more input.
+    let mut more = lines("a", 49_000..49_500);
+    more.extend(lines("c", 0..500));
     let kib = peak_rss_kib(
         command(d.path())
             .env("SEEN_JOURNAL_DIR", d.path().join("j"))
-            .args(["dedup", "-f", &loc, "in.txt"]),
-        &run,
-        d.path(),
+            .args(["dedup", "-f", &loc]),
+        &more,
+        &lines("c", 0..500),
     );
     assert!(kib < 64 << 10, "a 1,000-line run peaked at {kib} KiB");
     // About 60 bytes each way per line, and a few hundred for the meta key
