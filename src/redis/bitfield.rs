@@ -76,6 +76,45 @@ impl Parts {
         self.failed.get_or_insert(e);
     }
 
+    /// Ends a test-and-set of either layout: reads every part still in
+    /// flight, waits for replicas (`--redis-wait`) when anything was sent
+    /// and nothing failed, and turns `new` into verdicts: `out[i]` (true:
+    /// present) is set for every key not already decided. Returns how many
+    /// keys were new, and the failure that must stop the run at its next
+    /// batch, if any (after a failed `WAIT` the verdicts stand: the writes
+    /// are on the masters, this batch's lines are printed).
+    pub(super) fn conclude(
+        mut self,
+        client: &mut Client,
+        sent_any: bool,
+        mut new: Vec<bool>,
+        out: &mut [bool],
+    ) -> (u64, Option<anyhow::Error>) {
+        while !self.in_flight.is_empty() {
+            self.settle_front(client, &mut new);
+        }
+        let broken = if let Some(e) = self.failed {
+            Some(e.context(
+                "a test-and-set failed: the lines it may have recorded were all taken as new \
+                 (some may be printed twice)",
+            ))
+        } else if sent_any {
+            client
+                .wait_replicas(" (and their lines would be printed again)")
+                .err()
+        } else {
+            None
+        };
+        let mut count = 0;
+        for (i, was_new) in new.iter().enumerate() {
+            if !out[i] {
+                out[i] = !was_new;
+                count += u64::from(*was_new);
+            }
+        }
+        (count, broken)
+    }
+
     /// Reads the replies of the oldest part in flight. When a node
     /// redirected some of its commands, every other part is read first, then
     /// the redirected commands are sent again, in order.

@@ -377,27 +377,9 @@ impl SetsFilter {
                 t.settle_front(&mut self.client, &mut new);
             }
         }
-        while !t.in_flight.is_empty() {
-            t.settle_front(&mut self.client, &mut new);
-        }
-        if let Some(e) = t.failed {
-            self.broken = Some(e.context(
-                "a test-and-set failed: the lines it may have recorded were all taken as new \
-                 (some may be printed twice)",
-            ));
-        } else if sent_any
-            && let Err(e) = self
-                .client
-                .wait_replicas(" (and their lines would be printed again)")
-        {
-            self.broken = Some(e);
-        }
-        let mut count = 0;
-        for (i, was_new) in new.iter().enumerate() {
-            if !out[i] {
-                out[i] = !was_new;
-                count += u64::from(*was_new);
-            }
+        let (count, broken) = t.conclude(&mut self.client, sent_any, new, out);
+        if broken.is_some() {
+            self.broken = broken;
         }
         Ok(count)
     }
