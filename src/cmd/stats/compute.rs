@@ -219,6 +219,18 @@ pub struct Stats {
     pub warnings: Vec<String>,
 }
 
+impl Stats {
+    /// The `keys` row of the text report: in words, with the flags that
+    /// give them unless the filter hashes whole records.
+    pub(super) fn keys_shown(&self) -> String {
+        if self.key_flags == "--raw-keys" {
+            self.keys.clone()
+        } else {
+            format!("{} ({})", self.keys, self.key_flags)
+        }
+    }
+}
+
 /// Distinct keys the bits say were added beyond the counters (see
 /// [`Stats::estimated_uncounted`]): a counter counts only keys judged new, so
 /// once the rate is high, many new keys are false positives and go uncounted

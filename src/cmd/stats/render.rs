@@ -117,12 +117,7 @@ fn identity(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
             s.format_version, s.hash, s.seed
         ),
     )?;
-    let keys = if s.key_flags == "--raw-keys" {
-        s.keys.clone()
-    } else {
-        format!("{} ({})", s.keys, s.key_flags)
-    };
-    row(out, "keys", keys)?;
+    row(out, "keys", s.keys_shown())?;
     row(
         out,
         "growth",

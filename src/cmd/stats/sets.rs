@@ -118,12 +118,7 @@ pub(super) fn table(s: &Stats, sets: &SetsStats, out: &mut impl Write) -> std::i
             sets.first_set
         ),
     )?;
-    let keys = if s.key_flags == "--raw-keys" {
-        s.keys.clone()
-    } else {
-        format!("{} ({})", s.keys, s.key_flags)
-    };
-    row(out, "keys", keys)?;
+    row(out, "keys", s.keys_shown())?;
     row(
         out,
         "growth",
