@@ -121,7 +121,7 @@ impl Chunk {
     }
 
     /// Records (keys) in the chunk.
-    pub(super) fn records(&self) -> u64 {
+    pub(crate) fn records(&self) -> u64 {
         self.pieces[..self.used]
             .iter()
             .map(|p| p.hashes.len() as u64)

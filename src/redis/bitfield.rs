@@ -54,21 +54,48 @@ pub(super) struct Parts {
     pub(super) in_flight: std::collections::VecDeque<(Sent, Vec<Vec<u32>>)>,
     /// The first failure.
     pub(super) failed: Option<anyhow::Error>,
+    /// Keys whose commands were sent and whose replies were lost or
+    /// refused: the server may or may not have recorded them.
+    lost: Vec<u32>,
+}
+
+/// How a test-and-set ended (see [`Parts::conclude`]).
+pub(super) struct Concluded {
+    /// Keys judged new.
+    pub(super) new: u64,
+    /// The failure that must stop the run at its next batch.
+    pub(super) broken: Option<anyhow::Error>,
+    /// Keys whose replies were lost, when the run keeps a journal (they are
+    /// not printed: the next run asks the filter about them).
+    pub(super) unknown: Vec<u32>,
+}
+
+impl Concluded {
+    /// The journal's verdict of each key, given the batch's `out`.
+    pub(super) fn verdicts(&self, out: &[bool]) -> Vec<u8> {
+        use super::journal::{NEW, PRESENT, UNKNOWN};
+        let mut v: Vec<u8> = out.iter().map(|&p| if p { PRESENT } else { NEW }).collect();
+        for &i in &self.unknown {
+            v[i as usize] = UNKNOWN;
+        }
+        v
+    }
 }
 
 impl Parts {
-    /// Every key of `owners` counts as new.
-    pub(super) fn mark(&self, owners: &[Vec<u32>], new: &mut [bool]) {
+    /// Every key of `owners` may have been recorded: its reply is lost.
+    pub(super) fn mark(&mut self, owners: &[Vec<u32>], new: &mut [bool]) {
         for who in owners {
             for &i in who {
                 new[i as usize] = true;
+                self.lost.push(i);
             }
         }
     }
 
     /// A failure: the parts still in flight may have run, and their replies
-    /// will not be read (the connections were dropped): their keys count as
-    /// new.
+    /// will not be read (the connections were dropped): their keys are
+    /// lost too.
     pub(super) fn fail(&mut self, e: anyhow::Error, new: &mut [bool]) {
         for (_, owners) in std::mem::take(&mut self.in_flight) {
             self.mark(&owners, new);
@@ -79,25 +106,31 @@ impl Parts {
     /// Ends a test-and-set of either layout: reads every part still in
     /// flight, waits for replicas (`--redis-wait`) when anything was sent
     /// and nothing failed, and turns `new` into verdicts: `out[i]` (true:
-    /// present) is set for every key not already decided. Returns how many
-    /// keys were new, and the failure that must stop the run at its next
-    /// batch, if any (after a failed `WAIT` the verdicts stand: the writes
-    /// are on the masters, this batch's lines are printed).
+    /// present) is set for every key not already decided. A key whose reply
+    /// was lost counts as new (printed, perhaps twice) unless the run keeps
+    /// a `journal`: then it is not printed, and its journal says so, for the
+    /// next run to ask the filter (printed once if the server recorded it).
+    /// After a failed `WAIT` the verdicts stand: the writes are on the
+    /// masters, this batch's lines are printed.
     pub(super) fn conclude(
         mut self,
         client: &mut Client,
         sent_any: bool,
         mut new: Vec<bool>,
         out: &mut [bool],
-    ) -> (u64, Option<anyhow::Error>) {
+        journal: bool,
+    ) -> Concluded {
         while !self.in_flight.is_empty() {
             self.settle_front(client, &mut new);
         }
         let broken = if let Some(e) = self.failed {
-            Some(e.context(
+            Some(e.context(if journal {
+                "a test-and-set failed: the lines whose replies were lost are in the journal, \
+                 and the next run prints those the filter holds"
+            } else {
                 "a test-and-set failed: the lines it may have recorded were all taken as new \
-                 (some may be printed twice)",
-            ))
+                 (some may be printed twice)"
+            }))
         } else if sent_any {
             client
                 .wait_replicas(" (and their lines would be printed again)")
@@ -105,6 +138,18 @@ impl Parts {
         } else {
             None
         };
+        let mut unknown = Vec::new();
+        if journal {
+            self.lost.sort_unstable();
+            self.lost.dedup();
+            for &i in &self.lost {
+                if !out[i as usize] {
+                    out[i as usize] = true;
+                    new[i as usize] = false;
+                    unknown.push(i);
+                }
+            }
+        }
         let mut count = 0;
         for (i, was_new) in new.iter().enumerate() {
             if !out[i] {
@@ -112,7 +157,11 @@ impl Parts {
                 count += u64::from(*was_new);
             }
         }
-        (count, broken)
+        Concluded {
+            new: count,
+            broken,
+            unknown,
+        }
     }
 
     /// Reads the replies of the oldest part in flight. When a node

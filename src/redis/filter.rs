@@ -208,10 +208,11 @@ impl RedisFilter {
     pub(crate) fn journal(
         &mut self,
         term: u8,
+        keys: crate::keys::KeySpec,
         out: &mut dyn std::io::Write,
     ) -> Result<(u64, std::path::PathBuf)> {
         let dir = super::journal::dir_for(&self.location().name, &self.meta)?;
-        let replayed = Journal::replay(&dir, term, out)?;
+        let replayed = Journal::replay(&dir, term, &mut super::journal::asker(self, keys), out)?;
         self.journal = Some(Journal::start(&dir)?);
         Ok((replayed, dir))
     }
@@ -626,11 +627,14 @@ impl RedisFilter {
                 t.settle_front(&mut self.client, &mut new);
             }
         }
-        let (count, broken) = t.conclude(&mut self.client, sent_any, new, out);
-        if broken.is_some() {
-            self.broken = broken;
+        let mut done = t.conclude(&mut self.client, sent_any, new, out, self.journal.is_some());
+        if let Some(j) = &mut self.journal {
+            j.verdicts(done.verdicts(out));
         }
-        Ok(count)
+        if done.broken.is_some() {
+            self.broken = done.broken.take();
+        }
+        Ok(done.new)
     }
 }
 
@@ -657,7 +661,7 @@ impl Store for RedisFilter {
             // more is judged new (or recorded).
             out.fill(true);
             if let Some(j) = &mut self.journal {
-                j.verdicts(out.iter().map(|_| false));
+                j.verdicts(out.iter().map(|_| super::journal::PRESENT));
             }
             return Ok(0);
         }
@@ -666,19 +670,16 @@ impl Store for RedisFilter {
             let mut older = Vec::new();
             if let Err(e) = self.lookup(self.layers.len() - 1, hashes, &mut older) {
                 if let Some(j) = &mut self.journal {
-                    j.verdicts(hashes.iter().map(|_| false));
+                    j.verdicts(hashes.iter().map(|_| super::journal::PRESENT));
                 }
                 return Err(e);
             }
             out.copy_from_slice(&older);
         }
-        let done = self.test_and_set(hashes, out);
-        if let Some(j) = &mut self.journal {
-            // Keys not judged (nothing sent) are not new: nothing recorded them.
-            let judged = done.is_ok();
-            j.verdicts(out.iter().map(|&present| judged && !present));
-        }
-        let n = done?;
+        // It writes the verdicts down when it judged; when it failed,
+        // nothing was sent (nothing recorded): the journal takes the chunk's
+        // verdicts missing as not new.
+        let n = self.test_and_set(hashes, out)?;
         self.added += n;
         if let Some(l) = self.header.layers.last_mut() {
             l.inserts += n;
@@ -703,7 +704,7 @@ impl Journals for RedisFilter {
             return Err(e);
         }
         match &mut self.journal {
-            Some(j) => j.chunk(chunk.records_bytes()),
+            Some(j) => j.chunk(chunk.records_bytes(), chunk.records()),
             None => Ok(()),
         }
     }

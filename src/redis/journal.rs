@@ -4,44 +4,75 @@
 //! next run on this machine prints what the killed one had judged new and not
 //! written ([`Journal::replay`]).
 //!
-//! A journal is a directory per filter; each run appends to files of its own
-//! there (`run-PID-N`), holding an exclusive `flock` on them while it lives.
-//! Records: a type byte, the chunk number and the payload length (u64
-//! little-endian each), then the payload:
-//! - `C`: the chunk's records, back to back (synced before the test-and-set);
-//! - `V`: one byte per record, 1 when it was judged new;
-//! - `W`: the chunk was written; payload: how many of its new records were
-//!   (u64; `u64::MAX` for all);
-//! - `R`: the chunk's output may not have been read after all (the reader of
-//!   a pipe went away): it counts as not written.
+//! A journal is a directory per filter; each run writes files of its own
+//! there (`log-RUN-N`), holding an exclusive `flock` on them while it lives.
+//! Records: a kind byte, the chunk number and the payload length (u64
+//! little-endian each), then the payload. Each chunk is one append, synced
+//! before its test-and-set is sent, of three records:
+//! - `C`: the chunk's records, back to back;
+//! - a verdict slot, one byte per record: [`PRESENT`], [`NEW`], or
+//!   [`UNKNOWN`] (the reply was lost: the server may or may not have
+//!   recorded the line; the run did not print it);
+//! - a written slot: how many of the chunk's new records were written (u64;
+//!   `u64::MAX` for all).
 //!
-//! A chunk with `C` and no `W` is replayed: its records judged new (all of
-//! them when its `V` is missing) after the first that were written.
+//! Slots are reserved with kind `?` (skipped by a reader) and filled in place
+//! (`pwrite`: payload first, then the kind byte, `V` or `W`), so nothing is
+//! appended after a chunk's lines are judged: a full disk stops a run before
+//! a test-and-set, never after a chunk was printed. Taking a chunk back (its
+//! output may not have been read) turns its `W` back into `?`.
+//!
+//! Replay: a chunk without `W` prints its records judged new (after the
+//! first that were written); a record whose verdict is unknown (an `UNKNOWN`
+//! byte, or no verdicts at all: the run was killed between sending and
+//! writing them down) is asked of the filter, and printed when the filter
+//! holds it (the server recorded it and nobody printed it). Files `run-…` of
+//! seen 0.3 and earlier (an append per record) are replayed by the same rule.
 
 use anyhow::{Context, Result};
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 /// Environment variable naming the directory of journals.
 pub(crate) const DIR_ENV: &str = "SEEN_JOURNAL_DIR";
 /// Bytes after which a run starts a new journal file (the old one goes once
-/// all its chunks are written).
-const SEGMENT_BYTES: u64 = 64 << 20;
+/// all its chunks are written): small, so that a run needs little room.
+const SEGMENT_BYTES: u64 = 1 << 20;
 /// "All of its new records were written."
 const ALL: u64 = u64::MAX;
 /// Output that may still sit unread in a pipe or socket buffer when the
 /// reader goes away (`| head`): the chunks written last, this many bytes of
 /// them, are printed again by the next run ([`Journal::retract_recent`]).
+/// Kept only when standard output is a pipe or a socket.
 const UNREAD_BYTES: u64 = 8 << 20;
 
-/// The directory of journals, on this machine, of the filter named `name`
-/// whose meta value is `meta` (the same filter however its location is
-/// written; another filter made under the same name gets another one).
-pub(super) fn dir_for(name: &str, meta: &[u8]) -> Result<PathBuf> {
-    let base = match std::env::var_os(DIR_ENV) {
+/// Whether standard output can hold output its reader never reads (a pipe
+/// or a socket), so that the chunks written last are kept.
+fn output_may_go_unread() -> bool {
+    let out = std::io::stdout();
+    let Ok(m) = rustix::fs::fstat(&out) else {
+        return true;
+    };
+    let t = rustix::fs::FileType::from_raw_mode(m.st_mode);
+    matches!(t, rustix::fs::FileType::Fifo | rustix::fs::FileType::Socket)
+}
+/// Verdicts: the filter held the record (or it was never sent).
+pub(crate) const PRESENT: u8 = 0;
+/// The test-and-set recorded it: it is to be printed.
+pub(crate) const NEW: u8 = 1;
+/// The test-and-set's reply was lost: asked of the filter at replay.
+pub(crate) const UNKNOWN: u8 = 2;
+/// The kind of a slot not filled yet.
+const OPEN: u8 = b'?';
+/// Bytes of a record's head.
+const HEAD: usize = 17;
+
+/// The base directory of journals on this machine.
+fn base_dir(name: &str) -> Result<PathBuf> {
+    Ok(match std::env::var_os(DIR_ENV) {
         Some(d) if !d.is_empty() => PathBuf::from(d),
         _ => match (std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME")) {
             (Some(x), _) if !x.is_empty() => PathBuf::from(x).join("seen/journals"),
@@ -51,19 +82,112 @@ pub(super) fn dir_for(name: &str, meta: &[u8]) -> Result<PathBuf> {
                  to a directory on this machine"
             ),
         },
-    };
+    })
+}
+
+/// The directory of journals, on this machine, of the filter named `name`
+/// whose meta value is `meta` (the same filter however its location is
+/// written; another filter made under the same name gets another one).
+pub(super) fn dir_for(name: &str, meta: &[u8]) -> Result<PathBuf> {
     let id = xxhash_rust::xxh3::xxh3_64(meta);
-    Ok(base.join(format!("{name}-{id:016x}")))
+    Ok(base_dir(name)?.join(format!("{name}-{id:016x}")))
+}
+
+/// Journal directories on this machine (beside `current`) of filters that
+/// were named `name` and are not the one whose journals are in `current`
+/// (a filter deleted or
+/// made again under that name: its journals can never be replayed), with
+/// the files and bytes in each.
+pub(crate) fn orphans(name: &str, current: &Path) -> Vec<(PathBuf, u64, u64)> {
+    let Some(base) = current.parent() else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for e in entries.filter_map(Result::ok) {
+        let p = e.path();
+        let Some(file) = p.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let is_ours = file
+            .strip_prefix(name)
+            .and_then(|r| r.strip_prefix('-'))
+            .is_some_and(|id| id.len() == 16 && id.bytes().all(|c| c.is_ascii_hexdigit()));
+        if !is_ours || p == current || !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let (mut files, mut bytes) = (0, 0);
+        if let Ok(inner) = std::fs::read_dir(&p) {
+            for f in inner.filter_map(Result::ok) {
+                files += 1;
+                bytes += f.metadata().map_or(0, |m| m.len());
+            }
+        }
+        found.push((p, files, bytes));
+    }
+    found.sort();
+    found
+}
+
+/// What [`Journal::replay`] asks: whether `filter` holds records, keyed by
+/// `keys` as the run keys them.
+pub(super) fn asker<S: crate::pipeline::Store>(
+    filter: &mut S,
+    keys: crate::keys::KeySpec,
+) -> impl FnMut(&[&[u8]]) -> Result<Vec<bool>> + '_ {
+    move |records: &[&[u8]]| {
+        let seed = filter.seed();
+        let mut keyer = crate::keys::Keyer::new(keys);
+        let hashes: Vec<_> = records
+            .iter()
+            .map(|r| crate::hash::hash(keyer.key(r), seed))
+            .collect();
+        let mut held = Vec::new();
+        filter.contains_batch(&hashes, &mut held)?;
+        Ok(held)
+    }
+}
+
+/// Removes a journal directory if nothing is left in it (another run may
+/// just have made a file there: then it stays).
+pub(crate) fn remove_if_empty(dir: &Path) {
+    let _ = std::fs::remove_dir(dir);
+}
+
+/// Where a chunk's slots are in its file.
+#[derive(Clone, Copy)]
+struct Slots {
+    /// Offset of the verdict slot, and the records it has room for.
+    verdicts_at: u64,
+    records: u64,
+    /// Offset of the written slot.
+    written_at: u64,
 }
 
 /// One file of a run's journal.
 struct Segment {
     path: PathBuf,
     file: File,
-    /// Chunks `first..end` have their `C` record here.
+    /// Chunks `first..first + slots.len()` are here.
     first: u64,
-    end: u64,
+    slots: Vec<Slots>,
     bytes: u64,
+}
+
+impl Segment {
+    fn end(&self) -> u64 {
+        self.first + self.slots.len() as u64
+    }
+
+    /// Fills a slot in place: payload, then the kind that makes it count.
+    fn fill(&self, at: u64, kind: u8, payload: &[u8]) -> Result<()> {
+        self.file
+            .write_all_at(payload, at + HEAD as u64)
+            .and_then(|()| self.file.write_all_at(&[kind], at))
+            .with_context(|| format!("cannot write the journal {}", self.path.display()))
+    }
 }
 
 /// The journal a run writes.
@@ -73,29 +197,29 @@ pub(crate) struct Journal {
     /// Chunks journalled so far, and reported written.
     chunks: u64,
     acked: u64,
-    /// Verdicts of the newest chunk, not yet written down.
+    /// Verdicts of the newest chunk, not yet written down, and whether
+    /// they are still to be.
     verdicts: Vec<u8>,
+    unflushed: bool,
     files_made: u64,
-    /// This run's files are `run-{run}-{n}`: the start time and the process.
+    /// This run's files are `log-{run}-{n}`: the start time and the process.
     run: String,
     /// A chunk was written only in part (the sink stopped).
     partial: bool,
     /// Bytes of the chunks journalled and not yet written, oldest first.
     pending: VecDeque<u64>,
     /// The chunks written last (number, bytes), as many as cover
-    /// [`UNREAD_BYTES`].
+    /// `unread` bytes.
     recent: VecDeque<(u64, u64)>,
+    /// [`UNREAD_BYTES`], or 0 when the output cannot go unread.
+    unread: u64,
 }
 
-fn put(file: &mut File, kind: u8, seq: u64, payload: &[u8]) -> std::io::Result<u64> {
-    // One write per record: the head and its payload.
-    let mut buf = Vec::with_capacity(17 + payload.len());
+/// Appends a record's head and payload to `buf`.
+fn put(buf: &mut Vec<u8>, kind: u8, seq: u64, payload_len: usize) {
     buf.push(kind);
     buf.extend_from_slice(&seq.to_le_bytes());
-    buf.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    buf.extend_from_slice(payload);
-    file.write_all(&buf)?;
-    Ok(buf.len() as u64)
+    buf.extend_from_slice(&(payload_len as u64).to_le_bytes());
 }
 
 impl Journal {
@@ -112,6 +236,7 @@ impl Journal {
             chunks: 0,
             acked: 0,
             verdicts: Vec::new(),
+            unflushed: false,
             files_made: 0,
             run: format!(
                 "{:020}-{}",
@@ -123,6 +248,11 @@ impl Journal {
             partial: false,
             pending: VecDeque::new(),
             recent: VecDeque::new(),
+            unread: if output_may_go_unread() {
+                UNREAD_BYTES
+            } else {
+                0
+            },
         })
     }
 
@@ -138,62 +268,113 @@ impl Journal {
             // shared directory).
             let path = self
                 .dir
-                .join(format!("run-{}-{:06}", self.run, self.files_made));
-            let file = OpenOptions::new()
-                .create_new(true)
-                .write(true)
-                .open(&path)
-                .with_context(|| format!("cannot create the journal {}", path.display()))?;
+                .join(format!("log-{}-{:06}", self.run, self.files_made));
+            let create = || OpenOptions::new().create_new(true).write(true).open(&path);
+            let file = match create() {
+                // Removed as empty by a run that ended meanwhile.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    std::fs::create_dir_all(&self.dir).and_then(|()| create())
+                }
+                other => other,
+            }
+            .with_context(|| format!("cannot create the journal {}", path.display()))?;
             rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)
                 .with_context(|| format!("cannot lock the journal {}", path.display()))?;
             self.segments.push_back(Segment {
                 path,
                 file,
                 first: self.chunks,
-                end: self.chunks,
+                slots: Vec::new(),
                 bytes: 0,
             });
         }
         Ok(self.segments.back_mut().expect("a segment"))
     }
 
-    /// Writes down the verdicts of the newest chunk, if not yet done.
-    fn flush_verdicts(&mut self) -> Result<()> {
-        if self.chunks == 0 || self.verdicts.is_empty() {
-            return Ok(());
-        }
-        let seq = self.chunks - 1;
-        let v = std::mem::take(&mut self.verdicts);
-        let s = self
-            .segments
-            .iter_mut()
-            .find(|s| (s.first..s.end).contains(&seq))
-            .expect("the chunk's segment");
-        s.bytes += put(&mut s.file, b'V', seq, &v)
-            .with_context(|| format!("cannot write the journal {}", s.path.display()))?;
-        Ok(())
+    fn segment_of(&self, seq: u64) -> Option<&Segment> {
+        self.segments
+            .iter()
+            .find(|s| (s.first..s.end()).contains(&seq))
     }
 
-    /// Writes down a chunk's records (synced) before they are judged.
+    fn slots(&self, seq: u64) -> Option<(&Segment, Slots)> {
+        let s = self.segment_of(seq)?;
+        Some((s, s.slots[(seq - s.first) as usize]))
+    }
+
+    /// Writes down the verdicts of the newest chunk, if not yet done: as
+    /// many as it has records, those never given (the run stopped before
+    /// judging them: nothing was sent) [`PRESENT`].
+    fn flush_verdicts(&mut self) -> Result<()> {
+        if !self.unflushed {
+            return Ok(());
+        }
+        self.unflushed = false;
+        let seq = self.chunks - 1;
+        let mut v = std::mem::take(&mut self.verdicts);
+        let (s, slots) = self.slots(seq).expect("the chunk's slots");
+        v.resize(slots.records as usize, PRESENT);
+        s.fill(slots.verdicts_at, b'V', &v)
+    }
+
+    /// Writes down a chunk's `records` (`count` of them), synced, before
+    /// they are judged.
     ///
     /// # Errors
-    /// When the journal cannot be written or synced.
-    pub(crate) fn chunk(&mut self, records: &[u8]) -> Result<()> {
+    /// When the journal cannot be written or synced (then nothing of the
+    /// chunk is in it).
+    pub(crate) fn chunk(&mut self, records: &[u8], count: u64) -> Result<()> {
         self.flush_verdicts()?;
         let seq = self.chunks;
+        let mut buf = Vec::with_capacity(3 * HEAD + records.len() + count as usize + 8);
+        put(&mut buf, b'C', seq, records.len());
+        buf.extend_from_slice(records);
+        let verdicts_at = buf.len() as u64;
+        put(&mut buf, OPEN, seq, count as usize);
+        buf.resize(buf.len() + count as usize, 0);
+        let written_at = buf.len() as u64;
+        put(&mut buf, OPEN, seq, 8);
+        buf.extend_from_slice(&[0; 8]);
         let s = self.newest()?;
-        s.bytes += put(&mut s.file, b'C', seq, records)
-            .and_then(|n| s.file.sync_data().map(|()| n))
-            .with_context(|| format!("cannot write the journal {}", s.path.display()))?;
-        s.end = seq + 1;
+        let at = s.bytes;
+        if let Err(e) = s
+            .file
+            .write_all_at(&buf, at)
+            .and_then(|()| s.file.sync_data())
+        {
+            // Nothing of it counts (a reader stops at a record cut short;
+            // a later one must not follow it).
+            let _ = s.file.set_len(at);
+            let path = s.path.clone();
+            if s.slots.is_empty() {
+                let _ = std::fs::remove_file(&path);
+                self.segments.pop_back();
+            }
+            return Err(e).with_context(|| {
+                format!(
+                    "cannot write the journal {} (the lines not yet judged were neither sent \
+                     nor printed, and nothing is lost; free space there, or set {DIR_ENV} to \
+                     a directory with room)",
+                    path.display()
+                )
+            });
+        }
+        s.bytes += buf.len() as u64;
+        s.slots.push(Slots {
+            verdicts_at: at + verdicts_at,
+            records: count,
+            written_at: at + written_at,
+        });
         self.chunks += 1;
+        self.unflushed = true;
         self.pending.push_back(records.len() as u64);
         Ok(())
     }
 
-    /// Adds the verdicts of the newest chunk's next records (true: new).
-    pub(crate) fn verdicts(&mut self, new: impl IntoIterator<Item = bool>) {
-        self.verdicts.extend(new.into_iter().map(u8::from));
+    /// Adds the verdicts of the newest chunk's next records ([`PRESENT`],
+    /// [`NEW`] or [`UNKNOWN`]).
+    pub(crate) fn verdicts(&mut self, v: impl IntoIterator<Item = u8>) {
+        self.verdicts.extend(v);
     }
 
     /// The oldest chunk not yet reported written was written: all its new
@@ -209,26 +390,23 @@ impl Journal {
         self.acked += 1;
         self.partial |= new.is_some();
         let n = new.map_or(ALL, |n| n as u64);
-        let Some(s) = self
-            .segments
-            .iter_mut()
-            .find(|s| (s.first..s.end).contains(&seq))
-        else {
+        let Some((s, slots)) = self.slots(seq) else {
             return Ok(());
         };
-        s.bytes += put(&mut s.file, b'W', seq, &n.to_le_bytes())
-            .with_context(|| format!("cannot write the journal {}", s.path.display()))?;
+        s.fill(slots.written_at, b'W', &n.to_le_bytes())?;
         let bytes = self.pending.pop_front().unwrap_or(0);
         self.recent.push_back((seq, bytes));
-        while self.recent.len() > 1
-            && self.recent.iter().skip(1).map(|r| r.1).sum::<u64>() >= UNREAD_BYTES
+        while !self.recent.is_empty()
+            && (self.unread == 0
+                || self.recent.len() > 1
+                    && self.recent.iter().skip(1).map(|r| r.1).sum::<u64>() >= self.unread)
         {
             self.recent.pop_front();
         }
         // Files whose chunks were all written go (never the one being
         // filled, nor one with chunks that could still be retracted).
         let keep_from = self.recent.front().map_or(self.acked, |r| r.0);
-        while self.segments.len() > 1 && self.segments[0].end <= keep_from {
+        while self.segments.len() > 1 && self.segments[0].end() <= keep_from {
             let s = self.segments.pop_front().expect("a segment");
             let _ = std::fs::remove_file(&s.path);
         }
@@ -241,20 +419,17 @@ impl Journal {
     /// new records again (perhaps twice, never lost).
     pub(crate) fn retract_recent(&mut self) {
         for &(seq, _) in &self.recent {
-            if let Some(s) = self
-                .segments
-                .iter_mut()
-                .find(|s| (s.first..s.end).contains(&seq))
-            {
-                let _ = put(&mut s.file, b'R', seq, &[]);
+            if let Some((s, slots)) = self.slots(seq) {
+                let _ = s.file.write_all_at(&[OPEN], slots.written_at);
             }
         }
         self.partial = true;
     }
 
-    /// Ends the journal of a run that went well: its files go, unless some
-    /// lines judged new were not written (the sink stopped early): then they
-    /// stay for the next run, as after a failure ([`Journal::keep`]).
+    /// Ends the journal of a run that went well: its files go (and the
+    /// directory, when no other run has files there), unless some lines
+    /// judged new were not written (the sink stopped early): then they stay
+    /// for the next run, as after a failure ([`Journal::keep`]).
     pub(crate) fn close(mut self) {
         if self.partial || self.acked < self.chunks {
             return self.keep();
@@ -262,6 +437,7 @@ impl Journal {
         for s in self.segments.drain(..) {
             let _ = std::fs::remove_file(&s.path);
         }
+        remove_if_empty(&self.dir);
     }
 
     /// Ends the journal of a run that failed: the verdicts known are written
@@ -275,23 +451,34 @@ impl Journal {
 
     /// Prints, to `out`, what the dead runs journalled in `dir` had judged
     /// new and not written (each record with `term` after it), then removes
-    /// their journals. Journals of live runs (locked) are left alone. Returns
-    /// the records printed.
+    /// their journals. Records whose verdict is unknown are given to
+    /// `holds` (all at once, in order), which says which the filter holds:
+    /// those are printed. Journals of live runs (locked) are left alone.
+    /// Returns the records printed.
     ///
     /// # Errors
-    /// When a journal cannot be read or `out` cannot be written.
-    pub(crate) fn replay(dir: &Path, term: u8, out: &mut dyn Write) -> Result<u64> {
+    /// When a journal cannot be read, `holds` fails, or `out` cannot be
+    /// written: the journals stay.
+    pub(crate) fn replay(
+        dir: &Path,
+        term: u8,
+        holds: &mut dyn FnMut(&[&[u8]]) -> Result<Vec<bool>>,
+        out: &mut dyn Write,
+    ) -> Result<u64> {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return Ok(0);
         };
         let mut paths: Vec<PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("run-"))
+                p.file_name().is_some_and(|n| {
+                    let n = n.to_string_lossy();
+                    n.starts_with("run-") || n.starts_with("log-")
+                })
             })
             .collect();
-        // Oldest run first, each run's files in the order it made them.
+        // Oldest run first, each run's files in the order it made them
+        // (`run-` files, of older versions, before `log-` ones).
         paths.sort();
         let mut held = Vec::new();
         let mut bytes = Vec::new();
@@ -313,9 +500,29 @@ impl Journal {
             bytes.push(b);
             held.push((p.clone(), f));
         }
-        let mut printed = 0;
+        let mut owed = Vec::new();
         for b in &bytes {
-            printed += replay_one(b, term, out)?;
+            owed_by(b, term, &mut owed);
+        }
+        let unknown: Vec<&[u8]> = owed.iter().filter(|o| !o.1).map(|o| o.0).collect();
+        let held_now = if unknown.is_empty() {
+            Vec::new()
+        } else {
+            holds(&unknown).context(
+                "cannot ask the filter about lines whose test-and-set replies an earlier run lost \
+                 (its journal stays for the next run)",
+            )?
+        };
+        let mut asked = held_now.into_iter();
+        let mut printed = 0;
+        for (r, sure) in owed {
+            if !sure && !asked.next().unwrap_or(false) {
+                continue;
+            }
+            out.write_all(r)
+                .and_then(|()| out.write_all(&[term]))
+                .context("cannot write standard output")?;
+            printed += 1;
         }
         out.flush().context("cannot write standard output")?;
         for (p, _) in &held {
@@ -325,8 +532,10 @@ impl Journal {
     }
 }
 
-/// Prints what one journal file holds to print (see [`Journal::replay`]).
-fn replay_one(b: &[u8], term: u8, out: &mut dyn Write) -> Result<u64> {
+/// Adds, to `owed`, the records of one journal file (see
+/// [`Journal::replay`]) that are to be printed (`true`) or asked of the
+/// filter (`false`), in order.
+fn owed_by<'a>(b: &'a [u8], term: u8, owed: &mut Vec<(&'a [u8], bool)>) {
     struct Entry<'a> {
         records: &'a [u8],
         verdicts: Option<&'a [u8]>,
@@ -334,14 +543,17 @@ fn replay_one(b: &[u8], term: u8, out: &mut dyn Write) -> Result<u64> {
     }
     let mut chunks: std::collections::BTreeMap<u64, Entry> = Default::default();
     let mut at = 0;
-    while at + 17 <= b.len() {
+    while at + HEAD <= b.len() {
         let kind = b[at];
         let seq = u64::from_le_bytes(b[at + 1..at + 9].try_into().expect("8"));
-        let len = u64::from_le_bytes(b[at + 9..at + 17].try_into().expect("8")) as usize;
-        let Some(payload) = b.get(at + 17..at + 17 + len) else {
+        let len = u64::from_le_bytes(b[at + 9..at + HEAD].try_into().expect("8")) as usize;
+        let Some(payload) = at
+            .checked_add(HEAD + len)
+            .and_then(|end| b.get(at + HEAD..end))
+        else {
             break; // cut short by the kill: never sent
         };
-        at += 17 + len;
+        at += HEAD + len;
         match kind {
             b'C' => {
                 chunks.insert(
@@ -368,14 +580,11 @@ fn replay_one(b: &[u8], term: u8, out: &mut dyn Write) -> Result<u64> {
                     e.written = None;
                 }
             }
+            OPEN => {}
             _ => break,
         }
     }
-    let mut printed = 0;
     for e in chunks.values() {
-        if e.written == Some(ALL) {
-            continue;
-        }
         let skip = e.written.unwrap_or(0);
         let mut new_seen = 0;
         let records = e.records.strip_suffix(&[term]).unwrap_or(e.records);
@@ -383,70 +592,120 @@ fn replay_one(b: &[u8], term: u8, out: &mut dyn Write) -> Result<u64> {
             continue;
         }
         for (i, r) in records.split(|&c| c == term).enumerate() {
-            let is_new = match e.verdicts {
-                Some(v) => v.get(i).is_none_or(|&x| x == 1),
-                None => true,
-            };
-            if !is_new {
-                continue;
+            // No verdict: the run was killed before it wrote them down.
+            match e
+                .verdicts
+                .and_then(|v| v.get(i))
+                .copied()
+                .unwrap_or(UNKNOWN)
+            {
+                NEW => {
+                    new_seen += 1;
+                    if new_seen > skip {
+                        owed.push((r, true));
+                    }
+                }
+                UNKNOWN => owed.push((r, false)),
+                _ => {}
             }
-            new_seen += 1;
-            if new_seen <= skip {
-                continue;
-            }
-            out.write_all(r)
-                .and_then(|()| out.write_all(&[term]))
-                .context("cannot write standard output")?;
-            printed += 1;
         }
     }
-    Ok(printed)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A filter that holds the records in `held`.
+    fn holding(held: &[&str]) -> impl FnMut(&[&[u8]]) -> Result<Vec<bool>> {
+        let held: Vec<Vec<u8>> = held.iter().map(|s| s.as_bytes().to_vec()).collect();
+        move |rs: &[&[u8]]| Ok(rs.iter().map(|r| held.iter().any(|h| h == r)).collect())
+    }
+
+    fn replay(dir: &Path, held: &[&str]) -> (String, u64) {
+        let mut out = Vec::new();
+        let n = Journal::replay(dir, b'\n', &mut holding(held), &mut out).unwrap();
+        (String::from_utf8(out).unwrap(), n)
+    }
+
+    fn v(bits: &[u8]) -> Vec<u8> {
+        bits.to_vec()
+    }
+
     #[test]
     fn replays_what_was_judged_new_and_not_written() {
         let dir = tempfile::tempdir().unwrap();
         let mut j = Journal::start(dir.path()).unwrap();
-        j.chunk(b"a\nb\nc\n").unwrap();
-        j.verdicts([true, false, true]);
+        j.chunk(b"a\nb\nc\n", 3).unwrap();
+        j.verdicts(v(&[NEW, PRESENT, NEW]));
         j.written(None).unwrap();
-        j.chunk(b"d\ne\nf\n").unwrap();
-        j.verdicts([true, true, false]);
-        j.chunk(b"g\nh\n").unwrap(); // no verdicts: all count as new
-        j.chunk(b"i\nj\nk").unwrap();
-        j.verdicts([true, true, true]);
+        j.chunk(b"d\ne\nf\n", 3).unwrap();
+        j.verdicts(v(&[NEW, NEW, PRESENT]));
+        j.chunk(b"i\nj\nk", 3).unwrap();
+        j.verdicts(v(&[NEW, NEW, NEW]));
         j.written(None).unwrap(); // chunk 1 written
         j.written(Some(1)).unwrap(); // chunk 2: only its first new one
+        j.chunk(b"g\nh\n", 2).unwrap(); // killed before its verdicts: asked
         // A live run's journal is not touched.
-        let mut out = Vec::new();
-        assert_eq!(Journal::replay(dir.path(), b'\n', &mut out).unwrap(), 0);
+        assert_eq!(replay(dir.path(), &[]), (String::new(), 0));
         drop(j); // killed: the lock goes with the process
-        let mut out = Vec::new();
-        let n = Journal::replay(dir.path(), b'\n', &mut out).unwrap();
-        assert_eq!(String::from_utf8(out).unwrap(), "h\ni\nj\nk\n");
-        assert_eq!(n, 4);
+        // Chunk 3's verdicts were never written down: of its records, the
+        // one the filter holds is printed.
+        assert_eq!(replay(dir.path(), &["h"]), ("j\nk\nh\n".into(), 3));
         // Replayed journals are gone.
+        assert_eq!(replay(dir.path(), &["h"]), (String::new(), 0));
+    }
+
+    #[test]
+    fn verdicts_never_obtained_are_not_new() {
+        // A run that failed while judging a chunk (a server stalled while
+        // its shards were read): the pieces after the failure got no
+        // verdicts, and nothing of them was sent.
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::start(dir.path()).unwrap();
+        j.chunk(b"a\nb\nc\nd\n", 4).unwrap();
+        j.verdicts(v(&[NEW, PRESENT]));
+        j.keep();
+        assert_eq!(replay(dir.path(), &["a", "c", "d"]), ("a\n".into(), 1));
+    }
+
+    #[test]
+    fn lost_replies_are_asked_of_the_filter() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::start(dir.path()).unwrap();
+        j.chunk(b"a\nb\nc\nd\n", 4).unwrap();
+        j.verdicts(v(&[NEW, UNKNOWN, UNKNOWN, PRESENT]));
+        // The chunk was written (its one new line), and the run stopped.
+        j.written(None).unwrap();
+        j.keep();
+        // The server recorded c, not b: c is owed, a was printed.
+        assert_eq!(replay(dir.path(), &["a", "c", "d"]), ("c\n".into(), 1));
+    }
+
+    #[test]
+    fn a_failing_filter_keeps_the_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::start(dir.path()).unwrap();
+        j.chunk(b"a\n", 1).unwrap();
+        j.verdicts(v(&[UNKNOWN]));
+        j.keep();
         let mut out = Vec::new();
-        assert_eq!(Journal::replay(dir.path(), b'\n', &mut out).unwrap(), 0);
+        let mut down = |_: &[&[u8]]| -> Result<Vec<bool>> { anyhow::bail!("server down") };
+        assert!(Journal::replay(dir.path(), b'\n', &mut down, &mut out).is_err());
+        assert_eq!(replay(dir.path(), &["a"]), ("a\n".into(), 1));
     }
 
     #[test]
     fn a_run_that_stopped_early_keeps_what_it_owes() {
         let dir = tempfile::tempdir().unwrap();
         let mut j = Journal::start(dir.path()).unwrap();
-        j.chunk(b"a\nb\nc\n").unwrap();
-        j.verdicts([true, true, true]);
-        j.chunk(b"d\n").unwrap();
-        j.verdicts([true]);
+        j.chunk(b"a\nb\nc\n", 3).unwrap();
+        j.verdicts(v(&[NEW, NEW, NEW]));
+        j.chunk(b"d\n", 1).unwrap();
+        j.verdicts(v(&[NEW]));
         j.written(Some(1)).unwrap();
         j.close();
-        let mut out = Vec::new();
-        Journal::replay(dir.path(), b'\n', &mut out).unwrap();
-        assert_eq!(out, b"b\nc\nd\n");
+        assert_eq!(replay(dir.path(), &[]).0, "b\nc\nd\n");
     }
 
     #[test]
@@ -454,40 +713,109 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut j = Journal::start(dir.path()).unwrap();
         for r in [&b"a\n"[..], b"b\n", b"c\n"] {
-            j.chunk(r).unwrap();
-            j.verdicts([true]);
+            j.chunk(r, 1).unwrap();
+            j.verdicts(v(&[NEW]));
             j.written(None).unwrap();
         }
         j.retract_recent();
         j.close();
-        let mut out = Vec::new();
-        Journal::replay(dir.path(), b'\n', &mut out).unwrap();
-        assert_eq!(out, b"a\nb\nc\n");
+        assert_eq!(replay(dir.path(), &[]).0, "a\nb\nc\n");
     }
 
     #[test]
     fn a_clean_run_leaves_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut j = Journal::start(dir.path()).unwrap();
-        j.chunk(b"a\n").unwrap();
-        j.verdicts([true]);
+        let base = tempfile::tempdir().unwrap();
+        let dir = base.path().join("f-0123456789abcdef");
+        let mut j = Journal::start(&dir).unwrap();
+        j.chunk(b"a\n", 1).unwrap();
+        j.verdicts(v(&[NEW]));
         j.written(None).unwrap();
         j.close();
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        assert!(!dir.exists(), "the empty directory stays");
+        // Another run's files keep it.
+        let mut other = Journal::start(&dir).unwrap();
+        other.chunk(b"b\n", 1).unwrap();
+        let mut j = Journal::start(&dir).unwrap();
+        j.chunk(b"a\n", 1).unwrap();
+        j.verdicts(v(&[NEW]));
+        j.written(None).unwrap();
+        j.close();
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
     }
 
     #[test]
     fn a_record_cut_short_is_ignored() {
         let dir = tempfile::tempdir().unwrap();
         let mut j = Journal::start(dir.path()).unwrap();
-        j.chunk(b"a\nb\n").unwrap();
-        let path = j.segments[0].path.clone();
-        drop(j);
+        j.chunk(b"a\nb\n", 2).unwrap();
+        j.verdicts(v(&[NEW, NEW]));
+        j.keep();
+        let path = std::fs::read_dir(dir.path())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
         let mut b = std::fs::read(&path).unwrap();
         b.extend_from_slice(&[b'C', 1, 0, 0, 0, 0, 0, 0, 0, 99, 0, 0, 0, 0, 0, 0, 0, b'x']);
         std::fs::write(&path, b).unwrap();
-        let mut out = Vec::new();
-        Journal::replay(dir.path(), b'\n', &mut out).unwrap();
-        assert_eq!(out, b"a\nb\n");
+        assert_eq!(replay(dir.path(), &[]).0, "a\nb\n");
+    }
+
+    #[test]
+    fn nothing_is_appended_after_a_chunk_is_judged() {
+        // Room for the chunk is taken when it is written down; verdicts,
+        // the written mark and a retraction are filled in place, so a
+        // full disk cannot fail them.
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::start(dir.path()).unwrap();
+        j.chunk(b"a\nb\n", 2).unwrap();
+        let path = j.segments[0].path.clone();
+        let len = std::fs::metadata(&path).unwrap().len();
+        j.verdicts(v(&[NEW, PRESENT]));
+        j.written(None).unwrap();
+        j.retract_recent();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), len);
+        j.keep();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), len);
+        assert_eq!(replay(dir.path(), &[]).0, "a\n");
+    }
+
+    #[test]
+    fn older_journals_are_replayed() {
+        // seen 0.3's format: a record per append, verdicts maybe short.
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = Vec::new();
+        for (kind, seq, payload) in [
+            (b'C', 0u64, &b"a\nb\nc\n"[..]),
+            (b'V', 0, &[1, 0][..]),
+            (b'C', 1, b"d\n"),
+            (b'V', 1, &[1]),
+            (b'W', 1, &ALL.to_le_bytes()),
+        ] {
+            put(&mut b, kind, seq, payload.len());
+            b.extend_from_slice(payload);
+        }
+        std::fs::write(dir.path().join("run-00000000000000000001-1-000001"), b).unwrap();
+        // a: new, b: present, c: no verdict (asked: held), d: written.
+        assert_eq!(replay(dir.path(), &["c"]), ("a\nc\n".into(), 2));
+    }
+
+    #[test]
+    fn orphans_are_the_other_filters_of_the_name() {
+        let base = tempfile::tempdir().unwrap();
+        let at = |name: &str, meta: &[u8]| {
+            let id = xxhash_rust::xxh3::xxh3_64(meta);
+            base.path().join(format!("{name}-{id:016x}"))
+        };
+        let now = at("crawl", b"new meta");
+        let old = at("crawl", b"old meta");
+        let other = at("crawl-2", b"old meta");
+        for d in [&now, &old, &other] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(old.join("log-1-1-000001"), b"12345").unwrap();
+        let found = orphans("crawl", &now);
+        assert_eq!(found, vec![(old, 1, 5)]);
     }
 }

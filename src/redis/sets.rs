@@ -161,10 +161,11 @@ impl SetsFilter {
     pub(crate) fn journal(
         &mut self,
         term: u8,
+        keys: crate::keys::KeySpec,
         out: &mut dyn std::io::Write,
     ) -> Result<(u64, std::path::PathBuf)> {
         let dir = super::journal::dir_for(&self.location().name, &self.meta_bytes)?;
-        let replayed = Journal::replay(&dir, term, out)?;
+        let replayed = Journal::replay(&dir, term, &mut super::journal::asker(self, keys), out)?;
         self.journal = Some(Journal::start(&dir)?);
         Ok((replayed, dir))
     }
@@ -377,11 +378,14 @@ impl SetsFilter {
                 t.settle_front(&mut self.client, &mut new);
             }
         }
-        let (count, broken) = t.conclude(&mut self.client, sent_any, new, out);
-        if broken.is_some() {
-            self.broken = broken;
+        let mut done = t.conclude(&mut self.client, sent_any, new, out, self.journal.is_some());
+        if let Some(j) = &mut self.journal {
+            j.verdicts(done.verdicts(out));
         }
-        Ok(count)
+        if done.broken.is_some() {
+            self.broken = done.broken.take();
+        }
+        Ok(done.new)
     }
 }
 
@@ -536,16 +540,12 @@ impl Store for SetsFilter {
             // Stopping at the next chunk: nothing more is sent or judged new.
             out.fill(true);
             if let Some(j) = &mut self.journal {
-                j.verdicts(out.iter().map(|_| false));
+                j.verdicts(out.iter().map(|_| super::journal::PRESENT));
             }
             return Ok(0);
         }
-        let done = self.test_and_set(hashes, out);
-        if let Some(j) = &mut self.journal {
-            let judged = done.is_ok();
-            j.verdicts(out.iter().map(|&present| judged && !present));
-        }
-        let n = done?;
+        // As the Bloom layout's: verdicts written down when judged.
+        let n = self.test_and_set(hashes, out)?;
         self.added += n;
         self.inserts += n;
         Ok(n)
@@ -567,7 +567,7 @@ impl Journals for SetsFilter {
             return Err(e);
         }
         match &mut self.journal {
-            Some(j) => j.chunk(chunk.records_bytes()),
+            Some(j) => j.chunk(chunk.records_bytes(), chunk.records()),
             None => Ok(()),
         }
     }

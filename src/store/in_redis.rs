@@ -140,8 +140,8 @@ fn open_redis(
     if let Some(term) = journal {
         let out = std::io::stdout();
         let (n, dir) = match &mut f {
-            redis::Opened::Bloom(f) => f.journal(term, &mut out.lock())?,
-            redis::Opened::Sets(f) => f.journal(term, &mut out.lock())?,
+            redis::Opened::Bloom(f) => f.journal(term, keys, &mut out.lock())?,
+            redis::Opened::Sets(f) => f.journal(term, keys, &mut out.lock())?,
         };
         if n > 0 {
             eprintln!(

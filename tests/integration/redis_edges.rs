@@ -173,3 +173,250 @@ fn an_ipv6_server_is_reached() {
     let v = crate::common::seen_env(d.path(), &env, ["stats", "--json", &loc], b"");
     assert_eq!(v.ok().stdout_json()["file"], loc.as_str());
 }
+
+/// The lines printed over several outputs, each line with how many times.
+fn tally(outs: &[&[u8]]) -> std::collections::HashMap<Vec<u8>, usize> {
+    let mut n = std::collections::HashMap::new();
+    for out in outs {
+        for l in out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            *n.entry(l.to_vec()).or_insert(0) += 1;
+        }
+    }
+    n
+}
+
+/// Asserts that `outs` together print every line of `want` exactly once.
+fn exactly_once(outs: &[&[u8]], want: &[u8], ctx: &str) {
+    let n = tally(outs);
+    let lines: Vec<&[u8]> = want
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
+    let twice = n.values().filter(|&&c| c > 1).count();
+    let lost = lines.iter().filter(|l| !n.contains_key(**l)).count();
+    assert_eq!(
+        (lost, twice, n.len()),
+        (0, 0, lines.len()),
+        "{ctx}: (lost, printed twice, distinct)"
+    );
+}
+
+/// Issue 40, item 1: a run that fails while it reads a Bloom filter's shards
+/// (here a shard that another program made a list: every read of it fails)
+/// leaves a journal chunk of which some pieces were never judged. Nothing
+/// of them was sent: the next run, with no input at all, prints nothing,
+/// and one with the same input prints each line once. (Before: the
+/// unjudged pieces were replayed as new: the empty run printed lines and
+/// exited 0, and the run after printed them a second time.)
+#[test]
+fn a_run_that_failed_reading_shards_replays_nothing_it_did_not_judge() {
+    if crate::common::redis_server("SEEN_TEST_REDIS").is_none() {
+        return;
+    }
+    let d = crate::common::tmp();
+    let srv = Private::start(d.path());
+    let loc = format!("redis://{}/shards", srv.addr);
+    let j = d.path().join("j").display().to_string();
+    let env = [("SEEN_JOURNAL_DIR", j.as_str())];
+    let run = |args: &[&str], input: &[u8]| crate::common::seen_env(d.path(), &env, args, input);
+    let old = crate::common::numbered("old", 0..50_000);
+    run(
+        &[
+            "dedup",
+            "-q",
+            "--redis-layout",
+            "bloom",
+            "-n",
+            "5M",
+            "-f",
+            &loc,
+        ],
+        &old,
+    )
+    .code(0);
+    let mut c = srv.conn();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("seen:{shards:*")
+        .query(&mut c)
+        .unwrap();
+    let shard = keys
+        .iter()
+        .find(|k| k.ends_with(":b"))
+        .expect("a shard")
+        .clone();
+    let bytes: Vec<u8> = redis::cmd("GET").arg(&shard).query(&mut c).unwrap();
+    let _: () = redis::cmd("DEL").arg(&shard).query(&mut c).unwrap();
+    let _: () = redis::cmd("RPUSH")
+        .arg(&shard)
+        .arg("x")
+        .query(&mut c)
+        .unwrap();
+    let new = crate::common::numbered("new", 0..300_000);
+    let first = run(&["dedup", "-f", &loc], &new);
+    first.code(2).stderr_has("WRONGTYPE");
+    // Repaired: the shard as it was.
+    let _: () = redis::cmd("DEL").arg(&shard).query(&mut c).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(&shard)
+        .arg(bytes)
+        .query(&mut c)
+        .unwrap();
+    let empty = run(&["dedup", "-f", &loc], b"");
+    empty.code(0).no_stdout();
+    let again = run(&["dedup", "-f", &loc], &new);
+    again.code(0);
+    exactly_once(
+        &[&first.stdout, &again.stdout],
+        &new,
+        "after a failed shard read",
+    );
+}
+
+/// Issue 40, item 1: a test-and-set the server refuses (here over its
+/// `maxmemory`) recorded nothing. The run stops (exit 2) without printing
+/// the refused lines; its journal marks them unknown, and the next run asks
+/// the filter: none is held, so each is printed once, by that run. (Before:
+/// the refused lines were printed as new by the failing run and again by
+/// the next.)
+#[test]
+fn a_refused_test_and_set_prints_each_line_once() {
+    if crate::common::redis_server("SEEN_TEST_REDIS").is_none() {
+        return;
+    }
+    for layout in ["sets", "bloom"] {
+        let d = crate::common::tmp();
+        let srv = Private::start(d.path());
+        let loc = format!("redis://{}/refused", srv.addr);
+        let j = d.path().join("j").display().to_string();
+        let first = crate::common::numbered("a", 0..20_000);
+        let second = crate::common::numbered("b", 0..20_000);
+        let mut w = command(d.path())
+            .env("SEEN_JOURNAL_DIR", &j)
+            .args(["dedup", "-n", "100k", "--redis-layout", layout, "-f", &loc])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = w.stdin.take().unwrap();
+        let mut stdout = w.stdout.take().unwrap();
+        stdin.write_all(&first).unwrap();
+        stdin.flush().unwrap();
+        let mut got = vec![0u8; first.len()];
+        stdout.read_exact(&mut got).unwrap();
+        let mut c = srv.conn();
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg("1")
+            .query(&mut c)
+            .unwrap();
+        let _ = stdin.write_all(&second);
+        drop(stdin);
+        let mut rest = Vec::new();
+        stdout.read_to_end(&mut rest).unwrap();
+        let mut err = String::new();
+        w.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        assert_eq!(w.wait().unwrap().code(), Some(2), "{layout}: {err}");
+        assert!(err.contains("OOM"), "{layout}: {err}");
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg("0")
+            .query(&mut c)
+            .unwrap();
+        let all = [first.clone(), second.clone()].concat();
+        let next = crate::common::seen_env(
+            d.path(),
+            &[("SEEN_JOURNAL_DIR", j.as_str())],
+            ["dedup", "-f", &loc],
+            &all,
+        );
+        next.code(0);
+        exactly_once(&[&got, &rest, &next.stdout], &all, layout);
+        assert!(
+            !std::path::Path::new(&j)
+                .read_dir()
+                .is_ok_and(|mut e| e.next().is_some()),
+            "{layout}: the journal directory is left"
+        );
+    }
+}
+
+/// Issue 40, item 6: a journal that cannot be written (its file system
+/// full; here the file-size limit, `ulimit -f`, that fails writes the same
+/// way) stops the run before it judges the chunk it could not write down:
+/// every line it printed is marked written, and the next run prints each
+/// remaining line once. (Before: the mark that a chunk was written was an
+/// append after printing; when it failed, the next run printed the chunk
+/// again.)
+#[test]
+fn a_full_journal_stops_the_run_before_it_prints() {
+    if crate::common::redis_server("SEEN_TEST_REDIS").is_none() {
+        return;
+    }
+    let d = crate::common::tmp();
+    let srv = Private::start(d.path());
+    let loc = format!("redis://{}/full", srv.addr);
+    let j = d.path().join("j").display().to_string();
+    let seen = env!("CARGO_BIN_EXE_seen");
+    let mut w = std::process::Command::new("bash")
+        .current_dir(d.path())
+        .env("SEEN_JOURNAL_DIR", &j)
+        .args([
+            "-c",
+            "ulimit -f 400 && exec \"$0\" dedup -n 1M -f \"$1\"",
+            seen,
+            &loc,
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = w.stdin.take().unwrap();
+    let mut stdout = w.stdout.take().unwrap();
+    // Batches of 2,000 lines, each read back before the next is sent (one
+    // chunk each): the journal's file passes 400 KiB after about 20.
+    let mut all = Vec::new();
+    let mut printed = Vec::new();
+    let mut failed_at = None;
+    for b in 0..60u32 {
+        let batch = crate::common::numbered(&format!("{b}-"), 0..2000);
+        all.extend_from_slice(&batch);
+        if failed_at.is_some() {
+            continue;
+        }
+        if stdin
+            .write_all(&batch)
+            .and_then(|()| stdin.flush())
+            .is_err()
+        {
+            failed_at = Some(b);
+            continue;
+        }
+        let mut got = vec![0u8; batch.len()];
+        match stdout.read_exact(&mut got) {
+            Ok(()) => printed.extend_from_slice(&got),
+            Err(_) => failed_at = Some(b),
+        }
+    }
+    drop(stdin);
+    stdout.read_to_end(&mut printed).unwrap();
+    let mut err = String::new();
+    w.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(w.wait().unwrap().code(), Some(2), "{err}");
+    assert!(err.contains("cannot write the journal"), "{err}");
+    assert!(
+        failed_at.is_some_and(|b| b > 5),
+        "failed at batch {failed_at:?}: {err}"
+    );
+    let next = crate::common::seen_env(
+        d.path(),
+        &[("SEEN_JOURNAL_DIR", j.as_str())],
+        ["dedup", "-f", &loc],
+        &all,
+    );
+    next.code(0);
+    exactly_once(&[&printed, &next.stdout], &all, "after a full journal");
+}
