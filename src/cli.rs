@@ -792,7 +792,9 @@ pub struct VerifyArgs {
     /// checksums and counters from its bits, as the next writer would (takes
     /// the write lock); then check. A clean file is only checked: its damage
     /// is reported, never repaired. (A dirty file's stale checksums cannot be
-    /// told from damage: --repair trusts its bits.)
+    /// told from damage: --repair trusts its bits.) For a Redis filter:
+    /// removes the journals on this machine of an earlier filter at that
+    /// location (deleted or made again), which can never be replayed.
     #[arg(long)]
     pub repair: bool,
 

@@ -134,6 +134,16 @@ impl RedisFilter {
         if let Some(meta) = read_meta(&mut client, loc)? {
             return Ok((RedisFilter::assemble(client, meta, true)?, false));
         }
+        // Data without a meta key is an earlier filter's (or a run's that
+        // went on after a server restarted empty): never adopted.
+        let left = super::meta::leftovers(&mut client, loc)?;
+        if !left.is_empty() {
+            // Unless a racing creator has just finished.
+            if let Some(meta) = read_meta(&mut client, loc)? {
+                return Ok((RedisFilter::assemble(client, meta, true)?, false));
+            }
+            bail!("{}", super::meta::leftovers_advice(loc, &left));
+        }
         let pps = pages_per_shard(header.layers[0].layout.nblocks / BLOCKS_PER_PAGE);
         let meta = encode_meta(header, pps);
         // The shards first, at their full size (`SET NX`: one a racing
@@ -198,6 +208,14 @@ impl RedisFilter {
         Ok(())
     }
 
+    /// The directory of this filter's journals on this machine.
+    ///
+    /// # Errors
+    /// When there is no directory for journals (no `HOME`).
+    pub(crate) fn journal_dir(&self) -> Result<std::path::PathBuf> {
+        super::journal::dir_for(&self.location().name, &self.meta)
+    }
+
     /// Keeps a journal of the lines this run judges new (on this machine,
     /// see `journal::dir_for`), after printing to `out` what dead runs had
     /// journalled there and not written. Returns how many lines that was,
@@ -213,7 +231,7 @@ impl RedisFilter {
     ) -> Result<(u64, std::path::PathBuf)> {
         let dir = super::journal::dir_for(&self.location().name, &self.meta)?;
         let replayed = Journal::replay(&dir, term, &mut super::journal::asker(self, keys), out)?;
-        self.journal = Some(Journal::start(&dir)?);
+        self.journal = Some(Journal::start(&dir, &self.location().to_string())?);
         Ok((replayed, dir))
     }
 
@@ -306,7 +324,16 @@ impl RedisFilter {
                             *k |= s;
                         }
                     }
-                    Value::Nil => {}
+                    // Shards are made whole before the meta key: one that
+                    // is gone was lost (evicted, deleted), and with it the
+                    // lines it held.
+                    Value::Nil => bail!(
+                        "{loc}: shard {} is missing: the filter lost the lines it held (evicted \
+                         or deleted?), which would all read as new; rebuild it, or copy a \
+                         snapshot back with `seen copy --force` (`seen verify {loc}` lists what \
+                         is missing)",
+                        l.keys[j]
+                    ),
                     other => {
                         return Err(server_error("GET of a shard", &loc, &other).unwrap_or_else(
                             || anyhow!("{loc}: shard {} is not a string", l.keys[j]),
@@ -484,6 +511,15 @@ impl RedisFilter {
                 );
             }
             delete(&mut client, loc, old)?;
+        } else if !replace {
+            // Data without a meta key: overwritten only when asked.
+            let left = super::meta::leftovers(&mut client, loc)?;
+            if !left.is_empty() {
+                bail!(
+                    "{} (or pass --force to overwrite it)",
+                    super::meta::leftovers_advice(loc, &left)
+                );
+            }
         }
         let pps = pages_per_shard(header.layers[0].layout.nblocks / BLOCKS_PER_PAGE);
         let mut f = RedisFilter::assemble(client, (header.clone(), Vec::new(), pps), true)?;

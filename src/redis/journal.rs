@@ -93,12 +93,50 @@ pub(super) fn dir_for(name: &str, meta: &[u8]) -> Result<PathBuf> {
     Ok(base_dir(name)?.join(format!("{name}-{id:016x}")))
 }
 
-/// Journal directories on this machine (beside `current`) of filters that
-/// were named `name` and are not the one whose journals are in `current`
-/// (a filter deleted or
-/// made again under that name: its journals can never be replayed), with
-/// the files and bytes in each.
-pub(crate) fn orphans(name: &str, current: &Path) -> Vec<(PathBuf, u64, u64)> {
+/// The file in a journal directory that names the filter's location (as
+/// `Display` writes it, without a password), so that the journals of a
+/// filter made again there can be told from another server's filter of the
+/// same name.
+const LOCATION_FILE: &str = "filter";
+
+/// The location a journal directory's runs wrote in, if it says.
+fn location_of(dir: &Path) -> Option<String> {
+    std::fs::read_to_string(dir.join(LOCATION_FILE)).ok()
+}
+
+/// Writes `location` into `dir`, unless it is there.
+fn mark_location(dir: &Path, location: &str) {
+    let path = dir.join(LOCATION_FILE);
+    if path.exists() {
+        return;
+    }
+    let tmp = dir.join(format!(".{LOCATION_FILE}.{}", std::process::id()));
+    if std::fs::write(&tmp, location).is_ok() {
+        let _ = std::fs::rename(&tmp, &path);
+    }
+    let _ = std::fs::remove_file(&tmp);
+}
+
+/// A journal directory of a filter that is gone (see [`orphans`]).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Orphan {
+    pub(crate) dir: PathBuf,
+    /// Journal files in it, and their bytes.
+    pub(crate) files: u64,
+    pub(crate) bytes: u64,
+    /// It names the same location (else it was made by a seen that did not
+    /// record locations: it may be another server's filter of that name).
+    pub(crate) same_location: bool,
+}
+
+/// Journal directories on this machine (beside `current`) of filters named
+/// `name` at `location` that are not the one whose journals are in
+/// `current`: the filter there was deleted or made again, and these can
+/// never be replayed. Directories that record another location (another
+/// server's filter of the same name) are not orphans; those that record
+/// none (older seen) are, marked so. Empty ones of either kind are
+/// removed on the way.
+pub(crate) fn orphans(name: &str, current: &Path, location: &str) -> Vec<Orphan> {
     let Some(base) = current.parent() else {
         return Vec::new();
     };
@@ -111,24 +149,56 @@ pub(crate) fn orphans(name: &str, current: &Path) -> Vec<(PathBuf, u64, u64)> {
         let Some(file) = p.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
-        let is_ours = file
+        let is_named = file
             .strip_prefix(name)
             .and_then(|r| r.strip_prefix('-'))
             .is_some_and(|id| id.len() == 16 && id.bytes().all(|c| c.is_ascii_hexdigit()));
-        if !is_ours || p == current || !e.file_type().is_ok_and(|t| t.is_dir()) {
+        if !is_named || p == current || !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let recorded = location_of(&p);
+        if recorded.as_deref().is_some_and(|l| l != location) {
             continue;
         }
         let (mut files, mut bytes) = (0, 0);
         if let Ok(inner) = std::fs::read_dir(&p) {
             for f in inner.filter_map(Result::ok) {
-                files += 1;
-                bytes += f.metadata().map_or(0, |m| m.len());
+                if f.file_name() != LOCATION_FILE {
+                    files += 1;
+                    bytes += f.metadata().map_or(0, |m| m.len());
+                }
             }
         }
-        found.push((p, files, bytes));
+        if files == 0 {
+            remove_if_empty(&p);
+            continue;
+        }
+        found.push(Orphan {
+            dir: p,
+            files,
+            bytes,
+            same_location: recorded.is_some(),
+        });
     }
-    found.sort();
+    found.sort_by(|a, b| a.dir.cmp(&b.dir));
     found
+}
+
+/// Removes an orphaned journal directory, unless a live run holds one of
+/// its files (a writer that opened the old filter before it was made
+/// again, still running). Returns whether it went.
+pub(crate) fn remove_orphan(o: &Orphan) -> bool {
+    let Ok(entries) = std::fs::read_dir(&o.dir) else {
+        return true;
+    };
+    for e in entries.filter_map(Result::ok) {
+        if let Ok(f) = File::open(e.path())
+            && rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockShared).is_err()
+        {
+            return false;
+        }
+    }
+    std::fs::remove_dir_all(&o.dir).is_ok()
 }
 
 /// What [`Journal::replay`] asks: whether `filter` holds records, keyed by
@@ -150,10 +220,26 @@ pub(super) fn asker<S: crate::pipeline::Store>(
     }
 }
 
-/// Removes a journal directory if nothing is left in it (another run may
-/// just have made a file there: then it stays).
+/// Removes a journal directory if nothing but its location is left in it
+/// (another run may just have made a file there: then it stays, its
+/// location written again).
 pub(crate) fn remove_if_empty(dir: &Path) {
-    let _ = std::fs::remove_dir(dir);
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let only_location = entries
+        .filter_map(Result::ok)
+        .all(|e| e.file_name() == LOCATION_FILE);
+    if !only_location {
+        return;
+    }
+    let location = location_of(dir);
+    let _ = std::fs::remove_file(dir.join(LOCATION_FILE));
+    if std::fs::remove_dir(dir).is_err()
+        && let Some(l) = location
+    {
+        mark_location(dir, &l);
+    }
 }
 
 /// Where a chunk's slots are in its file.
@@ -193,6 +279,8 @@ impl Segment {
 /// The journal a run writes.
 pub(crate) struct Journal {
     dir: PathBuf,
+    /// The filter's location, written beside the journal.
+    location: String,
     segments: VecDeque<Segment>,
     /// Chunks journalled so far, and reported written.
     chunks: u64,
@@ -223,15 +311,16 @@ fn put(buf: &mut Vec<u8>, kind: u8, seq: u64, payload_len: usize) {
 }
 
 impl Journal {
-    /// Starts this run's journal in `dir`.
+    /// Starts this run's journal in `dir`, for the filter at `location`.
     ///
     /// # Errors
     /// When the directory cannot be made.
-    pub(crate) fn start(dir: &Path) -> Result<Journal> {
+    pub(crate) fn start(dir: &Path, location: &str) -> Result<Journal> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot make the journal directory {}", dir.display()))?;
         Ok(Journal {
             dir: dir.to_path_buf(),
+            location: location.to_string(),
             segments: VecDeque::new(),
             chunks: 0,
             acked: 0,
@@ -278,6 +367,7 @@ impl Journal {
                 other => other,
             }
             .with_context(|| format!("cannot create the journal {}", path.display()))?;
+            mark_location(&self.dir, &self.location);
             rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)
                 .with_context(|| format!("cannot lock the journal {}", path.display()))?;
             self.segments.push_back(Segment {
@@ -635,7 +725,7 @@ mod tests {
     #[test]
     fn replays_what_was_judged_new_and_not_written() {
         let dir = tempfile::tempdir().unwrap();
-        let mut j = Journal::start(dir.path()).unwrap();
+        let mut j = Journal::start(dir.path(), "redis://h:1/f").unwrap();
         j.chunk(b"a\nb\nc\n", 3).unwrap();
         j.verdicts(v(&[NEW, PRESENT, NEW]));
         j.written(None).unwrap();
@@ -662,7 +752,7 @@ mod tests {
         // its shards were read): the pieces after the failure got no
         // verdicts, and nothing of them was sent.
         let dir = tempfile::tempdir().unwrap();
-        let mut j = Journal::start(dir.path()).unwrap();
+        let mut j = Journal::start(dir.path(), "redis://h:1/f").unwrap();
         j.chunk(b"a\nb\nc\nd\n", 4).unwrap();
         j.verdicts(v(&[NEW, PRESENT]));
         j.keep();
@@ -672,7 +762,7 @@ mod tests {
     #[test]
     fn lost_replies_are_asked_of_the_filter() {
         let dir = tempfile::tempdir().unwrap();
-        let mut j = Journal::start(dir.path()).unwrap();
+        let mut j = Journal::start(dir.path(), "redis://h:1/f").unwrap();
         j.chunk(b"a\nb\nc\nd\n", 4).unwrap();
         j.verdicts(v(&[NEW, UNKNOWN, UNKNOWN, PRESENT]));
         // The chunk was written (its one new line), and the run stopped.
@@ -685,7 +775,7 @@ mod tests {
     #[test]
     fn a_failing_filter_keeps_the_journal() {
         let dir = tempfile::tempdir().unwrap();
-        let mut j = Journal::start(dir.path()).unwrap();
+        let mut j = Journal::start(dir.path(), "redis://h:1/f").unwrap();
         j.chunk(b"a\n", 1).unwrap();
         j.verdicts(v(&[UNKNOWN]));
         j.keep();
@@ -698,7 +788,7 @@ mod tests {
     #[test]
     fn a_run_that_stopped_early_keeps_what_it_owes() {
         let dir = tempfile::tempdir().unwrap();
-        let mut j = Journal::start(dir.path()).unwrap();
+        let mut j = Journal::start(dir.path(), "redis://h:1/f").unwrap();
         j.chunk(b"a\nb\nc\n", 3).unwrap();
         j.verdicts(v(&[NEW, NEW, NEW]));
         j.chunk(b"d\n", 1).unwrap();
@@ -711,7 +801,7 @@ mod tests {
     #[test]
     fn a_closed_output_takes_back_the_last_chunks() {
         let dir = tempfile::tempdir().unwrap();
-        let mut j = Journal::start(dir.path()).unwrap();
+        let mut j = Journal::start(dir.path(), "redis://h:1/f").unwrap();
         for r in [&b"a\n"[..], b"b\n", b"c\n"] {
             j.chunk(r, 1).unwrap();
             j.verdicts(v(&[NEW]));
@@ -726,27 +816,33 @@ mod tests {
     fn a_clean_run_leaves_nothing() {
         let base = tempfile::tempdir().unwrap();
         let dir = base.path().join("f-0123456789abcdef");
-        let mut j = Journal::start(&dir).unwrap();
+        let mut j = Journal::start(&dir, "redis://h:1/f").unwrap();
         j.chunk(b"a\n", 1).unwrap();
         j.verdicts(v(&[NEW]));
         j.written(None).unwrap();
         j.close();
         assert!(!dir.exists(), "the empty directory stays");
         // Another run's files keep it.
-        let mut other = Journal::start(&dir).unwrap();
+        let mut other = Journal::start(&dir, "redis://h:1/f").unwrap();
         other.chunk(b"b\n", 1).unwrap();
-        let mut j = Journal::start(&dir).unwrap();
+        let mut j = Journal::start(&dir, "redis://h:1/f").unwrap();
         j.chunk(b"a\n", 1).unwrap();
         j.verdicts(v(&[NEW]));
         j.written(None).unwrap();
         j.close();
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left.len(), 2, "{left:?}");
+        assert!(left.iter().any(|f| f == LOCATION_FILE), "{left:?}");
     }
 
     #[test]
     fn a_record_cut_short_is_ignored() {
         let dir = tempfile::tempdir().unwrap();
-        let mut j = Journal::start(dir.path()).unwrap();
+        let mut j = Journal::start(dir.path(), "redis://h:1/f").unwrap();
         j.chunk(b"a\nb\n", 2).unwrap();
         j.verdicts(v(&[NEW, NEW]));
         j.keep();
@@ -768,7 +864,7 @@ mod tests {
         // the written mark and a retraction are filled in place, so a
         // full disk cannot fail them.
         let dir = tempfile::tempdir().unwrap();
-        let mut j = Journal::start(dir.path()).unwrap();
+        let mut j = Journal::start(dir.path(), "redis://h:1/f").unwrap();
         j.chunk(b"a\nb\n", 2).unwrap();
         let path = j.segments[0].path.clone();
         let len = std::fs::metadata(&path).unwrap().len();
@@ -802,20 +898,64 @@ mod tests {
     }
 
     #[test]
-    fn orphans_are_the_other_filters_of_the_name() {
+    fn orphans_are_the_other_filters_of_the_name_and_location() {
         let base = tempfile::tempdir().unwrap();
         let at = |name: &str, meta: &[u8]| {
             let id = xxhash_rust::xxh3::xxh3_64(meta);
             base.path().join(format!("{name}-{id:016x}"))
         };
+        let here = "redis://h:1/crawl";
+        let journal_in = |dir: &Path, location: &str| {
+            let mut j = Journal::start(dir, location).unwrap();
+            j.chunk(b"a\n", 1).unwrap();
+            j.keep();
+        };
         let now = at("crawl", b"new meta");
         let old = at("crawl", b"old meta");
-        let other = at("crawl-2", b"old meta");
-        for d in [&now, &old, &other] {
-            std::fs::create_dir_all(d).unwrap();
-        }
-        std::fs::write(old.join("log-1-1-000001"), b"12345").unwrap();
-        let found = orphans("crawl", &now);
-        assert_eq!(found, vec![(old, 1, 5)]);
+        let elsewhere = at("crawl", b"another server's");
+        let longer = at("crawl-2", b"old meta");
+        let older = at("crawl", b"seen 0.3");
+        let empty = at("crawl", b"seen 0.3, empty");
+        journal_in(&now, here);
+        journal_in(&old, here);
+        journal_in(&elsewhere, "redis://other:1/crawl");
+        journal_in(&longer, "redis://h:1/crawl-2");
+        std::fs::create_dir_all(&older).unwrap();
+        std::fs::write(older.join("run-1-1-000001"), b"12345").unwrap();
+        std::fs::create_dir_all(&empty).unwrap();
+        let found = orphans("crawl", &now, here);
+        let bytes = std::fs::read_dir(&old)
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name() != LOCATION_FILE)
+            .map(|e| e.metadata().unwrap().len())
+            .sum();
+        let mut want = vec![
+            Orphan {
+                dir: old.clone(),
+                files: 1,
+                bytes,
+                same_location: true,
+            },
+            Orphan {
+                dir: older.clone(),
+                files: 1,
+                bytes: 5,
+                same_location: false,
+            },
+        ];
+        want.sort_by(|a, b| a.dir.cmp(&b.dir));
+        assert_eq!(found, want);
+        assert!(!empty.exists(), "an empty directory is removed");
+        assert!(remove_orphan(
+            &found.iter().find(|o| o.same_location).unwrap()
+        ));
+        assert!(!old.exists() && now.exists() && elsewhere.exists() && longer.exists());
+        // One that a live run holds stays.
+        let mut live = Journal::start(&old, here).unwrap();
+        live.chunk(b"b\n", 1).unwrap();
+        let o = orphans("crawl", &now, here);
+        assert!(!remove_orphan(o.iter().find(|o| o.same_location).unwrap()));
+        drop(live);
     }
 }

@@ -146,6 +146,54 @@ pub(super) fn delete(client: &mut Client, loc: &Location, old: Found) -> Result<
     }
 }
 
+/// `HINCRBY KEYS[2] ARGV[2] ARGV[3]` when `KEYS[1]` (the meta key) holds
+/// `ARGV[1]`; else nil, and nothing changes.
+const COMMIT_SCRIPT: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+     return redis.call('HINCRBY', KEYS[2], ARGV[2], ARGV[3]) else return false end";
+
+/// Data keys of a filter at `loc` that has no meta key (it was lost: a
+/// server restarted empty, evicted it, a `DEL` or `FLUSH`): its count key,
+/// and its Bloom layout's first shard when bits are set in it (a creator
+/// that lost a race leaves a shard of zeros, which is harmless). Empty when
+/// there are none.
+///
+/// # Errors
+/// A server that cannot be reached.
+pub(super) fn leftovers(client: &mut Client, loc: &Location) -> Result<Vec<String>> {
+    let mut found = Vec::new();
+    let count = loc.count_key();
+    let v = client.query(
+        slot(count.as_bytes()),
+        redis::cmd("EXISTS").arg(&count).clone(),
+    )?;
+    if v == Value::Int(1) {
+        found.push(count);
+    }
+    let shard = loc.shard_key(0, 0);
+    let v = client.query(
+        slot(shard.as_bytes()),
+        redis::cmd("BITCOUNT").arg(&shard).clone(),
+    )?;
+    if matches!(v, Value::Int(n) if n > 0) || server_error("", loc, &v).is_some() {
+        found.push(shard);
+    }
+    Ok(found)
+}
+
+/// What to do about [`leftovers`].
+pub(super) fn leftovers_advice(loc: &Location, keys: &[String]) -> String {
+    format!(
+        "{loc} has no meta key ({}) but data of a filter is there ({}): the filter's meta key \
+         was lost (a server restarted empty, eviction, a DEL or FLUSH), and its data cannot be \
+         used or adopted; remove its keys (`redis-cli --scan --pattern 'seen:{{{}*' | xargs \
+         redis-cli del`, on each node of a Cluster) and make the filter again, or copy a \
+         snapshot back with `seen copy --force`",
+        loc.meta_key(),
+        keys.join(", "),
+        loc.name
+    )
+}
+
 /// Adds `added` lines recorded as new to counter `field` of
 /// the filter at the client's location, sets its time of change, and
 /// checks that its meta value is still `meta` (a filter replaced under the
@@ -165,16 +213,31 @@ pub(super) fn add_counts(
 ) -> Result<(u64, u64)> {
     let loc = client.location().clone();
     let s = slot(loc.meta_key().as_bytes());
+    // The count moves only while the meta key is this run's filter's (in
+    // one step: a server restarted empty, or a filter deleted or made
+    // again, gets no count from a run of the old one).
     let v = client.query_once(
         s,
-        redis::cmd("HINCRBY")
+        redis::cmd("EVAL")
+            .arg(COMMIT_SCRIPT)
+            .arg(2)
+            .arg(loc.meta_key())
             .arg(loc.count_key())
+            .arg(meta)
             .arg(field)
             .arg(added)
             .clone(),
     )?;
-    if let Some(e) = server_error("HINCRBY of the counters", &loc, &v) {
+    if let Some(e) = server_error("the commit of the counters", &loc, &v) {
         return Err(e);
+    }
+    if v == Value::Nil {
+        bail!(
+            "{loc} was replaced or deleted during this run (its meta key is gone or another \
+             filter's; a server restarted empty, evicted it, or was flushed): the lines this \
+             run printed were recorded in data that is no longer that filter's, and its \
+             counters were left alone; check it with `seen verify {loc}`"
+        );
     }
     let total = match v {
         Value::Int(t) => u64::try_from(t).unwrap_or(0),
@@ -200,13 +263,6 @@ pub(super) fn add_counts(
     )?;
     if let Some(e) = server_error("HSET of the counters", &loc, &v) {
         return Err(e);
-    }
-    let v = client.query(s, redis::cmd("GET").arg(loc.meta_key()).clone())?;
-    if v != Value::BulkString(meta.to_vec()) {
-        bail!(
-            "{loc} was replaced or deleted during this run: the lines it printed were \
-             recorded in the old filter's data"
-        );
     }
     Ok((total, t))
 }

@@ -4,7 +4,7 @@
 use super::client::{Client, Link};
 use super::filter::RedisFilter;
 use super::location::Location;
-use super::meta::{Found, read_any};
+use super::meta::{Found, leftovers, leftovers_advice, read_any};
 use super::set_keys::{DEFAULT_INTSET_LIMIT, SetsMeta, intset_limit};
 use super::sets::SetsFilter;
 use crate::filter::sizing::Spec;
@@ -52,12 +52,33 @@ pub(crate) fn open(loc: &Location, link: Link, write: bool) -> Result<Opened> {
     let mut client = Client::connect(loc, link)?;
     match read_any(&mut client, loc)? {
         Some(found) => assemble(client, found, write),
-        None => bail!(
-            "{loc}: no such filter (no key {}): make it with `seen build -o {loc} FILE` \
-             or `seen dedup -f {loc}`",
-            loc.meta_key()
-        ),
+        None => {
+            let left = leftovers(&mut client, loc)?;
+            if !left.is_empty() {
+                bail!("{}", leftovers_advice(loc, &left));
+            }
+            bail!(
+                "{loc}: no such filter (no key {}): make it with `seen build -o {loc} FILE` \
+                 or `seen dedup -f {loc}`",
+                loc.meta_key()
+            )
+        }
     }
+}
+
+/// When there is no filter at `loc` but data of one is (its meta key was
+/// lost): what is wrong and what to do; `None` when there is a filter, or
+/// nothing at all.
+///
+/// # Errors
+/// A server that cannot be reached.
+pub(crate) fn lost_meta(loc: &Location, link: Link) -> Result<Option<String>> {
+    let mut client = Client::connect(loc, link)?;
+    if read_any(&mut client, loc)?.is_some() {
+        return Ok(None);
+    }
+    let left = leftovers(&mut client, loc)?;
+    Ok((!left.is_empty()).then(|| leftovers_advice(loc, &left)))
 }
 
 /// Refuses a time window (said before any server is asked).
@@ -113,6 +134,15 @@ pub(crate) fn open_or_create(
     let mut client = Client::connect(loc, link)?;
     if let Some(found) = read_any(&mut client, loc)? {
         return Ok((assemble(client, found, true)?, false));
+    }
+    let left = leftovers(&mut client, loc)?;
+    if !left.is_empty() {
+        // Nothing of it is adopted (a new filter's sets have a new tag),
+        // but the old one's data still takes memory.
+        eprintln!(
+            "seen: warning: making a new filter, which adopts nothing of the old: {}",
+            leftovers_advice(loc, &left)
+        );
     }
     let meta = plan_sets(&mut client, spec, seed, keys)?;
     let (_, made) = SetsFilter::create(&mut client, &meta)?;

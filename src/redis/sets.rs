@@ -154,6 +154,14 @@ impl SetsFilter {
         )
     }
 
+    /// The directory of this filter's journals on this machine.
+    ///
+    /// # Errors
+    /// When there is no directory for journals (no `HOME`).
+    pub(crate) fn journal_dir(&self) -> Result<std::path::PathBuf> {
+        super::journal::dir_for(&self.location().name, &self.meta_bytes)
+    }
+
     /// See `RedisFilter::journal`.
     ///
     /// # Errors
@@ -166,7 +174,7 @@ impl SetsFilter {
     ) -> Result<(u64, std::path::PathBuf)> {
         let dir = super::journal::dir_for(&self.location().name, &self.meta_bytes)?;
         let replayed = Journal::replay(&dir, term, &mut super::journal::asker(self, keys), out)?;
-        self.journal = Some(Journal::start(&dir)?);
+        self.journal = Some(Journal::start(&dir, &self.location().to_string())?);
         Ok((replayed, dir))
     }
 

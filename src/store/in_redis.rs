@@ -153,6 +153,9 @@ fn open_redis(
                 dir.display()
             );
         }
+        for o in redis::orphans(&loc.name, &dir, &loc.to_string()) {
+            eprintln!("seen: {}", orphan_note(loc, &o));
+        }
     }
     Ok(f)
 }
@@ -169,14 +172,78 @@ fn held(f: redis::Opened) -> Opened {
 /// shard is there with the length the meta says (Redis keeps no checksums
 /// of its own: a shard lost to a failover, an eviction or a `DEL` is what
 /// can go wrong).
-fn verify_redis(loc: &Location, repair: bool, link: Link, out: &mut dyn Write) -> Result<Verified> {
-    if repair {
-        anyhow::bail!(
-            "--repair is for filter files a killed writer left dirty; a filter in Redis has \
-             nothing to repair that way (a lost shard means rebuilding it)"
-        );
+/// What an orphaned journal is, and what to do about it.
+fn orphan_note(loc: &Location, o: &redis::Orphan) -> String {
+    let what = format!(
+        "{} journal file{} ({}) in {}",
+        o.files,
+        if o.files == 1 { "" } else { "s" },
+        indicatif::HumanBytes(o.bytes),
+        o.dir.display()
+    );
+    if o.same_location {
+        format!(
+            "{what} belong to an earlier filter at {loc} that was deleted or made again: they \
+             can never be replayed (the lines they hold were recorded there, not here); \
+             `seen verify --repair {loc}` removes them"
+        )
+    } else {
+        format!(
+            "{what} belong to a filter named {} that an older seen wrote, perhaps on another \
+             server: if no filter of that name elsewhere is written from this machine, remove \
+             them with `rm -r {}`",
+            loc.name,
+            o.dir.display()
+        )
     }
-    let mut f = match redis::open(loc, link, false)? {
+}
+
+/// Reports (to `out`) the orphaned journals on this machine of earlier
+/// filters at `loc`, whose own journals are in `dir`; with `repair`,
+/// removes those known to be of this location.
+fn verify_journals(
+    loc: &Location,
+    dir: &std::path::Path,
+    repair: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    for o in redis::orphans(&loc.name, dir, &loc.to_string()) {
+        if repair && o.same_location {
+            let line = if redis::remove_orphan(&o) {
+                format!(
+                    "removed {} (journals of an earlier filter at {loc})",
+                    o.dir.display()
+                )
+            } else {
+                format!("kept {}: a live run holds it", o.dir.display())
+            };
+            writeln!(out, "{loc}: {line}").context("cannot write output")?;
+        } else {
+            writeln!(out, "{loc}: {}", orphan_note(loc, &o)).context("cannot write output")?;
+        }
+    }
+    Ok(())
+}
+
+fn verify_redis(loc: &Location, repair: bool, link: Link, out: &mut dyn Write) -> Result<Verified> {
+    if let Some(what) = redis::lost_meta(loc, link)? {
+        writeln!(out, "{loc}: damaged: data of a filter without its meta key")
+            .and_then(|()| out.flush())
+            .context("cannot write output")?;
+        eprintln!("seen: {what}");
+        return Ok(Verified::Damaged);
+    }
+    // --repair: nothing in Redis is repaired that way (a lost shard means
+    // rebuilding); the orphaned journals on this machine go.
+    let opened = redis::open(loc, link, false)?;
+    let dir = match &opened {
+        redis::Opened::Bloom(f) => f.journal_dir(),
+        redis::Opened::Sets(f) => f.journal_dir(),
+    };
+    if let Ok(dir) = dir {
+        verify_journals(loc, &dir, repair, out)?;
+    }
+    let mut f = match opened {
         redis::Opened::Bloom(f) => f,
         redis::Opened::Sets(f) => return verify_sets(f, out),
     };
