@@ -161,6 +161,17 @@ pub(super) trait Room {
     fn anonymous(&self) -> bool {
         false
     }
+
+    /// Reads segment `s` of layer `l` into `bits` and returns the checksum
+    /// stored for it, checked before a writer first changes the segment
+    /// of a clean file ([`Stale::check`](super::checksum::Stale::check)).
+    ///
+    /// # Errors
+    /// When they cannot be read, or the owner keeps no checksums.
+    fn stored_segment(&self, l: &LayerEntry, s: usize, bits: &mut Vec<u8>) -> Result<u64> {
+        let _ = (l, s, bits);
+        bail!("no checksums are kept here")
+    }
 }
 
 /// Anonymous memory (the in-memory filter).
@@ -333,6 +344,13 @@ impl Layers {
                 _ => usize::MAX,
             };
             let batch = &hashes[done..done + room_left.min(hashes.len() - done)];
+            // The segments the batch may change are checked first, once
+            // each (a writer that holds layers in memory checked them whole
+            // when it read them).
+            if let Some(stale) = self.stale.as_mut().filter(|_| !room.marks_layers()) {
+                let read = |s, bits: &mut Vec<u8>| room.stored_segment(&last, s, bits);
+                stale.check(&self.name, top, &last, batch, &read)?;
+            }
             if !self.populating.waiting.is_empty() {
                 self.start_populating(top, batch.len());
             }

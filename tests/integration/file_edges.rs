@@ -1,0 +1,135 @@
+//! Issue 40, the filter file's side: writers that laundered damage
+//! `verify` had found (item 3), and the smaller edges of item 7 that belong
+//! to files and commands rather than to Redis. One test per hole, each
+//! shown to fail on the main branch it was fixed against (the test's
+//! comment says what it printed there).
+
+use crate::common::{numbered, seen, seen_env, seen_io, stats_json, tmp, write};
+use std::fs;
+use std::path::Path;
+
+/// Zeroes the 4 KiB page at `at` in the file `name` in `dir`.
+fn zero_page(dir: &Path, name: &str, at: usize) {
+    let p = dir.join(name);
+    let mut b = fs::read(&p).unwrap();
+    b[at..at + 4096].fill(0);
+    fs::write(&p, b).unwrap();
+}
+
+/// `seen verify NAME`'s exit status.
+fn verify(dir: &Path, name: &str) -> i32 {
+    seen(dir, ["verify", name]).code
+}
+
+/// A run that writes a filter: what it is, its arguments, its input and
+/// its environment.
+type Writer<'a> = (&'a str, &'a [&'a str], &'a [u8], &'a [(&'a str, &'a str)]);
+
+/// Item 3: a clean filter with one zeroed 4 KiB page fails `verify` (exit
+/// 1); on main, `echo x | seen dedup -f`, `build --add`, `merge` and `copy`
+/// then wrote fresh checksums over the damage (all exit 0, and `verify`
+/// exit 0 after each), and the next run printed again 921 lines recorded
+/// before. Now each refuses (exit 2, naming the file and `seen verify`)
+/// and leaves the file clean with the damage detectable (`verify` exit 1,
+/// not 3), both when a writer maps the file and when it holds it in memory
+/// (`SEEN_HOLD`), for a few lines and for many; a copy or merge is not made.
+#[test]
+fn writers_refuse_a_damaged_clean_filter_instead_of_laundering_it() {
+    let d = tmp();
+    let p = d.path();
+    write(&d, "in.txt", &numbered("L-", 0..60_000));
+    write(&d, "more.txt", &numbered("M-", 0..1_000));
+    seen(
+        p,
+        ["build", "-q", "-n", "100k", "-o", "good.seen", "in.txt"],
+    )
+    .ok();
+    // One layer of 416 KiB: one checksum segment, which every key touches.
+    fs::copy(p.join("good.seen"), p.join("f.seen")).unwrap();
+    zero_page(p, "f.seen", 3 * 4096);
+    assert_eq!(verify(p, "f.seen"), 1);
+    let damaged = fs::read(p.join("f.seen")).unwrap();
+    let writers: [Writer; 6] = [
+        (
+            "dedup -f, one line",
+            &["dedup", "-f", "g.seen"],
+            b"x\n",
+            &[],
+        ),
+        (
+            "dedup -f, held",
+            &["dedup", "-f", "g.seen", "more.txt"],
+            b"",
+            &[("SEEN_HOLD", "always")],
+        ),
+        (
+            "dedup -f, mapped",
+            &["dedup", "-f", "g.seen", "more.txt"],
+            b"",
+            &[("SEEN_HOLD", "never")],
+        ),
+        (
+            "build --add",
+            &["build", "--add", "-o", "g.seen", "more.txt"],
+            b"",
+            &[],
+        ),
+        ("merge", &["merge", "-o", "m.seen", "g.seen"], b"", &[]),
+        ("copy", &["copy", "g.seen", "m.seen"], b"", &[]),
+    ];
+    for (what, args, input, env) in writers {
+        fs::write(p.join("g.seen"), &damaged).unwrap();
+        let r = seen_env(p, env, args, input);
+        assert_eq!(r.code, 2, "{what}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("g.seen") && r.stderr.contains("seen verify"),
+            "{what}: {}",
+            r.stderr
+        );
+        assert_eq!(verify(p, "g.seen"), 1, "{what}: the damage was hidden");
+        assert_eq!(stats_json(p, "g.seen")["clean"], true, "{what}");
+        assert!(!p.join("m.seen").exists(), "{what}: made a filter");
+    }
+    // A merge into the damaged filter itself leaves it as it was.
+    fs::write(p.join("g.seen"), &damaged).unwrap();
+    seen(p, ["build", "-q", "-n", "100k", "-o", "h.seen", "more.txt"]).ok();
+    let r = seen(p, ["merge", "-o", "g.seen", "g.seen", "h.seen"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(fs::read(p.join("g.seen")).unwrap(), damaged);
+    // The undamaged filter takes the same writers.
+    let r = seen_io(p, ["dedup", "-f", "good.seen"], b"x\n");
+    assert_eq!((r.code, &r.stdout[..]), (0, &b"x\n"[..]), "{}", r.stderr);
+    seen(p, ["build", "--add", "-o", "good.seen", "more.txt"]).ok();
+    assert_eq!(verify(p, "good.seen"), 0);
+}
+
+/// Item 3, lazily: a writer checks a segment's checksum when it is about
+/// to rewrite it, not the whole file, so damage in a segment no key of the
+/// run touches is left as it was, and found by `verify`; a run whose line
+/// lands in the damaged segment refuses. On main, `a` and `b` left the
+/// damage (in segment 3 of 4) alone, but `c`, whose blocks are in that
+/// segment, was recorded (exit 0) and `verify` then exited 0.
+#[test]
+fn damage_in_a_segment_a_writer_does_not_touch_stays_detectable() {
+    let d = tmp();
+    let p = d.path();
+    write(&d, "in.txt", &numbered("S-", 0..10_000));
+    // A fixed layer of 3.76 MiB: four checksum segments.
+    seen(
+        p,
+        [
+            "build", "-q", "--fixed", "-n", "1M", "-o", "f.seen", "in.txt",
+        ],
+    )
+    .ok();
+    let len = fs::metadata(p.join("f.seen")).unwrap().len();
+    assert_eq!(len, 3_952_640);
+    // A page of the last segment (the bits start at 4096).
+    zero_page(p, "f.seen", 4096 + (3 << 20) + 4096);
+    assert_eq!(verify(p, "f.seen"), 1);
+    for line in ["a\n", "b\n", "c\n"] {
+        let r = seen_io(p, ["dedup", "-f", "f.seen"], line.as_bytes());
+        assert!(r.code == 0 || r.code == 2, "{}", r.stderr);
+        assert_eq!(verify(p, "f.seen"), 1, "after {line:?}: {}", r.stderr);
+    }
+}
