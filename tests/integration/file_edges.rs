@@ -133,3 +133,50 @@ fn damage_in_a_segment_a_writer_does_not_touch_stays_detectable() {
         assert_eq!(verify(p, "f.seen"), 1, "after {line:?}: {}", r.stderr);
     }
 }
+
+/// Item 7: `--now 9999-12-31T23:59:59Z` was refused with an overflow
+/// message while `@253402300799`, the same moment, was accepted; and a
+/// `+25:00` offset (no place's) was accepted. On main: exit 2, "converting
+/// datetime with time zone offset `+00` to timestamp overflowed", and exit
+/// 0 for `+25:00`. Now the last second of 9999 is taken in any form, and
+/// an offset of 24 hours or more is refused, saying why.
+#[test]
+fn now_takes_the_last_second_of_9999_and_refuses_offsets_of_a_day() {
+    let d = tmp();
+    let p = d.path();
+    seen_io(p, ["build", "-o", "f.seen"], b"a\n").ok();
+    for t in [
+        "@253402300799",
+        "9999-12-31T23:59:59Z",
+        "9999-12-31T23:59:59+00:00",
+        "9999-12-31T22:59:59-01:00",
+        "2026-12-01T09:00:00+23:59",
+        "1970-01-01T00:00:00Z",
+    ] {
+        let r = seen(p, ["query", "--now", t, "f.seen", "a"]);
+        assert_eq!(
+            (r.code, &r.stdout[..]),
+            (0, &b"a\n"[..]),
+            "{t}: {}",
+            r.stderr
+        );
+    }
+    for (t, why) in [
+        ("2026-12-01T09:00:00+25:00", "24 hours"),
+        ("2026-12-01T09:00:00-24:00", "24 hours"),
+        ("9999-12-31T23:59:59-00:01", "9999"),
+        ("@253402300800", "9999"),
+        ("1969-12-31T23:59:59Z", "1970"),
+        ("1970-01-01T00:30:00+01:00", "1970"),
+        ("2026-12-01T09:00:00", "RFC 3339"),
+        ("2026-12-01", "RFC 3339"),
+    ] {
+        let r = seen(p, ["query", "--now", t, "f.seen", "a"]);
+        assert_eq!(r.code, 2, "{t}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(why) && !r.stderr.contains("overflow"),
+            "{t}: {}",
+            r.stderr
+        );
+    }
+}
