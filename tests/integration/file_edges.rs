@@ -180,3 +180,55 @@ fn now_takes_the_last_second_of_9999_and_refuses_offsets_of_a_day() {
         );
     }
 }
+
+/// Runs `script` with `sh -c` in `dir`, `$SEEN` naming the binary.
+fn sh(dir: &Path, script: &str) -> std::process::Output {
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .env("SEEN", crate::common::BIN)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+/// Item 7: `stats`, `stats --json`, `plan`, `verify` and `completions`,
+/// whose output is their work, exited 0 having printed nothing when
+/// standard output was closed (`>&-`; on main: exit 0 and an empty stderr
+/// for each). Now each is an error (exit 2, saying so) before anything is
+/// done, as `dedup` and `query` are, and so is an output open read-only;
+/// `> /dev/null` still throws a report away on purpose, and `stats` with
+/// `--max-fpp` or `--max-fill` (asked for its exit status) still runs.
+#[test]
+fn reports_refuse_a_closed_standard_output() {
+    let d = tmp();
+    let p = d.path();
+    write(&d, "in.txt", &numbered("c", 0..1000));
+    seen(p, ["build", "-q", "-o", "f.seen", "in.txt"]).ok();
+    for cmd in [
+        "stats f.seen",
+        "stats --json f.seen",
+        "stats --probe in.txt f.seen",
+        "plan -n 1M",
+        "verify f.seen",
+        "completions bash",
+    ] {
+        for redirect in [">&-", "1<in.txt"] {
+            let o = sh(p, &format!("\"$SEEN\" {cmd} {redirect}"));
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{cmd} {redirect}: {err}");
+            assert!(
+                err.contains("standard output is"),
+                "{cmd} {redirect}: {err}"
+            );
+        }
+        let o = sh(p, &format!("\"$SEEN\" {cmd} > /dev/null"));
+        assert_eq!(o.status.code(), Some(0), "{cmd}: {o:?}");
+    }
+    for cmd in ["stats --max-fpp 0.5 f.seen", "stats --max-fill 0.9 f.seen"] {
+        let o = sh(p, &format!("\"$SEEN\" {cmd} >&-"));
+        assert_eq!(o.status.code(), Some(0), "{cmd}: {o:?}");
+    }
+    let o = sh(p, "\"$SEEN\" stats --max-fill 0.0001 f.seen >&-");
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+}
