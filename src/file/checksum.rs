@@ -326,18 +326,26 @@ impl Stale {
                 _ => format::segment_checksum(bits_of(i, s).0),
             })
         };
-        let sums: std::io::Result<Vec<Option<u64>>> = if work.len() >= 8 {
+        // A writer thread that cannot start (an address-space limit):
+        // both on this one.
+        let sums: Option<std::io::Result<Vec<Option<u64>>>> = if work.len() >= 8 {
             std::thread::scope(|scope| {
-                let writer = scope.spawn(|| write(&work));
+                let writer = std::thread::Builder::new()
+                    .name("seen-write-back".into())
+                    .spawn_scoped(scope, || write(&work))
+                    .ok()?;
                 let sums = work.iter().map(sum).collect();
-                writer
-                    .join()
-                    .map_err(|_| std::io::Error::other("the write-back thread panicked"))??;
-                Ok(sums)
+                Some(
+                    writer
+                        .join()
+                        .map_err(|_| std::io::Error::other("the write-back thread panicked"))
+                        .and_then(|w| w.map(|()| sums)),
+                )
             })
         } else {
-            write(&work).map(|()| work.iter().map(sum).collect())
+            None
         };
+        let sums = sums.unwrap_or_else(|| write(&work).map(|()| work.iter().map(sum).collect()));
         let sums = sums.with_context(|| format!("cannot write {}", path.display()))?;
         // The checksums, a table at a time.
         let mut table: Vec<u8> = Vec::new();

@@ -232,3 +232,47 @@ fn reports_refuse_a_closed_standard_output() {
     let o = sh(p, "\"$SEEN\" stats --max-fill 0.0001 f.seen >&-");
     assert_eq!(o.status.code(), Some(1), "{o:?}");
 }
+
+/// Item 7: under an address-space limit, a thread that could not be
+/// started panicked: `(ulimit -v 52500; seen dedup -f new.seen big.txt)`
+/// exited 101, "failed to spawn thread" (the line counting's scoped
+/// threads; the checksum writer and `merge`'s rayon pool were the same).
+/// On main, this sweep of limits gave exit 101 (dedup -f at 52,500 KiB
+/// and near it). Now a thread that cannot start is done without: its work
+/// runs on the calling thread (or the run stops with exit 2 where a
+/// thread is needed); 134 (an abort on a small allocation, as the README
+/// says) is allowed, a panic never.
+#[test]
+fn a_thread_that_cannot_start_is_never_a_panic() {
+    let d = tmp();
+    let p = d.path();
+    // Over 16 MiB: counted on two threads.
+    write(
+        &d,
+        "big.txt",
+        &numbered("https://u.example/p", 0..1_000_000),
+    );
+    seen_io(p, ["build", "-q", "-n", "10M", "-o", "a.seen"], b"a\n").ok();
+    seen_io(p, ["build", "-q", "-n", "10M", "-o", "b.seen"], b"b\n").ok();
+    let mut seen_codes = std::collections::BTreeMap::<i32, Vec<u32>>::new();
+    for kib in (30_000..=110_000).step_by(2_500) {
+        for cmd in [
+            "rm -f new.seen; exec \"$SEEN\" dedup -j 2 -f new.seen big.txt > /dev/null",
+            "exec \"$SEEN\" merge --force -o m.seen a.seen b.seen",
+        ] {
+            let o = sh(p, &format!("ulimit -v {kib}; {cmd}"));
+            let code = o.status.code().unwrap_or(-1);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                [0, 2, 134].contains(&code) && !err.contains("panicked"),
+                "ulimit -v {kib}; {cmd}: exit {code}: {err}"
+            );
+            seen_codes.entry(code).or_default().push(kib);
+        }
+    }
+    // The sweep reached both ends: runs that fit, and runs refused.
+    assert!(
+        seen_codes.contains_key(&0) && seen_codes.contains_key(&2),
+        "{seen_codes:?}"
+    );
+}
