@@ -276,3 +276,48 @@ fn a_thread_that_cannot_start_is_never_a_panic() {
         "{seen_codes:?}"
     );
 }
+
+/// The number of layers of the filter `name` in `dir`, and its file size.
+fn layers_and_bytes(dir: &Path, name: &str) -> (usize, u64) {
+    let s = stats_json(dir, name);
+    (
+        s["layers"].as_array().unwrap().len(),
+        s["file_bytes"].as_u64().unwrap(),
+    )
+}
+
+/// Item 7: `build --add` of lines all present already added an empty
+/// layer when the newest layer was exactly full (so did `dedup -f` held
+/// in memory). On main: 1 layer of 16,384 bytes became 2 layers of 32,768
+/// bytes with 1,000 inserts, after each. Now a layer is added only when a
+/// key needs it: the first line not present.
+#[test]
+fn a_full_layer_grows_only_when_a_line_needs_room() {
+    let d = tmp();
+    let p = d.path();
+    write(&d, "k.txt", &numbered("k", 0..1000));
+    seen(p, ["build", "-q", "-n", "1000", "-o", "k.seen", "k.txt"]).ok();
+    let full = layers_and_bytes(p, "k.seen");
+    assert_eq!(full.0, 1);
+    assert_eq!(stats_json(p, "k.seen")["inserts"], 1000);
+    seen(p, ["build", "--add", "-o", "k.seen", "k.txt"]).ok();
+    assert_eq!(layers_and_bytes(p, "k.seen"), full, "build --add");
+    for hold in ["always", "never"] {
+        let r = seen_env(
+            p,
+            &[("SEEN_HOLD", hold)],
+            ["dedup", "-f", "k.seen", "k.txt"],
+            b"",
+        );
+        assert_eq!((r.code, r.stdout.len()), (0, 0), "{}", r.stderr);
+        assert_eq!(layers_and_bytes(p, "k.seen"), full, "dedup -f, hold {hold}");
+    }
+    // Lines present, then one new: that one gets a layer.
+    let mut more = numbered("k", 0..1000);
+    more.extend_from_slice(b"new\n");
+    write(&d, "more.txt", &more);
+    let r = seen(p, ["dedup", "-f", "k.seen", "more.txt"]);
+    assert_eq!((r.code, &r.stdout[..]), (0, &b"new\n"[..]), "{}", r.stderr);
+    assert_eq!(layers_and_bytes(p, "k.seen").0, 2);
+    assert_eq!(stats_json(p, "k.seen")["inserts"], 1001);
+}
