@@ -321,9 +321,12 @@ fn temporary_files_of_killed_runs_are_removed_by_the_next_run() {
     drop(stdin);
     let left = temp_files(p);
     assert_eq!(left.len(), 1, "the kill left its temporary file: {left:?}");
-    // One more, held (locked) by a live "run": this process.
+    // One more, held (locked) by a live "run": this process. Sized, as a
+    // run sizes its file once locked (an empty fresh one is left alone
+    // anyway: its maker may not have locked it yet, `file_edges`).
     let live = p.join(".k.seen.LIVE01.tmp");
-    let held = fs::File::create(&live).unwrap();
+    fs::write(&live, [0u8; 4096]).unwrap();
+    let held = fs::File::options().write(true).open(&live).unwrap();
     held.lock().unwrap();
     // And a file that only looks alike (not 6 random characters): kept.
     fs::write(p.join(".k.seen.tmp"), b"mine").unwrap();

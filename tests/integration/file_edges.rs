@@ -321,3 +321,42 @@ fn a_full_layer_grows_only_when_a_line_needs_room() {
     assert_eq!(layers_and_bytes(p, "k.seen").0, 2);
     assert_eq!(stats_json(p, "k.seen")["inserts"], 1001);
 }
+
+/// Item 7: a run that creates a filter makes its temporary file, then
+/// locks it; another run sweeping killed runs' leftovers in that moment
+/// took the unlocked, empty file for a killed run's, removed it and said
+/// "removed 1 temporary file … left by runs that were killed" (the maker
+/// then made another). On main, a fresh empty temporary file next to the
+/// target was removed, and said so, by `build`. Now a fresh empty one
+/// (younger than a minute) is left to its maker; an old empty one, and a
+/// killed run's (sized at once), are removed as before.
+#[test]
+fn a_fresh_empty_temporary_file_is_not_taken_for_a_killed_runs() {
+    let d = tmp();
+    let p = d.path();
+    write(&d, "in.txt", &numbered("t", 0..100));
+    let fresh = p.join(".k.seen.FRESH1.tmp");
+    fs::write(&fresh, b"").unwrap();
+    let r = seen(p, ["build", "-o", "k.seen", "in.txt"]);
+    r.ok();
+    assert!(!r.stderr.contains("removed"), "{}", r.stderr);
+    assert!(fresh.exists(), "a fresh empty temporary file was removed");
+    // Two minutes old: abandoned.
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(120);
+    fs::File::options()
+        .write(true)
+        .open(&fresh)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    // And one with a killed run's bytes, fresh.
+    fs::write(p.join(".k.seen.SIZED1.tmp"), vec![0u8; 8192]).unwrap();
+    let r = seen(p, ["build", "--force", "-o", "k.seen", "in.txt"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("removed 2 temporary files"),
+        "{}",
+        r.stderr
+    );
+    assert!(!fresh.exists());
+}
