@@ -132,6 +132,7 @@ impl WriteFilter {
     /// and recounts counters if a writer died with the file dirty.
     fn adopt(&mut self, mut header: Header) -> Result<()> {
         let path = &self.path;
+        refuse_past_size_limit(path, header.file_len())?;
         if self.file.metadata()?.len() > header.file_len() {
             // Left by a run that crashed while adding a layer (decode accepts it
             // only in a dirty file).
@@ -406,6 +407,26 @@ impl WriteFilter {
             .sync_data()
             .with_context(|| format!("cannot sync {}", self.path.display()))
     }
+}
+
+/// Refuses a filter of `len` bytes that the file-size limit (`ulimit -f`)
+/// would not let this process write to its end: its checksums are there,
+/// and a commit that could not write them would leave the file dirty
+/// (as a killed run does). Checked before anything is written.
+///
+/// # Errors
+/// A file longer than the limit.
+fn refuse_past_size_limit(path: &Path, len: u64) -> Result<()> {
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Fsize).current;
+    if let Some(limit) = limit.filter(|&l| len > l) {
+        bail!(
+            "{} is {len} bytes, more than the file-size limit (`ulimit -f`: {limit} bytes) \
+             lets this process write; nothing was read or written: raise the limit \
+             (`ulimit -f unlimited`), or run where it does not apply",
+            path.display()
+        );
+    }
+    Ok(())
 }
 
 /// Starts writing the file's changed pages to disk, on a thread of its own

@@ -360,3 +360,40 @@ fn a_fresh_empty_temporary_file_is_not_taken_for_a_killed_runs() {
     );
     assert!(!fresh.exists());
 }
+
+/// Item 7: a writer of a filter longer than the file-size limit (`ulimit
+/// -f`) recorded its line, then failed to write the checksums at the end
+/// of the file (EFBIG): exit 2, with the file left dirty, so the next run
+/// said "a run was killed or crashed". On main: `echo new1 | seen dedup
+/// -f u.seen` under `ulimit -f 100` (51,200 bytes in sh's 512-byte blocks,
+/// for a 434,176-byte filter) printed new1, exit 2, and `stats` said
+/// `"clean": false`. Now such a filter is refused before anything is
+/// read, printed or written (exit 2, naming the limit and what to do), by
+/// `dedup -f` and `build --add`; the file is left clean and unchanged.
+#[test]
+fn a_filter_longer_than_the_file_size_limit_is_refused_before_writing() {
+    let d = tmp();
+    let p = d.path();
+    seen_io(p, ["build", "-q", "-n", "100k", "-o", "u.seen"], b"a\nb\n").ok();
+    let before = fs::read(p.join("u.seen")).unwrap();
+    assert_eq!(before.len(), 434_176);
+    for cmd in [
+        "echo new1 | \"$SEEN\" dedup -f u.seen",
+        "echo new1 | \"$SEEN\" build --add -o u.seen",
+    ] {
+        let o = sh(p, &format!("ulimit -f 100; {cmd}"));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{cmd}: {err}");
+        assert!(o.stdout.is_empty(), "{cmd}: printed {:?}", o.stdout);
+        assert!(
+            err.contains("u.seen") && err.contains("ulimit -f") && !err.contains("warning"),
+            "{cmd}: {err}"
+        );
+        assert_eq!(fs::read(p.join("u.seen")).unwrap(), before, "{cmd}");
+    }
+    // A limit the file fits in: it runs.
+    let o = sh(p, "ulimit -f 1000; echo new1 | \"$SEEN\" dedup -f u.seen");
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert_eq!(o.stdout, b"new1\n");
+    assert_eq!(stats_json(p, "u.seen")["clean"], true);
+}
