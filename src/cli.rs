@@ -180,14 +180,20 @@ The same scripts are committed under completions/ in the source tree.")]
 
 impl Command {
     /// Whether the subcommand's work is the data it writes on standard
-    /// output (`dedup`, and `query` but for `-q`), so that a closed one must
-    /// stop it before it starts. The reports of `stats`, `verify` and `plan`
-    /// may be thrown away for their exit status.
+    /// output, so that a closed one must stop it before it starts: `dedup`,
+    /// `query` but for `-q`, and the reports of `stats` (but for
+    /// `--max-fpp`/`--max-fill`, asked for the exit status), `verify`,
+    /// `plan` and `completions`, which exited 0 having printed nothing. A
+    /// report is thrown away on purpose with `> /dev/null`.
     pub fn writes_stdout(&self) -> bool {
-        matches!(
-            self,
-            Command::Dedup(_) | Command::Query(QueryArgs { quiet: false, .. })
-        )
+        match self {
+            Command::Dedup(_) | Command::Verify(_) | Command::Plan(_) | Command::Completions(_) => {
+                true
+            }
+            Command::Query(a) => !a.quiet,
+            Command::Stats(a) => a.max_fpp.is_none() && a.max_fill.is_none(),
+            Command::Build(_) | Command::Copy(_) | Command::Merge(_) => false,
+        }
     }
 
     /// `--wait`: how long to wait for another process's lock at most.

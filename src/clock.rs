@@ -64,10 +64,31 @@ pub fn parse_now(s: &str) -> Result<u64, String> {
         }
         return Ok(secs);
     }
-    let ts: jiff::Timestamp = t
-        .parse()
+    // The pieces, not a `jiff::Timestamp`: its range stops a day short of
+    // the end of 9999 (room for offsets), and takes offsets up to 25:59.
+    let pieces = jiff::fmt::temporal::Pieces::parse(t)
         .map_err(|e| format!("`{s}` is not a time ({e}); {forms}"))?;
-    u64::try_from(ts.as_second())
+    let (Some(time), Some(offset)) = (pieces.time(), pieces.offset()) else {
+        return Err(format!(
+            "`{s}` is not a time: it needs a time of day and an offset (Z for UTC); {forms}"
+        ));
+    };
+    let offset = i64::from(offset.to_numeric_offset().seconds());
+    if offset.abs() >= 24 * 3600 {
+        return Err(format!(
+            "`{s}` has an offset of 24 hours or more, which no place has \
+             (RFC 3339 offsets run from -23:59 to +23:59); {forms}"
+        ));
+    }
+    let epoch = jiff::civil::DateTime::constant(1970, 1, 1, 0, 0, 0, 0);
+    let local = pieces.date().to_datetime(time).duration_since(epoch);
+    let secs = local.as_secs() - offset;
+    if secs > LAST as i64 {
+        return Err(format!(
+            "`{s}` is after the year 9999, which a filter cannot record; {forms}"
+        ));
+    }
+    u64::try_from(secs)
         .map_err(|_| format!("`{s}` is before 1970, which a filter cannot record; {forms}"))
 }
 
@@ -115,5 +136,15 @@ mod tests {
                 .contains("milliseconds")
         );
         assert_eq!(parse_now("@253402300799"), Ok(253_402_300_799));
+        assert_eq!(parse_now("9999-12-31T23:59:59Z"), Ok(LAST));
+        assert_eq!(parse_now("9999-12-31T23:59:59.999Z"), Ok(LAST));
+        assert_eq!(parse_now("10000-01-01T00:59:59+01:00").ok(), None);
+        assert_eq!(parse_now("2026-12-01T09:00:00-00:00"), Ok(1_796_115_600));
+        assert_eq!(parse_now("2026-12-02T08:59:00+23:59"), Ok(1_796_115_600));
+        assert!(
+            parse_now("2026-12-01T09:00:00+24:00")
+                .unwrap_err()
+                .contains("24 hours")
+        );
     }
 }

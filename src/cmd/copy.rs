@@ -20,6 +20,8 @@ pub fn run(a: CopyArgs) -> Result<ExitCode> {
     }
     a.to.check_new(a.force, link, "")?;
     let mut from = a.from.open_read(link)?;
+    // Its damage would be hidden under the copy's new checksums.
+    from.check_whole()?;
     let header = from.header().clone();
     // Only a fetch takes time worth showing: a file's bits are mapped.
     let progress = from

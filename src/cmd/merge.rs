@@ -99,6 +99,8 @@ fn open_inputs(paths: &[FilterAt], link: Link) -> Result<Vec<Input>> {
         .iter()
         .map(|p| {
             let mut opened = p.open_read(link)?;
+            // Its damage would be hidden under the output's new checksums.
+            opened.check_whole()?;
             if opened.header().layers.is_empty() {
                 // A filter without bits to join (a Redis filter of
                 // fingerprint sets): its store says why.

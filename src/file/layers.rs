@@ -161,6 +161,17 @@ pub(super) trait Room {
     fn anonymous(&self) -> bool {
         false
     }
+
+    /// Reads segment `s` of layer `l` into `bits` and returns the checksum
+    /// stored for it, checked before a writer first changes the segment
+    /// of a clean file ([`Stale::check`](super::checksum::Stale::check)).
+    ///
+    /// # Errors
+    /// When they cannot be read, or the owner keeps no checksums.
+    fn stored_segment(&self, l: &LayerEntry, s: usize, bits: &mut Vec<u8>) -> Result<u64> {
+        let _ = (l, s, bits);
+        bail!("no checksums are kept here")
+    }
 }
 
 /// Anonymous memory (the in-memory filter).
@@ -304,6 +315,16 @@ impl Layers {
         let mut done = 0;
         let mut new = 0;
         while done < hashes.len() {
+            if let Some(out) = out.as_deref_mut()
+                && self.grows_next()
+            {
+                // A full layer grows only for a key that needs room: the
+                // keys present already are judged before it is added.
+                done += self.judge_present(&hashes[done..], out);
+                if done == hashes.len() {
+                    break;
+                }
+            }
             let Some(top) = self.target(now, room)? else {
                 continue;
             };
@@ -333,6 +354,13 @@ impl Layers {
                 _ => usize::MAX,
             };
             let batch = &hashes[done..done + room_left.min(hashes.len() - done)];
+            // The segments the batch may change are checked first, once
+            // each (a writer that holds layers in memory checked them whole
+            // when it read them).
+            if let Some(stale) = self.stale.as_mut().filter(|_| !room.marks_layers()) {
+                let read = |s, bits: &mut Vec<u8>| room.stored_segment(&last, s, bits);
+                stale.check(&self.name, top, &last, batch, &read)?;
+            }
             if !self.populating.waiting.is_empty() {
                 self.start_populating(top, batch.len());
             }
@@ -376,6 +404,33 @@ impl Layers {
             }
         }
         Ok(new)
+    }
+
+    /// Whether the next key to go in makes a growing filter without a
+    /// window add a layer: its newest one is full.
+    fn grows_next(&self) -> bool {
+        let last = self.header.layers[self.header.layers.len() - 1];
+        self.header.window.is_none() && self.can_grow() && last.inserts >= last.capacity
+    }
+
+    /// Judges the leading keys of `hashes` that every layer already holds
+    /// (seen: `true` in `out`, no bit changes), in runs of a few, and
+    /// returns how many there were: up to the first key not present.
+    fn judge_present(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> usize {
+        const RUN: usize = 256;
+        let mut present = Vec::with_capacity(RUN);
+        let mut done = 0;
+        for run in hashes.chunks(RUN) {
+            contains_in(&self.header, &self.maps, run, &mut present);
+            let n = present.iter().take_while(|&&p| p).count();
+            out.extend(std::iter::repeat_n(true, n));
+            done += n;
+            if n < run.len() {
+                break;
+            }
+        }
+        self.expected = self.expected.map(|e| e.saturating_sub(done as u64));
+        done
     }
 
     /// Looks keys up as a writer does ([`contains_in`]), after moving the

@@ -183,9 +183,10 @@ pub(super) fn is_temp_name(file: &std::ffi::OsStr, prefix: &str) -> bool {
 /// creating the filter `name` left when they were killed (SIGKILL, a power
 /// cut: nothing runs to remove them). A live run holds an exclusive lock on
 /// its temporary file from just after creating it (see [`NewFilter::create`]),
-/// so a file that can be locked is abandoned; it is removed while locked, and
-/// only if the name still names the file that was locked. Says on stderr what
-/// it removed; failures are ignored (a file another user owns stays).
+/// so a file that can be locked is abandoned (unless it is empty and fresh:
+/// one its maker has not locked yet); it is removed while locked, and only
+/// if the name still names the file that was locked. Says on stderr what it
+/// removed; failures are ignored (a file another user owns stays).
 pub(super) fn sweep_leftovers(dir: &Path, name: &std::ffi::OsStr) {
     let prefix = temp_prefix(name);
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -201,7 +202,7 @@ pub(super) fn sweep_leftovers(dir: &Path, name: &std::ffi::OsStr) {
             continue;
         };
         let Ok(m) = f.metadata() else { continue };
-        if !m.is_file() || f.try_lock().is_err() {
+        if !m.is_file() || just_made(&m) || f.try_lock().is_err() {
             continue;
         }
         let same =
@@ -219,6 +220,24 @@ pub(super) fn sweep_leftovers(dir: &Path, name: &std::ffi::OsStr) {
             dir.display()
         );
     }
+}
+
+/// How long an empty temporary file may be its maker's, between creating
+/// and locking it.
+const FRESH: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Whether a temporary file is empty and younger than [`FRESH`] (or dated
+/// ahead of the clock): a run that is making it, between creating it and
+/// taking its lock, not a killed run's. A run sizes its file just after
+/// the lock, so a killed one leaves an empty file only if killed in that
+/// moment; a later run removes it.
+fn just_made(m: &std::fs::Metadata) -> bool {
+    m.len() == 0
+        && m.modified().is_ok_and(|t| {
+            std::time::SystemTime::now()
+                .duration_since(t)
+                .map_or(true, |age| age < FRESH)
+        })
 }
 
 /// The directory and file name of a filter path.

@@ -1,10 +1,11 @@
 //! [`ReadFilter`]: a filter file opened for reading under a shared lock
 //! (`query`, `stats`, `verify`), its layers mapped read-only.
 
+use super::checksum::damaged;
 use super::header::open_checked;
 use super::layers::contains_in;
 use super::map::map_read;
-use crate::format::Header;
+use crate::format::{Header, segment_checksum};
 use crate::hash::Hash128;
 use crate::pipeline::Store;
 use anyhow::{Context, Result, bail};
@@ -74,6 +75,29 @@ impl ReadFilter {
             .chunks_exact(8)
             .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
             .collect())
+    }
+}
+
+impl ReadFilter {
+    /// Checks every segment of a clean file against its checksum (a dirty
+    /// file's may be stale: a killed writer's, which `verify --repair`
+    /// recomputes from the bits).
+    ///
+    /// # Errors
+    /// The first damaged segment, or checksums that cannot be read.
+    pub(crate) fn check_intact(&self) -> Result<()> {
+        if self.header.is_dirty() {
+            return Ok(());
+        }
+        let name = self.path.display().to_string();
+        for (i, l) in self.header.layers.iter().enumerate() {
+            for (s, sum) in self.checksums(i)?.iter().enumerate() {
+                if segment_checksum(&self.maps[i][l.segment(s as u64)]) != *sum {
+                    return Err(damaged(&name, i, l, s));
+                }
+            }
+        }
+        Ok(())
     }
 }
 

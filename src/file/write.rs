@@ -4,7 +4,7 @@
 //! the commit spans that release the lock between batches, growth at the
 //! end of the file, and the commit.
 
-use super::checksum::Stale;
+use super::checksum::{Stale, stored_checksum, stored_segment};
 use super::header::{open_checked, read_header, warn_dirty, write_header};
 use super::layers::{Layers, Room, hint_layer};
 use super::lock::lock;
@@ -132,6 +132,7 @@ impl WriteFilter {
     /// and recounts counters if a writer died with the file dirty.
     fn adopt(&mut self, mut header: Header) -> Result<()> {
         let path = &self.path;
+        refuse_past_size_limit(path, header.file_len())?;
         if self.file.metadata()?.len() > header.file_len() {
             // Left by a run that crashed while adding a layer (decode accepts it
             // only in a dirty file).
@@ -193,6 +194,19 @@ impl WriteFilter {
         }
         let stale = self.layers.stale.get_or_insert_default();
         stale.cover(&header.layers, false);
+        if self.held && !header.is_dirty() {
+            // Layers another process added, read whole: checked now, as
+            // `hold` checks the others.
+            for i in mapped..header.layers.len() {
+                let Some(stale) = &mut self.layers.stale else {
+                    break;
+                };
+                let (file, l) = (&self.file, &header.layers[i]);
+                let stored = |s| stored_checksum(file, path, l, s);
+                stale.check_layer(&self.layers.name, i, l, &self.layers.maps[i], &stored)?;
+            }
+        }
+        let stale = self.layers.stale.get_or_insert_default();
         if header.is_dirty() {
             for (l, bits) in header.layers.iter_mut().zip(&self.layers.maps) {
                 let est = l
@@ -315,10 +329,17 @@ impl WriteFilter {
                 self.unhold()?;
                 return Ok(false);
             };
-            match read_layer(&self.file, &self.path, l, &mut map) {
+            // Each unchecked segment is checked as it comes in: the span's
+            // end rewrites the checksums of whole layers.
+            let i = copies.len();
+            let read = read_layer(&self.file, &self.path, l, &mut map).and_then(|read| {
+                self.check_layer(i, l, &map)?;
+                Ok(read)
+            });
+            match read {
                 Ok(read) => {
                     if read < map.len() as u64 {
-                        holey.push(copies.len());
+                        holey.push(i);
                     }
                 }
                 Err(e) => {
@@ -338,6 +359,17 @@ impl WriteFilter {
         }
         self.held = true;
         Ok(true)
+    }
+
+    /// Checks the unchecked segments of layer `i` (`l`), read whole into
+    /// `bits` (see [`Stale::check_layer`]).
+    fn check_layer(&mut self, i: usize, l: &LayerEntry, bits: &[u8]) -> Result<()> {
+        let Some(stale) = &mut self.layers.stale else {
+            return Ok(());
+        };
+        let (file, path) = (&self.file, self.path.as_path());
+        let stored = |s| stored_checksum(file, path, l, s);
+        stale.check_layer(&self.layers.name, i, l, bits, &stored)
     }
 
     /// Maps the file's layers again instead of holding copies (the copies
@@ -375,6 +407,26 @@ impl WriteFilter {
             .sync_data()
             .with_context(|| format!("cannot sync {}", self.path.display()))
     }
+}
+
+/// Refuses a filter of `len` bytes that the file-size limit (`ulimit -f`)
+/// would not let this process write to its end: its checksums are there,
+/// and a commit that could not write them would leave the file dirty
+/// (as a killed run does). Checked before anything is written.
+///
+/// # Errors
+/// A file longer than the limit.
+fn refuse_past_size_limit(path: &Path, len: u64) -> Result<()> {
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Fsize).current;
+    if let Some(limit) = limit.filter(|&l| len > l) {
+        bail!(
+            "{} is {len} bytes, more than the file-size limit (`ulimit -f`: {limit} bytes) \
+             lets this process write; nothing was read or written: raise the limit \
+             (`ulimit -f unlimited`), or run where it does not apply",
+            path.display()
+        );
+    }
+    Ok(())
 }
 
 /// Starts writing the file's changed pages to disk, on a thread of its own
@@ -484,6 +536,10 @@ impl Room for FileRoom<'_> {
         // The file names its new layer from now on (still dirty).
         write_header(self.file, self.path, header)?;
         Ok(map)
+    }
+
+    fn stored_segment(&self, l: &LayerEntry, s: usize, bits: &mut Vec<u8>) -> Result<u64> {
+        stored_segment(self.file, self.path, l, s, bits)
     }
 
     fn reused(&mut self, header: &Header, layer: usize, map: &MmapMut) -> Result<()> {

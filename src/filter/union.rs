@@ -1,6 +1,7 @@
 //! The union of bit arrays of the same layout: the OR of their bytes, which
 //! is the array one filter would hold had it been given every key of them
-//! (`seen merge`). A scan at memory bandwidth, in parallel over page ranges.
+//! (`seen merge`). A scan at memory bandwidth, in parallel over page ranges
+//! (on one thread when no other can start).
 
 use rayon::prelude::*;
 
@@ -17,7 +18,7 @@ pub fn union_into(out: &mut [u8], srcs: &[&[u8]], done: &(dyn Fn(u64) + Sync)) {
     for s in srcs {
         assert_eq!(s.len(), out.len(), "union of arrays of different lengths");
     }
-    out.par_chunks_mut(SPAN).enumerate().for_each(|(n, chunk)| {
+    let or_span = |(n, chunk): (usize, &mut [u8])| {
         let at = n * SPAN;
         for s in srcs {
             let src = &s[at..at + chunk.len()];
@@ -33,7 +34,17 @@ pub fn union_into(out: &mut [u8], srcs: &[&[u8]], done: &(dyn Fn(u64) + Sync)) {
             }
         }
         done(chunk.len() as u64);
-    });
+    };
+    // A pool of this run's own, not rayon's global one, whose threads
+    // failing to start (an address-space limit) would be a panic: then
+    // the spans are done on this thread.
+    match rayon::ThreadPoolBuilder::new()
+        .thread_name(|i| format!("seen-union-{i}"))
+        .build()
+    {
+        Ok(pool) => pool.install(|| out.par_chunks_mut(SPAN).enumerate().for_each(or_span)),
+        Err(_) => out.chunks_mut(SPAN).enumerate().for_each(or_span),
+    }
 }
 
 #[cfg(test)]

@@ -216,10 +216,27 @@ fn count_spans(file: &File, term: u8, threads: usize, map: bool, len: u64) -> io
         Ok(n)
     };
     std::thread::scope(|s| {
-        let others: Vec<_> = (1..threads).map(|t| s.spawn(move || share(t))).collect();
-        let mut total = share(0)?;
+        // A share whose thread cannot start (an address-space limit) is
+        // counted here, after this thread's own.
+        let mut here = vec![0];
+        let mut others = Vec::new();
+        for t in 1..threads {
+            match std::thread::Builder::new()
+                .name("seen-count".into())
+                .spawn_scoped(s, move || share(t))
+            {
+                Ok(h) => others.push(h),
+                Err(_) => here.push(t),
+            }
+        }
+        let mut total = 0;
+        for t in here {
+            total += share(t)?;
+        }
         for h in others {
-            total += h.join().expect("a counting thread panicked")?;
+            total += h
+                .join()
+                .map_err(|_| io::Error::other("a counting thread panicked"))??;
         }
         Ok(total)
     })

@@ -243,6 +243,10 @@ impl Held for ReadFilter {
             .collect())
     }
 
+    fn check_whole(&self) -> Result<()> {
+        self.check_intact()
+    }
+
     fn recorded_keys(&self) -> Option<(KeySpec, String)> {
         Some((
             ReadFilter::header(self).keys,

@@ -32,6 +32,17 @@ pub(crate) trait Held: Store {
         false
     }
 
+    /// Checks the bits against the checksums the store keeps, before they
+    /// are written elsewhere whole (`copy`, `merge`): fresh checksums there
+    /// would hide damage `seen verify` finds here. A store that keeps none
+    /// has nothing to check.
+    ///
+    /// # Errors
+    /// Damaged bits, or checksums that cannot be read.
+    fn check_whole(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// The run's output was closed by its reader (`| head`): a store that
     /// recorded lines before printing them owes the next run those that may
     /// not have been read.
@@ -108,6 +119,14 @@ impl Opened {
     /// Whether the store's bits must be fetched to be read whole.
     pub(crate) fn fetches_bits(&self) -> bool {
         self.0.fetches_bits()
+    }
+
+    /// See [`Held::check_whole`].
+    ///
+    /// # Errors
+    /// As [`Held::check_whole`].
+    pub(crate) fn check_whole(&self) -> Result<()> {
+        self.0.check_whole()
     }
 
     /// Every layer's bits, read whole (see [`Held::bits`]).

@@ -18,6 +18,7 @@ mod cli;
 mod crash;
 mod dups_out;
 mod edges;
+mod file_edges;
 mod filter_stats;
 mod generated;
 mod growth;
