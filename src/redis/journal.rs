@@ -201,6 +201,9 @@ pub(crate) fn remove_orphan(o: &Orphan) -> bool {
     std::fs::remove_dir_all(&o.dir).is_ok()
 }
 
+/// Says which records the filter holds (see [`Journal::replay`]).
+pub(crate) type Asker<'a> = dyn FnMut(&[&[u8]]) -> Result<Vec<bool>> + 'a;
+
 /// What [`Journal::replay`] asks: whether `filter` holds records, keyed by
 /// `keys` as the run keys them.
 pub(super) fn asker<S: crate::pipeline::Store>(
@@ -552,7 +555,7 @@ impl Journal {
     pub(crate) fn replay(
         dir: &Path,
         term: u8,
-        holds: &mut dyn FnMut(&[&[u8]]) -> Result<Vec<bool>>,
+        holds: &mut Asker<'_>,
         out: &mut dyn Write,
     ) -> Result<u64> {
         let Ok(entries) = std::fs::read_dir(dir) else {
@@ -948,7 +951,7 @@ mod tests {
         assert_eq!(found, want);
         assert!(!empty.exists(), "an empty directory is removed");
         assert!(remove_orphan(
-            &found.iter().find(|o| o.same_location).unwrap()
+            found.iter().find(|o| o.same_location).unwrap()
         ));
         assert!(!old.exists() && now.exists() && elsewhere.exists() && longer.exists());
         // One that a live run holds stays.
