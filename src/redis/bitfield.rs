@@ -59,29 +59,6 @@ pub(super) struct Parts {
     lost: Vec<u32>,
 }
 
-/// How a test-and-set ended (see [`Parts::conclude`]).
-pub(super) struct Concluded {
-    /// Keys judged new.
-    pub(super) new: u64,
-    /// The failure that must stop the run at its next batch.
-    pub(super) broken: Option<anyhow::Error>,
-    /// Keys whose replies were lost, when the run keeps a journal (they are
-    /// not printed: the next run asks the filter about them).
-    pub(super) unknown: Vec<u32>,
-}
-
-impl Concluded {
-    /// The journal's verdict of each key, given the batch's `out`.
-    pub(super) fn verdicts(&self, out: &[bool]) -> Vec<u8> {
-        use super::journal::{NEW, PRESENT, UNKNOWN};
-        let mut v: Vec<u8> = out.iter().map(|&p| if p { PRESENT } else { NEW }).collect();
-        for &i in &self.unknown {
-            v[i as usize] = UNKNOWN;
-        }
-        v
-    }
-}
-
 impl Parts {
     /// Every key of `owners` may have been recorded: its reply is lost.
     pub(super) fn mark(&mut self, owners: &[Vec<u32>], new: &mut [bool]) {
@@ -110,21 +87,23 @@ impl Parts {
     /// was lost counts as new (printed, perhaps twice) unless the run keeps
     /// a `journal`: then it is not printed, and its journal says so, for the
     /// next run to ask the filter (printed once if the server recorded it).
-    /// After a failed `WAIT` the verdicts stand: the writes are on the
-    /// masters, this batch's lines are printed.
+    /// Returns how many keys were new, and the failure that must stop the
+    /// run at its next batch, if any (after a failed `WAIT` the verdicts
+    /// stand: the writes are on the masters, this batch's lines are
+    /// printed).
     pub(super) fn conclude(
         mut self,
         client: &mut Client,
         sent_any: bool,
         mut new: Vec<bool>,
         out: &mut [bool],
-        journal: bool,
-    ) -> Concluded {
+        journal: Option<&mut super::journal::Journal>,
+    ) -> (u64, Option<anyhow::Error>) {
         while !self.in_flight.is_empty() {
             self.settle_front(client, &mut new);
         }
         let broken = if let Some(e) = self.failed {
-            Some(e.context(if journal {
+            Some(e.context(if journal.is_some() {
                 "a test-and-set failed: the lines whose replies were lost are in the journal, \
                  and the next run prints those the filter holds"
             } else {
@@ -139,7 +118,7 @@ impl Parts {
             None
         };
         let mut unknown = Vec::new();
-        if journal {
+        if journal.is_some() {
             self.lost.sort_unstable();
             self.lost.dedup();
             for &i in &self.lost {
@@ -157,11 +136,15 @@ impl Parts {
                 count += u64::from(*was_new);
             }
         }
-        Concluded {
-            new: count,
-            broken,
-            unknown,
+        if let Some(j) = journal {
+            use super::journal::{NEW, PRESENT, UNKNOWN};
+            let mut v: Vec<u8> = out.iter().map(|&p| if p { PRESENT } else { NEW }).collect();
+            for &i in &unknown {
+                v[i as usize] = UNKNOWN;
+            }
+            j.verdicts(v);
         }
+        (count, broken)
     }
 
     /// Reads the replies of the oldest part in flight. When a node

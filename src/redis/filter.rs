@@ -663,14 +663,12 @@ impl RedisFilter {
                 t.settle_front(&mut self.client, &mut new);
             }
         }
-        let mut done = t.conclude(&mut self.client, sent_any, new, out, self.journal.is_some());
-        if let Some(j) = &mut self.journal {
-            j.verdicts(done.verdicts(out));
+        let (count, broken) =
+            t.conclude(&mut self.client, sent_any, new, out, self.journal.as_mut());
+        if broken.is_some() {
+            self.broken = broken;
         }
-        if done.broken.is_some() {
-            self.broken = done.broken.take();
-        }
-        Ok(done.new)
+        Ok(count)
     }
 }
 
