@@ -805,6 +805,9 @@ mod tests {
     fn a_closed_output_takes_back_the_last_chunks() {
         let dir = tempfile::tempdir().unwrap();
         let mut j = Journal::start(dir.path(), "redis://h:1/f").unwrap();
+        // Standard output is a pipe (what the test's own stdout is must
+        // not matter).
+        j.unread = UNREAD_BYTES;
         for r in [&b"a\n"[..], b"b\n", b"c\n"] {
             j.chunk(r, 1).unwrap();
             j.verdicts(v(&[NEW]));
@@ -813,6 +816,23 @@ mod tests {
         j.retract_recent();
         j.close();
         assert_eq!(replay(dir.path(), &[]).0, "a\nb\nc\n");
+    }
+
+    #[test]
+    fn output_to_a_file_is_never_taken_back() {
+        // A file or a terminal holds nothing unread: what was written stays
+        // written, and the next run prints nothing again.
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::start(dir.path(), "redis://h:1/f").unwrap();
+        j.unread = 0;
+        for r in [&b"a\n"[..], b"b\n", b"c\n"] {
+            j.chunk(r, 1).unwrap();
+            j.verdicts(v(&[NEW]));
+            j.written(None).unwrap();
+        }
+        j.retract_recent();
+        j.close();
+        assert_eq!(replay(dir.path(), &[]).0, "");
     }
 
     #[test]
@@ -868,6 +888,7 @@ mod tests {
         // full disk cannot fail them.
         let dir = tempfile::tempdir().unwrap();
         let mut j = Journal::start(dir.path(), "redis://h:1/f").unwrap();
+        j.unread = UNREAD_BYTES;
         j.chunk(b"a\nb\n", 2).unwrap();
         let path = j.segments[0].path.clone();
         let len = std::fs::metadata(&path).unwrap().len();
