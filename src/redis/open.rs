@@ -135,14 +135,16 @@ pub(crate) fn open_or_create(
     if let Some(found) = read_any(&mut client, loc)? {
         return Ok((assemble(client, found, true)?, false));
     }
+    // A new filter's sets would have a tag of their own and adopt nothing,
+    // but the old filter's lines would all be new again, silently, and its
+    // data would stay: that is for the user to decide (remove it, or copy
+    // a snapshot back), as for the Bloom layout.
     let left = leftovers(&mut client, loc)?;
     if !left.is_empty() {
-        // Nothing of it is adopted (a new filter's sets have a new tag),
-        // but the old one's data still takes memory.
-        eprintln!(
-            "seen: warning: making a new filter, which adopts nothing of the old: {}",
-            leftovers_advice(loc, &left)
-        );
+        if let Some(found) = read_any(&mut client, loc)? {
+            return Ok((assemble(client, found, true)?, false));
+        }
+        bail!("{}", leftovers_advice(loc, &left));
     }
     let meta = plan_sets(&mut client, spec, seed, keys)?;
     let (_, made) = SetsFilter::create(&mut client, &meta)?;
