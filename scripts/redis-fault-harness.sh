@@ -24,11 +24,14 @@
 # last run of a trial (orphans: 0), and the exit codes of each run.
 #
 #   scripts/redis-fault-harness.sh [TRIALS]      (default 30)
+#   SEEN=/path/to/seen scripts/redis-fault-harness.sh   (another build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 trials=${1:-30}
-cargo build --release --quiet
-S=$PWD/target/release/seen
+if [ -z "${SEEN:-}" ]; then
+    cargo build --release --quiet
+fi
+S=${SEEN:-$PWD/target/release/seen}
 command -v redis-server >/dev/null || { echo "needs redis-server (apt-get install redis-server)" >&2; exit 1; }
 work=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -102,13 +105,13 @@ for ((t = 0; t < trials; t++)); do
     loc=redis://127.0.0.1:$port/$name
     seq 1 30000 | sed "s|^|https://a.example/$t/|" > a.txt
     seq 1 10000 | sed "s|^|https://b.example/$t/|" > b.txt
-    "$S" dedup -q --redis-layout "$layout" -n 10k -p 1e-9 -f "$loc" a.txt > /dev/null
+    "$S" dedup -q --redis-layout "$layout" -n 50k -p 1e-9 -f "$loc" a.txt > /dev/null
     R del "seen:{$name}:meta" > /dev/null
     rc=0
     "$S" verify "$loc" > /dev/null 2>&1 || rc=$?
     code meta-verify "$rc"
     rc=0
-    "$S" dedup --redis-layout "$layout" -n 10k -p 1e-9 -f "$loc" b.txt > 1.out 2> 1.err || rc=$?
+    "$S" dedup --redis-layout "$layout" -n 50k -p 1e-9 -f "$loc" b.txt > 1.out 2> 1.err || rc=$?
     code meta-1 "$rc"
     if [ "$rc" = 2 ] && [ -s 1.out ]; then printed_refused=$((printed_refused + 1)); fi
     # What the refusal says to do: remove the filter's keys, make it again.
@@ -116,7 +119,7 @@ for ((t = 0; t < trials; t++)); do
         R --scan --pattern "seen:{$name*" | xargs -r redis-cli -p "$port" del > /dev/null
     fi
     rc=0
-    "$S" dedup --redis-layout "$layout" -n 10k -p 1e-9 -f "$loc" b.txt > 2.out 2> 2.err || rc=$?
+    "$S" dedup --redis-layout "$layout" -n 50k -p 1e-9 -f "$loc" b.txt > 2.out 2> 2.err || rc=$?
     code meta-2 "$rc"
     lost_n=$((lost_n + $(lost b.txt 1.out 2.out)))
     twice_n=$((twice_n + $(twice 1.out 2.out)))
