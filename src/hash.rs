@@ -15,7 +15,7 @@ pub const HASH_XXH3_128_V1: u32 = 1;
 pub const DEFAULT_SEED: u64 = 0x5EE9_B10F_1173_2026;
 
 /// 128 hash bits of one record, split into two 64-bit halves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Hash128 {
     /// Low 64 bits of the XXH3-128 digest: chooses the block (or page).
     pub lo: u64,

@@ -50,6 +50,7 @@
 //!   (a layer's kind chosen from its number).
 //! - [`sizing`]: from a capacity and a false-positive rate to a [`Layout`].
 
+pub mod forget;
 pub mod sizing;
 
 mod kernels;
