@@ -72,6 +72,7 @@ pub(super) fn new_header(spec: &Spec, first: &Plan, seed: u64, keys: KeySpec) ->
         growth: spec.growth,
         layers: vec![],
         window,
+        forget: None,
     };
     let slice = window.map_or(0, |w| w.base);
     h.layers.push(next_entry(&h, first, slice));
@@ -288,7 +289,7 @@ impl Layers {
 
     /// Whether a new layer can still be added.
     fn can_grow(&self) -> bool {
-        self.header.growth.is_some() && self.header.layers.len() < format::MAX_LAYERS
+        self.header.growth.is_some() && self.header.layers.len() < self.header.layer_room()
     }
 
     /// Inserts keys in order, growing when the newest layer is full: keys are
@@ -529,7 +530,7 @@ impl Layers {
         } else {
             w.window.live() as usize
         };
-        if self.header.layers.len() + 1 + reserve <= format::MAX_LAYERS || mine.is_none() {
+        if self.header.layers.len() + 1 + reserve <= self.header.layer_room() || mine.is_none() {
             self.add_layer(plan, cur, room)?;
             return Ok(None);
         }
@@ -577,12 +578,12 @@ impl Layers {
         room: &mut dyn Room,
     ) -> Result<()> {
         let i = self.header.layers.len();
-        if i >= format::MAX_LAYERS {
+        if i >= self.header.layer_room() {
             bail!(
                 "cannot start a new time slice in {}: all {} layers a filter can have hold \
                  live slices; make a new filter with fewer --slices or a larger -n",
                 self.name,
-                format::MAX_LAYERS
+                self.header.layer_room()
             );
         }
         let plan = plan.with_context(|| {

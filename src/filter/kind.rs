@@ -27,16 +27,21 @@ pub struct KindId(pub u16);
 impl KindId {
     /// Blocked Bloom layers (every file before kinds were recorded).
     pub const BLOOM: KindId = KindId(0);
+    /// The forget list (format 3.0): not a layer but the exact list of the
+    /// keys a filter forgot, in the table entry after the layers'
+    /// ([`crate::filter::forget`]).
+    pub const FORGET: KindId = KindId(1);
 
     /// The kind's name in messages, when this build knows it.
     pub fn name(self) -> Option<&'static str> {
         match self {
             KindId::BLOOM => Some("bloom"),
+            KindId::FORGET => Some("forget"),
             _ => None,
         }
     }
 
-    /// Whether this build can read and write layers of this kind.
+    /// Whether this build can read and write table entries of this kind.
     pub fn is_known(self) -> bool {
         self.name().is_some()
     }
@@ -325,7 +330,10 @@ mod tests {
     fn only_known_kinds_are_chosen() {
         assert_eq!(KindId::BLOOM.name(), Some("bloom"));
         assert!(KindId::BLOOM.is_known());
-        assert!(!KindId(1).is_known());
-        assert_eq!(AnyKind::of(KindId(1), layouts()[0]), None);
+        assert_eq!(KindId::FORGET.name(), Some("forget"));
+        assert!(!KindId(2).is_known());
+        assert_eq!(AnyKind::of(KindId(2), layouts()[0]), None);
+        // The forget list is not a layer: never chosen as one.
+        assert_eq!(AnyKind::of(KindId::FORGET, layouts()[0]), None);
     }
 }

@@ -3,11 +3,11 @@
 //! every layer against the file length) and naming the first problem found.
 
 use super::{
-    ALIGN, AS_MINOR_OF_2, BLANK_FIELDS_SINCE_MINOR, CHECKSUM_OFFSET, FLAG_DIRTY, FormatError,
-    HEADER_LEN, Header, KIND_OFFSET, LAYER_ENTRY_LEN, LAYER_TABLE_OFFSET, LayerEntry, MAGIC,
-    MAX_LAYERS, POSITIONS_SCATTERED, POSITIONS_SECTORED, SECTORED_SINCE_MINOR, VERSION_MAJOR,
-    WINDOW_MAJOR, WINDOW_MINOR, WindowState, bad, check_fpp, header_checksum, u16_at, u32_at,
-    u64_at,
+    ALIGN, AS_MINOR_OF_2, BLANK_FIELDS_SINCE_MINOR, CHECKSUM_OFFSET, FLAG_DIRTY,
+    FORGET_PAGE_ENTRIES, ForgetEntry, FormatError, HEADER_LEN, Header, KIND_OFFSET, KINDS_MAJOR,
+    KINDS_MINOR, LAYER_ENTRY_LEN, LAYER_TABLE_OFFSET, LayerEntry, MAGIC, MAX_LAYERS,
+    POSITIONS_SCATTERED, POSITIONS_SECTORED, SECTORED_SINCE_MINOR, VERSION_MAJOR, WINDOW_MAJOR,
+    WINDOW_MINOR, WindowState, bad, check_fpp, header_checksum, u16_at, u32_at, u64_at,
 };
 use crate::filter::sizing::{Growth, MAX_GROWTH, MAX_SLICES, Window};
 use crate::filter::{BLOCK_BITS, KindId, Layout, Scheme};
@@ -24,7 +24,7 @@ impl Header {
     pub fn decode(bytes: &[u8], file_len: u64) -> Result<Header, FormatError> {
         let (b, major, minor) = decode_envelope(bytes, file_len)?;
         let fixed = decode_fixed(b, major, minor)?;
-        let (layers, end) = decode_layer_table(b, minor, fixed.count, fixed.window)?;
+        let (layers, forget, end) = decode_layer_table(b, major, minor, fixed.count, fixed.window)?;
         check_file_len(file_len, end, fixed.flags)?;
         Ok(Header {
             version_minor: minor,
@@ -39,6 +39,7 @@ impl Header {
             growth: fixed.growth,
             layers,
             window: fixed.window,
+            forget,
         })
     }
 }
@@ -77,6 +78,7 @@ fn decode_envelope(bytes: &[u8], file_len: u64) -> Result<(&[u8], u16, u16), For
     let minor = match major {
         VERSION_MAJOR => minor,
         WINDOW_MAJOR if minor == WINDOW_MINOR => AS_MINOR_OF_2,
+        KINDS_MAJOR if minor == KINDS_MINOR => AS_MINOR_OF_2,
         _ => return Err(FormatError::UnsupportedVersion { major, minor }),
     };
     let stored = u64_at(b, CHECKSUM_OFFSET);
@@ -146,7 +148,8 @@ fn decode_fixed(b: &[u8], major: u16, minor: u16) -> Result<Fixed, FormatError> 
 /// The time window (bytes 84..88 and 96..120): reserved (zero) in a 1.x
 /// file, set in a 2.x file.
 fn decode_window(b: &[u8], major: u16) -> Result<Option<WindowState>, FormatError> {
-    if major != WINDOW_MAJOR {
+    // A 3.x file has a window when its window field is set.
+    if major == VERSION_MAJOR || major == KINDS_MAJOR && u64_at(b, 96) == 0 {
         if b[84..88]
             .iter()
             .chain(&b[96..CHECKSUM_OFFSET])
@@ -239,11 +242,13 @@ fn decode_growth(b: &[u8]) -> Result<Option<Growth>, FormatError> {
 /// data ends.
 fn decode_layer_table(
     b: &[u8],
+    major: u16,
     minor: u16,
     count: usize,
     window: Option<WindowState>,
-) -> Result<(Vec<LayerEntry>, u64), FormatError> {
+) -> Result<(Vec<LayerEntry>, Option<ForgetEntry>, u64), FormatError> {
     let mut layers = Vec::with_capacity(count);
+    let mut forget = None;
     let mut end = HEADER_LEN as u64;
     for i in 0..MAX_LAYERS {
         let e = &b[LAYER_TABLE_OFFSET + i * LAYER_ENTRY_LEN..][..LAYER_ENTRY_LEN];
@@ -256,11 +261,74 @@ fn decode_layer_table(
             }
             continue;
         }
+        // A 3.x file's last entry may be its forget list.
+        if major == KINDS_MAJOR && i + 1 == count && u16_at(e, KIND_OFFSET) == KindId::FORGET.0 {
+            forget = Some(decode_forget(e, i)?);
+            continue;
+        }
         let entry = decode_layer(e, i, minor, end, window)?;
         end = entry.end();
         layers.push(entry);
     }
-    Ok((layers, end))
+    if layers.is_empty() {
+        return Err(bad(
+            "layer count",
+            "= 0 Bloom layers (a filter has at least one)",
+        ));
+    }
+    if let Some(f) = forget {
+        if let Some(l) = layers
+            .iter()
+            .position(|l| f.offset < l.end() && l.offset < f.end())
+        {
+            return Err(bad("forget list", format!("region overlaps layer {l}")));
+        }
+        end = end.max(f.end());
+    }
+    Ok((layers, forget, end))
+}
+
+/// The forget list's entry (entry `i`, the last): its region aligned, not
+/// empty, a whole number of pages, holding its count.
+fn decode_forget(e: &[u8], i: usize) -> Result<ForgetEntry, FormatError> {
+    let f = ForgetEntry {
+        offset: u64_at(e, 0),
+        room: u64_at(e, 8),
+        count: u64_at(e, 40),
+        sum: u64_at(e, 48),
+    };
+    let zero = |r: std::ops::Range<usize>| e[r].iter().all(|&x| x == 0);
+    if !(zero(16..40) && zero(56..58) && zero(60..64)) {
+        return Err(bad(
+            "forget list",
+            format!("entry {i}: reserved bytes are not zero"),
+        ));
+    }
+    if !f.offset.is_multiple_of(ALIGN) || f.offset < HEADER_LEN as u64 {
+        return Err(bad(
+            "forget list",
+            format!("offset = {} is not 4096-aligned after the header", f.offset),
+        ));
+    }
+    if f.room == 0 || !f.room.is_multiple_of(FORGET_PAGE_ENTRIES) || f.room > u64::MAX / 64 {
+        return Err(bad(
+            "forget list",
+            format!(
+                "room = {} entries is not a positive multiple of {FORGET_PAGE_ENTRIES}",
+                f.room
+            ),
+        ));
+    }
+    if f.offset.checked_add(f.bytes()).is_none() {
+        return Err(bad("forget list", "ends past 2^64 bytes"));
+    }
+    if f.count > f.room {
+        return Err(bad(
+            "forget list",
+            format!("count = {} is more than its room ({})", f.count, f.room),
+        ));
+    }
+    Ok(f)
 }
 
 /// Entry `i` of the layer table (its bytes `e`), whose data must start at or

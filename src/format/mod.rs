@@ -31,12 +31,12 @@ const SECTORED_SINCE_MINOR: u16 = 4;
 pub(crate) const WINDOW_MAJOR: u16 = 2;
 /// Minor version written for filters with a window.
 const WINDOW_MINOR: u16 = 0;
-/// Major version a writer of a layer of any kind but Bloom (layer entry
-/// bytes 58..60 not zero) must write: every reader before it takes each
-/// layer for a Bloom filter, and it refuses this major by name ("not
+/// Major version a writer of a table entry of any kind but Bloom (layer
+/// entry bytes 58..60 not zero) must write: every reader before it takes
+/// each layer for a Bloom filter, and it refuses this major by name ("not
 /// supported"; that reader would also refuse the kind field as corrupt bit
-/// positions). This build knows no other kind yet, so it writes this major
-/// only for a kind it cannot read and refuses this major when reading.
+/// positions). This build reads it with a forget list ([`ForgetEntry`]),
+/// with or without a window.
 pub(crate) const KINDS_MAJOR: u16 = 3;
 /// Minor version written with [`KINDS_MAJOR`].
 const KINDS_MINOR: u16 = 0;
@@ -143,6 +143,48 @@ impl LayerEntry {
     }
 }
 
+/// Entries a forget list's room grows by: one page of 16-byte entries.
+pub(crate) const FORGET_PAGE_ENTRIES: u64 = ALIGN / crate::filter::forget::ENTRY_BYTES as u64;
+
+/// The forget list of a filter (format 3.0): the table entry of kind
+/// [`KindId::FORGET`], after the layers' entries. Its region holds `room`
+/// entries of 16 bytes (a multiple of a page); the first `count` are the
+/// list ([`crate::filter::forget`]); `sum` is the XXH3-64 (seed 0) of
+/// those `count × 16` bytes, written with the counters at each commit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ForgetEntry {
+    /// Byte offset of the region (multiple of 4096).
+    pub offset: u64,
+    /// Entries the region has room for (a positive multiple of 256).
+    pub room: u64,
+    /// Entries in the list.
+    pub count: u64,
+    /// Checksum of the listed entries' bytes.
+    pub sum: u64,
+}
+
+impl ForgetEntry {
+    /// Bytes of the region.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.room * crate::filter::forget::ENTRY_BYTES as u64
+    }
+
+    /// End of the region in the file.
+    pub(crate) fn end(&self) -> u64 {
+        self.offset + self.bytes()
+    }
+
+    /// Bytes of the listed entries.
+    pub(crate) fn used_bytes(&self) -> u64 {
+        self.count * crate::filter::forget::ENTRY_BYTES as u64
+    }
+}
+
+/// The checksum a [`ForgetEntry`] records for its listed entries' bytes.
+pub(crate) fn forget_sum(entries: &[u8]) -> u64 {
+    xxh3_64(entries)
+}
+
 /// The decoded header of a filter file.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Header {
@@ -171,6 +213,8 @@ pub struct Header {
     pub layers: Vec<LayerEntry>,
     /// The time window of a filter that forgets (format 2.0).
     pub window: Option<WindowState>,
+    /// The forget list's region, once a key was forgotten (format 3.0).
+    pub forget: Option<ForgetEntry>,
 }
 
 /// The time window of a filter, and where its clock stands.
@@ -363,9 +407,16 @@ fn check_fpp(field: &'static str, p: f64) -> Result<(), FormatError> {
 impl Header {
     /// Total file length the layers imply.
     pub(crate) fn file_len(&self) -> u64 {
-        self.layers
+        let layers = self
+            .layers
             .last()
-            .map_or(HEADER_LEN as u64, LayerEntry::end)
+            .map_or(HEADER_LEN as u64, LayerEntry::end);
+        self.forget.map_or(layers, |f| layers.max(f.end()))
+    }
+
+    /// Layers the table has room for: its entries but the forget list's.
+    pub(crate) fn layer_room(&self) -> usize {
+        MAX_LAYERS - usize::from(self.forget.is_some())
     }
 
     /// Bytes of all bit arrays (what `stats` and `verify` read).
@@ -391,7 +442,7 @@ impl Header {
     /// Whether a layer holds a kind other than Bloom, which makes the file
     /// [`KINDS_MAJOR`].
     fn has_other_kinds(&self) -> bool {
-        self.layers.iter().any(|l| l.kind != KindId::BLOOM)
+        self.forget.is_some() || self.layers.iter().any(|l| l.kind != KindId::BLOOM)
     }
 
     /// The layers a lookup at time `now` tests, as a mask (bit `i`: layer
@@ -423,7 +474,7 @@ impl Header {
     /// # Panics
     /// If there are more than `MAX_LAYERS` layers (a programming error).
     pub fn encode(&self) -> [u8; HEADER_LEN] {
-        assert!(self.layers.len() <= MAX_LAYERS);
+        assert!(self.layers.len() + usize::from(self.forget.is_some()) <= MAX_LAYERS);
         let mut b = [0u8; HEADER_LEN];
         put(&mut b, 0, &MAGIC);
         let major = if self.has_other_kinds() {
@@ -464,7 +515,8 @@ impl Header {
         put(&mut b, 20, &self.hash_algorithm.to_le_bytes());
         put(&mut b, 24, &self.seed.to_le_bytes());
         put(&mut b, 32, &BLOCK_BITS.to_le_bytes());
-        put(&mut b, 36, &(self.layers.len() as u32).to_le_bytes());
+        let entries = self.layers.len() + usize::from(self.forget.is_some());
+        put(&mut b, 36, &(entries as u32).to_le_bytes());
         put(&mut b, 40, &(MAX_LAYERS as u32).to_le_bytes());
         put(&mut b, 44, &self.keys.to_bits().to_le_bytes());
         put(&mut b, 48, &self.capacity.to_le_bytes());
@@ -497,6 +549,14 @@ impl Header {
             let slice = u32::try_from(l.slice.saturating_sub(base))
                 .expect("a slice within 2^32 of the base");
             put(&mut b, o + 60, &slice.to_le_bytes());
+        }
+        if let Some(f) = &self.forget {
+            let o = LAYER_TABLE_OFFSET + self.layers.len() * LAYER_ENTRY_LEN;
+            put(&mut b, o, &f.offset.to_le_bytes());
+            put(&mut b, o + 8, &f.room.to_le_bytes());
+            put(&mut b, o + 40, &f.count.to_le_bytes());
+            put(&mut b, o + 48, &f.sum.to_le_bytes());
+            put(&mut b, o + KIND_OFFSET, &KindId::FORGET.0.to_le_bytes());
         }
         let sum = header_checksum(&b);
         put(&mut b, CHECKSUM_OFFSET, &sum.to_le_bytes());
@@ -545,6 +605,7 @@ mod tests {
                 kind: KindId::BLOOM,
             }],
             window: None,
+            forget: None,
         }
     }
 
@@ -579,10 +640,10 @@ mod tests {
         // Readers of 1.x refuse major 2 by name (`seen` 0.1 with this
         // check, as before windows, for a major it does not know).
         let mut newer = b;
-        newer[8..10].copy_from_slice(&3u16.to_le_bytes());
+        newer[8..10].copy_from_slice(&4u16.to_le_bytes());
         reseal(&mut newer);
         let e = Header::decode(&newer, len(&h)).unwrap_err().to_string();
-        assert!(e.contains("format version 3.0 is not supported"), "{e}");
+        assert!(e.contains("format version 4.0 is not supported"), "{e}");
         // The window's bytes in a 1.x file are reserved.
         let mut old = b;
         old[8..10].copy_from_slice(&1u16.to_le_bytes());
@@ -804,13 +865,10 @@ mod tests {
             (KINDS_MAJOR, KINDS_MINOR)
         );
         assert_eq!(other.format_version(), "3.0");
+        // This build reads 3.0 (forget lists), and refuses the kind it does
+        // not know by name.
         let e = Header::decode(&ob, len(&other)).unwrap_err();
-        assert_eq!(e, FormatError::UnsupportedVersion { major: 3, minor: 0 });
-        let msg = e.to_string();
-        assert!(
-            msg.contains("format version 3.0 is not supported") && msg.contains("newer seen"),
-            "{msg}"
-        );
+        assert_eq!(e, FormatError::UnknownKind { layer: 0, kind: 7 });
         // The kind field is read: the same entry in a file that says 1.x is
         // refused by its kind, layer named, before any other field of it.
         let mut b1 = b;
@@ -858,6 +916,115 @@ mod tests {
         );
     }
 
+    /// A forget list makes the file 3.0, its entry after the layers', and
+    /// reads back as written, with or without a window; a file of 1.x or
+    /// 2.0 with that kind, or a forget entry that is not last, or one whose
+    /// region is unaligned, overlaps a layer or holds more than its room,
+    /// is refused.
+    #[test]
+    fn forget_lists_round_trip_and_bad_ones_are_refused() {
+        let mut h = sample();
+        let after = h.file_len();
+        h.forget = Some(ForgetEntry {
+            offset: after,
+            room: 512,
+            count: 3,
+            sum: 0xABCD,
+        });
+        assert_eq!(h.file_len(), after + 512 * 16);
+        assert_eq!(h.layer_room(), MAX_LAYERS - 1);
+        let b = h.encode();
+        assert_eq!((u16_at(&b, 8), u16_at(&b, 10)), (KINDS_MAJOR, KINDS_MINOR));
+        assert_eq!(u32_at(&b, 36), 2);
+        assert_eq!(
+            u16_at(&b, LAYER_TABLE_OFFSET + LAYER_ENTRY_LEN + KIND_OFFSET),
+            1
+        );
+        assert_eq!(h.format_version(), "3.0");
+        let mut back = Header::decode(&b, h.file_len()).unwrap();
+        assert_eq!(back.version_minor, AS_MINOR_OF_2);
+        back.version_minor = h.version_minor;
+        assert_eq!(back, h);
+        assert_eq!(back.encode()[8..12], b[8..12]);
+        // With a window.
+        let mut w = h.clone();
+        w.window = Some(WindowState {
+            window: Window {
+                secs: 86_400,
+                slices: 8,
+            },
+            base: 0,
+            clock: 5,
+        });
+        let bw = w.encode();
+        assert_eq!(u16_at(&bw, 8), KINDS_MAJOR);
+        let back = Header::decode(&bw, w.file_len()).unwrap();
+        assert_eq!((back.window, back.forget), (w.window, w.forget));
+        // The region may sit before a later layer.
+        let mut g = h.clone();
+        let l0 = g.layers[0];
+        let at = g.file_len();
+        g.layers.push(LayerEntry {
+            offset: at,
+            checksums: at + l0.layout.bytes(),
+            ..l0
+        });
+        let back = Header::decode(&g.encode(), g.file_len()).unwrap();
+        assert_eq!(back.layers.len(), 2);
+        assert_eq!(back.forget, g.forget);
+        // Refused: each with its reason.
+        let refused = |f: ForgetEntry, what: &str| {
+            let mut x = h.clone();
+            x.forget = Some(f);
+            let len = x.file_len().max(h.file_len());
+            let e = Header::decode(&x.encode(), len).unwrap_err();
+            assert!(e.to_string().contains(what), "{e}");
+        };
+        let f = h.forget.unwrap();
+        refused(
+            ForgetEntry {
+                offset: after + 1,
+                ..f
+            },
+            "not 4096-aligned",
+        );
+        refused(ForgetEntry { room: 100, ..f }, "positive multiple of 256");
+        refused(ForgetEntry { room: 0, ..f }, "positive multiple of 256");
+        refused(ForgetEntry { count: 513, ..f }, "more than its room");
+        refused(ForgetEntry { offset: 4096, ..f }, "overlaps layer 0");
+        // Not the last entry: read as a layer, refused by its kind.
+        let mut nl = b;
+        let second = LAYER_TABLE_OFFSET + LAYER_ENTRY_LEN;
+        let (e0, e1) =
+            nl[LAYER_TABLE_OFFSET..second + LAYER_ENTRY_LEN].split_at_mut(LAYER_ENTRY_LEN);
+        e0.swap_with_slice(e1);
+        reseal(&mut nl);
+        assert_eq!(
+            Header::decode(&nl, h.file_len()),
+            Err(FormatError::UnknownKind { layer: 0, kind: 1 })
+        );
+        // Only a forget list, no layer.
+        let mut only = b;
+        only[LAYER_TABLE_OFFSET..second].copy_from_slice(&b[second..second + LAYER_ENTRY_LEN]);
+        only[second..second + LAYER_ENTRY_LEN].fill(0);
+        only[36..40].copy_from_slice(&1u32.to_le_bytes());
+        reseal(&mut only);
+        assert!(
+            Header::decode(&only, h.file_len())
+                .unwrap_err()
+                .to_string()
+                .contains("0 Bloom layers")
+        );
+        // The same entry in a 1.x file: an unknown kind there.
+        let mut one = b;
+        one[8..12].copy_from_slice(&[1, 0, VERSION_MINOR as u8, 0]);
+        reseal(&mut one);
+        assert_eq!(
+            Header::decode(&one, h.file_len()),
+            Err(FormatError::UnknownKind { layer: 1, kind: 1 })
+        );
+    }
+
     #[test]
     fn layout_of_fixed_fields() {
         let b = sample().encode();
@@ -884,10 +1051,10 @@ mod tests {
         assert_eq!(Header::decode(&b, l), Err(FormatError::BadMagic));
 
         let mut b = good;
-        b[8] = 3;
+        b[8] = 4;
         assert!(matches!(
             Header::decode(&b, l),
-            Err(FormatError::UnsupportedVersion { major: 3, .. })
+            Err(FormatError::UnsupportedVersion { major: 4, .. })
         ));
 
         let mut b = good;

@@ -195,6 +195,7 @@ impl SetsMeta {
             growth: None,
             layers: Vec::new(),
             window: None,
+            forget: None,
         }
     }
 }

@@ -5,7 +5,7 @@
 use super::probe::ProbeStats;
 use crate::file::ReadFilter;
 use crate::filter::sizing::{self, classic_bits, classic_k, keys_at_rate};
-use crate::format::{Header, LayerEntry, MAX_LAYERS, WindowState};
+use crate::format::{Header, LayerEntry, WindowState};
 use serde::Serialize;
 
 /// Statistics of one layer (the JSON `layers[]` objects; see docs/STATS.md).
@@ -291,7 +291,7 @@ pub fn compute_from(h: &Header, bits: &[&[u8]], name: String) -> Stats {
         .fold(0u64, u64::saturating_add);
     let any = |f: fn(&LayerStats) -> f64| sizing::any_of(counted.iter().map(|l| f(l)));
     let newest = newest_layer(&layers, window.as_ref());
-    let can_grow = h.growth.is_some() && h.layers.len() < MAX_LAYERS;
+    let can_grow = h.growth.is_some() && h.layers.len() < h.layer_room();
     let growth = growth_stats(h, &layers, newest, can_grow);
     let estimated_fpp = any(|l| l.estimated_fpp);
     let headroom = (!can_grow).then(|| headroom_for(h, &layers, newest));
