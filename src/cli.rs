@@ -85,6 +85,23 @@ Examples:
 Exit status: 0 if at least one item was selected (with --all: every item),
 1 if not, 2 on error.")]
     Query(QueryArgs),
+
+    /// Forget items: a filter answers them as absent until they are recorded again.
+    #[command(after_help = "\
+Examples:
+  seen forget crawled.seen https://example.com/failed   # crawl it again
+  seen forget -f optout.txt --url crawled.seen          # erase these users' URLs
+  seen forget --summary crawled.seen < false-positives.txt
+
+A forgotten item is new to `dedup -f` (printed once, then recorded again),
+absent to `query`, and no other item changes its answer: the filter keeps the
+exact 128-bit hashes of the forgotten keys beside its bits (16 bytes each),
+so an item that only seemed present (a false positive) becomes absent too.
+Filter files only (a Redis filter cannot forget yet).
+
+Exit status: 0 if at least one item was present and is now forgotten, 1 if
+none was present, 2 on error.")]
+    Forget(ForgetArgs),
     /// Print each line only the first time it is seen, in input order.
     #[command(after_help = "\
 Examples:
@@ -192,7 +209,7 @@ impl Command {
             }
             Command::Query(a) => !a.quiet,
             Command::Stats(a) => a.max_fpp.is_none() && a.max_fill.is_none(),
-            Command::Build(_) | Command::Copy(_) | Command::Merge(_) => false,
+            Command::Build(_) | Command::Copy(_) | Command::Merge(_) | Command::Forget(_) => false,
         }
     }
 
@@ -201,6 +218,7 @@ impl Command {
         match self {
             Command::Build(a) => a.lock.wait,
             Command::Query(a) => a.lock.wait,
+            Command::Forget(a) => a.lock.wait,
             Command::Dedup(a) => a.lock.wait,
             Command::Stats(a) => a.lock.wait,
             Command::Verify(a) => a.lock.wait,
@@ -215,6 +233,7 @@ impl Command {
         match self {
             Command::Build(a) => a.lock.now,
             Command::Query(a) => a.lock.now,
+            Command::Forget(a) => a.lock.now,
             Command::Dedup(a) => a.lock.now,
             Command::Stats(a) => a.lock.now,
             Command::Verify(a) => a.lock.now,
@@ -598,6 +617,57 @@ pub struct QueryArgs {
     /// Show progress on stderr even when it is not a terminal.
     #[arg(long, conflicts_with = "quiet")]
     pub progress: bool,
+}
+
+/// Options of `seen forget`.
+#[derive(Debug, Args)]
+pub struct ForgetArgs {
+    /// Filter file to forget in.
+    #[arg(value_name = "FILTER", value_hint = clap::ValueHint::AnyPath, value_parser = crate::store::FilterAtParser)]
+    pub filter: FilterAt,
+
+    /// Keys to forget. Without items, lines are read from --file or standard
+    /// input. An item is a key: the filter's field selection (-k/-t) is not
+    /// applied to it, its trim, URL and case rules are.
+    #[arg(value_name = "ITEM")]
+    pub items: Vec<OsString>,
+
+    /// Read records, one per line, from FILE (`-` is standard input); may be
+    /// repeated. The filter's key options pick each record's key (see --as-keys).
+    #[arg(
+        short = 'f',
+        long = "file",
+        value_name = "FILE",
+        conflicts_with = "items"
+    )]
+    pub files: Vec<PathBuf>,
+
+    /// Lines read from --file or standard input are keys, not records: the
+    /// filter's field selection (-k/-t) is not applied to them (its trim, URL
+    /// and case rules are), as for items on the command line.
+    #[arg(long, conflicts_with = "field")]
+    pub as_keys: bool,
+
+    /// Print a summary on stderr at the end: items read, forgotten, not
+    /// present, and the forget list's size.
+    #[arg(long)]
+    pub summary: bool,
+
+    /// With --summary: print it as one JSON object (schema in docs/JSON.md).
+    #[arg(long, requires = "summary")]
+    pub json: bool,
+
+    /// Record format.
+    #[command(flatten)]
+    pub records: RecordArgs,
+
+    /// Keys (default: the options recorded in FILTER).
+    #[command(flatten)]
+    pub keys: KeyArgs,
+
+    /// Lock waits.
+    #[command(flatten)]
+    pub lock: LockArgs,
 }
 
 /// Options of `seen dedup`.

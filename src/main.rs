@@ -75,6 +75,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         cli::Command::Build(a) => cmd::build::run(a),
         cli::Command::Query(a) => cmd::query::run(a),
+        cli::Command::Forget(a) => cmd::forget::run(a),
         cli::Command::Dedup(a) => cmd::dedup::run(a),
         cli::Command::Stats(a) => cmd::stats::run(a),
         cli::Command::Plan(a) => cmd::plan::run(a),

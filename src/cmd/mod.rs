@@ -7,6 +7,7 @@ pub mod build;
 pub mod completions;
 pub mod copy;
 pub mod dedup;
+pub mod forget;
 pub mod merge;
 pub mod plan;
 pub mod query;

@@ -9,6 +9,7 @@
 use super::checksum::Stale;
 use super::map::huge_pages;
 use super::populate::{self, Populating, Populator};
+use crate::filter::forget::ForgetList;
 use crate::filter::sizing::{self, Plan, Spec};
 use crate::filter::{self, LayerBits};
 use crate::format::{self, Header, LayerEntry, VERSION_MINOR, WindowState};
@@ -216,6 +217,14 @@ pub(super) struct Layers {
     /// Helpers faulting in new layers' anonymous memory, running or waiting
     /// for keys ([`Layers::populate`]); stopped before any map is dropped.
     pub(super) populating: Populating,
+    /// The keys forgotten (format 3.0): present only when a layer holds
+    /// them and they are not listed here ([`crate::filter::forget`]).
+    pub(super) forget: ForgetList,
+    /// The list changed since it was last written.
+    pub(super) forget_changed: bool,
+    /// Keys taken off the list since it was last written (recorded again),
+    /// listed again if the span is unstaged.
+    pub(super) forget_removed: Vec<Hash128>,
 }
 
 impl Drop for Layers {
@@ -404,6 +413,9 @@ impl Layers {
                 self.warn_full(top, others);
             }
         }
+        // A forgotten key recorded again: new (if its bits said present),
+        // and off the list.
+        new += self.unforget(hashes, out);
         Ok(new)
     }
 
@@ -443,7 +455,42 @@ impl Layers {
     pub(super) fn contains(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
         self.tick(crate::clock::now())?;
         contains_in(&self.header, &self.maps, hashes, out);
+        self.forget.unpresent(hashes, out);
         Ok(())
+    }
+
+    /// Takes the keys recorded now off the forget list (`seen`: their
+    /// verdicts, which a listed key's turn to new): a forgotten key that is
+    /// recorded again is present again. Returns how many verdicts turned.
+    fn unforget(&mut self, hashes: &[Hash128], seen: Option<&mut Vec<bool>>) -> u64 {
+        if self.forget.is_empty() {
+            return 0;
+        }
+        let mut turned = 0;
+        let mut take = |h: Hash128, forget: &mut ForgetList| {
+            forget
+                .remove(h)
+                .is_some()
+                .then(|| self.forget_removed.push(h))
+                .is_some()
+        };
+        match seen {
+            Some(seen) => {
+                for (&h, s) in hashes.iter().zip(seen.iter_mut()) {
+                    if take(h, &mut self.forget) && *s {
+                        *s = false;
+                        turned += 1;
+                    }
+                }
+            }
+            None => {
+                for &h in hashes {
+                    take(h, &mut self.forget);
+                }
+            }
+        }
+        self.forget_changed |= !self.forget_removed.is_empty();
+        turned
     }
 
     /// With a window, moves its clock to the time this run works at

@@ -64,6 +64,9 @@ impl MemFilter {
                 // Its memory asks for 2 MiB pages itself (`anon`).
                 expected: None,
                 populating: Default::default(),
+                forget: Default::default(),
+                forget_changed: false,
+                forget_removed: Vec::new(),
             },
         };
         filter.layers.populate(0);

@@ -18,6 +18,8 @@
 //! - `new`: [`NewFilter`], a new file filled as a temporary file and renamed
 //!   into place when finished.
 //! - `memory`: [`MemFilter`], the in-memory filter.
+//! - `forget`: the forget list's region (format 3.0): read and checked,
+//!   written back, placed and grown.
 //! - `lock` (flock), `path` (what a filter path may be, temporary files of
 //!   killed runs), `checksum` (which segments' checksums to rewrite).
 //!
@@ -28,6 +30,7 @@
 //! crate's other `unsafe` is listed in `lib.rs`.
 
 mod checksum;
+mod forget;
 mod header;
 mod layers;
 mod lock;

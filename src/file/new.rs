@@ -197,6 +197,9 @@ impl NewFilter {
                 alarms: None,
                 expected: None,
                 populating: Default::default(),
+                forget: Default::default(),
+                forget_changed: false,
+                forget_removed: Vec::new(),
             },
         })
     }

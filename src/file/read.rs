@@ -2,9 +2,11 @@
 //! (`query`, `stats`, `verify`), its layers mapped read-only.
 
 use super::checksum::damaged;
+use super::forget::read_list;
 use super::header::open_checked;
 use super::layers::contains_in;
 use super::map::map_read;
+use crate::filter::forget::ForgetList;
 use crate::format::{Header, segment_checksum};
 use crate::hash::Hash128;
 use crate::pipeline::Store;
@@ -21,6 +23,8 @@ pub struct ReadFilter {
     /// One mapping per layer (`pub(super)` for the tests of `layers`).
     pub(super) maps: Vec<Mmap>,
     header: Header,
+    /// The keys forgotten ([`crate::filter::forget`]).
+    forget: ForgetList,
 }
 
 impl ReadFilter {
@@ -35,11 +39,13 @@ impl ReadFilter {
             .iter()
             .map(|l| map_read(&file, path, l))
             .collect::<Result<_>>()?;
+        let (forget, _) = read_list(&file, path, &header)?;
         Ok(ReadFilter {
             path: path.to_path_buf(),
             file,
             maps,
             header,
+            forget,
         })
     }
 
@@ -51,6 +57,11 @@ impl ReadFilter {
     /// Path it was opened from.
     pub(crate) fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The keys forgotten.
+    pub(crate) fn forget_list(&self) -> &ForgetList {
+        &self.forget
     }
 
     /// Bit array of layer `i`.
@@ -108,6 +119,7 @@ impl Store for ReadFilter {
 
     fn contains_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
         contains_in(&self.header, &self.maps, hashes, out);
+        self.forget.unpresent(hashes, out);
         Ok(())
     }
 

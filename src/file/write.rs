@@ -5,6 +5,7 @@
 //! end of the file, and the commit.
 
 use super::checksum::{Stale, stored_checksum, stored_segment};
+use super::forget::{read_list, write_list};
 use super::header::{open_checked, read_header, warn_dirty, write_header};
 use super::layers::{Layers, Room, hint_layer};
 use super::lock::lock;
@@ -12,7 +13,7 @@ use super::map::{extend, grow, map_write};
 use super::path::{dir_and_name, sweep_leftovers};
 use crate::format::{FLAG_DIRTY, Header, LayerEntry};
 use crate::hash::Hash128;
-use crate::pipeline::{Commits, LastSpan, STRETCH, Store};
+use crate::pipeline::{Commits, Forgets, LastSpan, STRETCH, Store};
 use anyhow::{Context, Result, bail};
 use memmap2::MmapMut;
 use std::fs::File;
@@ -115,6 +116,9 @@ impl WriteFilter {
                 stale: Some(Stale::default()),
                 expected,
                 populating: Default::default(),
+                forget: Default::default(),
+                forget_changed: false,
+                forget_removed: Vec::new(),
             },
             locked: true,
             held: false,
@@ -122,6 +126,8 @@ impl WriteFilter {
             span_layers: Vec::new(),
             writeback: None,
         };
+        // So that `adopt` reads the forget list the file has.
+        w.layers.header.forget = None;
         w.adopt(header)?;
         w.mark_dirty()?;
         Ok(w)
@@ -233,6 +239,15 @@ impl WriteFilter {
             self.layers.warned = 0;
             self.layers.alarms = None;
         }
+        // The forget list another process changed (or this one has not
+        // read yet); a dirty file's is taken as it is, its checksum written
+        // again at the commit.
+        if header.forget != self.layers.header.forget || header.is_dirty() {
+            let (list, stale) = read_list(&self.file, path, &header)?;
+            self.layers.forget = list;
+            self.layers.forget_removed.clear();
+            self.layers.forget_changed = stale;
+        }
         self.layers.header = header;
         Ok(())
     }
@@ -278,6 +293,11 @@ impl WriteFilter {
             }
             stale.write(&self.file, &self.path, &l.header, &l.maps, self.held)?;
         }
+        if l.forget_changed {
+            write_list(&self.file, &self.path, &mut l.header, &l.forget)?;
+            l.forget_changed = false;
+        }
+        l.forget_removed.clear();
         self.span_layers.clone_from(&l.header.layers);
         self.staged = false;
         let h = &mut self.layers.header;
@@ -581,6 +601,34 @@ impl Store for WriteFilter {
     fn commits(&mut self) -> Option<&mut dyn Commits> {
         Some(self)
     }
+
+    fn forgets(&mut self) -> Option<&mut dyn Forgets> {
+        Some(self)
+    }
+}
+
+/// A file forgets in commit spans of its own: the lock taken, the keys
+/// looked up as writers do (the list included), those present listed, and
+/// the list and header written before the lock goes, so that a writer's
+/// span sees a batch whole or not at all.
+impl Forgets for WriteFilter {
+    fn forget_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
+        self.begin_span()?;
+        self.layers.contains(hashes, out)?;
+        let mut added = 0;
+        for (&h, &present) in hashes.iter().zip(out.iter()) {
+            if present && self.layers.forget.insert(h).is_some() {
+                added += 1;
+            }
+        }
+        self.layers.forget_changed |= added > 0;
+        self.end_span()?;
+        Ok(added)
+    }
+
+    fn forgotten(&self) -> u64 {
+        self.layers.forget.len() as u64
+    }
 }
 
 /// A file shared across runs and processes: a lock per commit span, and
@@ -664,6 +712,10 @@ impl Commits for WriteFilter {
         if let Some(stale) = &mut l.stale {
             mark_changed(stale, &self.span_layers, &l.header);
             stale.read_back(&self.file, &self.path, &l.header, &mut l.maps)?;
+        }
+        // Keys the span took off the forget list were not recorded.
+        for h in std::mem::take(&mut l.forget_removed) {
+            l.forget.insert(h);
         }
         for (layer, was) in l.header.layers.iter_mut().zip(&self.span_layers) {
             // A layer started anew for a time slice in this span is all

@@ -27,7 +27,7 @@ mod store;
 
 pub use chunk::Chunk;
 pub use deferred::MAX_PENDING_KEYS;
-pub use store::{Commits, Journals, LastSpan, STRETCH, Store};
+pub use store::{Commits, Forgets, Journals, LastSpan, STRETCH, Store};
 
 use crate::hash::Hash128;
 use crate::input::Source;

@@ -86,6 +86,29 @@ pub trait Store {
     fn journals(&mut self) -> Option<&mut dyn Journals> {
         None
     }
+
+    /// Deletion (`seen forget`), if the store keeps a forget list. `None`:
+    /// it cannot forget.
+    fn forgets(&mut self) -> Option<&mut dyn Forgets> {
+        None
+    }
+}
+
+/// Forgetting keys, exactly: a key is present when a layer holds it and it
+/// is not on the store's forget list ([`crate::filter::forget`]).
+pub trait Forgets {
+    /// Forgets the keys that are present, in one commit that writers see
+    /// whole, before or after one of theirs: `out[i]` = whether key `i` was
+    /// present (and is now forgotten). Returns how many keys were added to
+    /// the list.
+    ///
+    /// # Errors
+    /// A store that cannot be locked or written; the batch is then not
+    /// forgotten (or, after a crash, forgotten whole).
+    fn forget_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> anyhow::Result<u64>;
+
+    /// Keys on the forget list now.
+    fn forgotten(&self) -> u64;
 }
 
 /// The commit protocol of [`Mode::Deferred`](super::Mode::Deferred) (judge,

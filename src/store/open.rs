@@ -7,7 +7,7 @@ use crate::file::MemFilter;
 use crate::format::Header;
 use crate::hash::{DEFAULT_SEED, Hash128};
 use crate::keys::KeySpec;
-use crate::pipeline::{Commits, Journals, Store};
+use crate::pipeline::{Commits, Forgets, Journals, Store};
 /// What the fingerprint sets of a Redis filter hold (`stats`).
 pub(crate) use crate::redis::Census;
 use anyhow::Result;
@@ -222,5 +222,9 @@ impl Store for Opened {
 
     fn journals(&mut self) -> Option<&mut dyn Journals> {
         self.0.journals()
+    }
+
+    fn forgets(&mut self) -> Option<&mut dyn Forgets> {
+        self.0.forgets()
     }
 }

@@ -1,0 +1,113 @@
+//! A filter file's forget list on disk (format 3.0): read and checked,
+//! and written back with its region placed or grown (see
+//! [`crate::filter::forget`] for the list and why every step of a write
+//! leaves a usable list).
+//!
+//! The region holds `room` entries, a whole number of pages: 16 bytes a
+//! key plus at most a page. It grows in place while it is the file's last
+//! region; once a layer was added after it, a larger one goes to the end
+//! of the file and the old one's blocks are given back (a hole).
+
+use crate::filter::forget::{ENTRY_BYTES, ForgetList};
+use crate::format::{ALIGN, FORGET_PAGE_ENTRIES, ForgetEntry, Header, forget_sum};
+use anyhow::{Context, Result, bail};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+/// The list `header` names in `file` (empty when it has none). In a clean
+/// file its entries must match the checksum the header records: damage
+/// `seen verify` reports is never taken for a list. A dirty file's list is
+/// taken as it is (a writer stopped after writing entries, before the
+/// header): `stale` then says its checksum must be written again.
+///
+/// # Errors
+/// Entries that cannot be read, or that do not match their checksum.
+pub(crate) fn read_list(file: &File, path: &Path, header: &Header) -> Result<(ForgetList, bool)> {
+    let Some(f) = header.forget else {
+        return Ok((ForgetList::new(), false));
+    };
+    let bytes = read_entries(file, path, &f)?;
+    let stale = forget_sum(&bytes) != f.sum;
+    if stale && !header.is_dirty() {
+        bail!("{}", damaged(path, &f));
+    }
+    let list = ForgetList::decode(&bytes, f.count)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    Ok((list, stale))
+}
+
+/// The listed entries' bytes of region `f`.
+///
+/// # Errors
+/// When they cannot be read.
+pub(crate) fn read_entries(file: &File, path: &Path, f: &ForgetEntry) -> Result<Vec<u8>> {
+    let mut bytes = vec![0u8; f.used_bytes() as usize];
+    file.read_exact_at(&mut bytes, f.offset)
+        .with_context(|| format!("cannot read the forget list of {}", path.display()))?;
+    Ok(bytes)
+}
+
+/// What `seen verify` and writers say of a forget list whose entries do
+/// not match their checksum.
+pub(crate) fn damaged(path: &Path, f: &ForgetEntry) -> String {
+    format!(
+        "{}: its forget list ({} entries at byte {}) does not match its checksum: the file \
+         is damaged (`seen verify` reports it); restore it from a backup, or rebuild it and \
+         forget the same keys again",
+        path.display(),
+        f.count,
+        f.offset
+    )
+}
+
+/// Writes `list` to `file` and names it in `header` (which the caller
+/// writes next): in the region the header names when it has room, else in
+/// that region grown in place (the file's last), else in a new region at
+/// the end of the file.
+///
+/// # Errors
+/// When the file cannot be extended or written.
+pub(crate) fn write_list(
+    file: &File,
+    path: &Path,
+    header: &mut Header,
+    list: &ForgetList,
+) -> Result<()> {
+    let count = list.len() as u64;
+    let room = count.max(1).next_multiple_of(FORGET_PAGE_ENTRIES);
+    let end = header.file_len();
+    let (offset, room, old) = match header.forget {
+        Some(f) if count <= f.room => (f.offset, f.room, None),
+        Some(f) if f.end() == end => (f.offset, room, None),
+        Some(f) => (end.next_multiple_of(ALIGN), room, Some(f)),
+        None => (end.next_multiple_of(ALIGN), room, None),
+    };
+    let new_end = offset + room * ENTRY_BYTES as u64;
+    if new_end > end {
+        // Past the end the header names: a dirty file may end so (the next
+        // writer cuts it off if this one stops before its header).
+        file.set_len(new_end)
+            .with_context(|| format!("cannot extend {}", path.display()))?;
+    }
+    let bytes = list.encode();
+    file.write_all_at(&bytes, offset)
+        .with_context(|| format!("cannot write the forget list of {}", path.display()))?;
+    header.forget = Some(ForgetEntry {
+        offset,
+        room,
+        count,
+        sum: forget_sum(&bytes),
+    });
+    if let Some(old) = old {
+        // The old region's blocks go back to the file system (best effort:
+        // a file system that cannot punch holes keeps them).
+        let _ = rustix::fs::fallocate(
+            file,
+            rustix::fs::FallocateFlags::PUNCH_HOLE | rustix::fs::FallocateFlags::KEEP_SIZE,
+            old.offset,
+            old.bytes(),
+        );
+    }
+    Ok(())
+}
