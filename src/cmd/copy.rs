@@ -23,12 +23,13 @@ pub fn run(a: CopyArgs) -> Result<ExitCode> {
     // Its damage would be hidden under the copy's new checksums.
     from.check_whole()?;
     let header = from.header().clone();
+    let forget = from.forget_list();
     // Only a fetch takes time worth showing: a file's bits are mapped.
     let progress = from
         .fetches_bits()
         .then(|| Progress::start(a.progress.into(), Some(header.bit_bytes()), "", false));
     let bits = from.bits(&mut |b| crate::progress::advance(b, 0))?;
     drop(progress);
-    a.to.write_whole(link, &header, &bits, a.force)?;
+    a.to.write_whole(link, &header, &bits, &forget, a.force)?;
     Ok(ExitCode::SUCCESS)
 }

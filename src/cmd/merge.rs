@@ -3,7 +3,9 @@
 //! "Merging filters").
 
 use crate::cli::MergeArgs;
+use crate::filter::forget::ForgetList;
 use crate::format::Header;
+use crate::pipeline::Store;
 use crate::progress::Progress;
 use crate::store::{FilterAt, Identity, Link, Opened};
 use anyhow::{Result, bail};
@@ -56,6 +58,7 @@ pub fn run(a: MergeArgs) -> Result<ExitCode> {
         .then(|| ids.iter().position(|id| *id == out_id))
         .flatten()
         .map(|i| inputs[i].header().clone());
+    let forget = merged_list(&mut inputs)?;
     let total: u64 = header.bit_bytes();
     let progress = Progress::start(a.progress.into(), Some(total), "", false);
     let layers: Vec<Vec<&[u8]>> = inputs
@@ -63,7 +66,7 @@ pub fn run(a: MergeArgs) -> Result<ExitCode> {
         .map(|i| i.opened.bits(&mut |_| {}))
         .collect::<Result<_>>()?;
     let done = |n: u64| crate::progress::advance(n, 0);
-    let made = a.output.union_of(&header, &layers, &done)?;
+    let made = a.output.union_of(&header, &layers, &forget, &done)?;
     let stats = super::stats::compute_from(&header, &made.bits(), a.output.to_string());
     drop(progress);
     // The inputs' shared locks go before the output's is taken.
@@ -72,6 +75,41 @@ pub fn run(a: MergeArgs) -> Result<ExitCode> {
     made.finish(link, replace, was.as_ref())?;
     tell(&a, &header, stats.estimated_fpp);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The forget list of the union of `inputs`: a key one of them forgot
+/// stays forgotten when no input holds it as present (each may have
+/// forgotten it too, or never held it); a key one forgot and another holds
+/// is present in the union, as in that input.
+///
+/// # Errors
+/// A store that cannot be read.
+fn merged_list(inputs: &mut [Input]) -> Result<ForgetList> {
+    let mut candidates = ForgetList::new();
+    for i in inputs.iter() {
+        for &h in i.opened.forget_list().entries() {
+            candidates.insert(h);
+        }
+    }
+    if candidates.is_empty() {
+        return Ok(candidates);
+    }
+    let keys = candidates.entries().to_vec();
+    let mut kept = vec![true; keys.len()];
+    let mut present = Vec::new();
+    for i in inputs.iter_mut() {
+        i.opened.contains_batch(&keys, &mut present)?;
+        for (k, p) in kept.iter_mut().zip(&present) {
+            *k &= !p;
+        }
+    }
+    let mut out = ForgetList::new();
+    for (h, k) in keys.into_iter().zip(kept) {
+        if k {
+            out.insert(h);
+        }
+    }
+    Ok(out)
 }
 
 /// What each of `inputs` points at now, in order.

@@ -15,26 +15,40 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-/// The list `header` names in `file` (empty when it has none). In a clean
-/// file its entries must match the checksum the header records: damage
-/// `seen verify` reports is never taken for a list. A dirty file's list is
-/// taken as it is (a writer stopped after writing entries, before the
-/// header): `stale` then says its checksum must be written again.
+/// The list `header` names in `file` (empty when it has none), and whether
+/// its entries do not match the checksum the header records (stale in a
+/// dirty file, whose writer stopped between entries and header; damage in
+/// a clean one).
 ///
 /// # Errors
-/// Entries that cannot be read, or that do not match their checksum.
+/// Entries that cannot be read.
 pub(crate) fn read_list(file: &File, path: &Path, header: &Header) -> Result<(ForgetList, bool)> {
     let Some(f) = header.forget else {
         return Ok((ForgetList::new(), false));
     };
     let bytes = read_entries(file, path, &f)?;
-    let stale = forget_sum(&bytes) != f.sum;
-    if stale && !header.is_dirty() {
-        bail!("{}", damaged(path, &f));
-    }
+    let mismatch = forget_sum(&bytes) != f.sum;
     let list = ForgetList::decode(&bytes, f.count)
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    Ok((list, stale))
+    Ok((list, mismatch))
+}
+
+/// [`read_list`] for a writer: a clean file's list must match its checksum
+/// (a writer rewrites it with a fresh one, which would hide damage `seen
+/// verify` reports); a dirty file's is taken as it is, `stale` then.
+///
+/// # Errors
+/// Entries that cannot be read, or damaged.
+pub(crate) fn read_list_to_write(
+    file: &File,
+    path: &Path,
+    header: &Header,
+) -> Result<(ForgetList, bool)> {
+    let (list, mismatch) = read_list(file, path, header)?;
+    if let Some(f) = header.forget.filter(|_| mismatch && !header.is_dirty()) {
+        bail!("{}", damaged(path, &f));
+    }
+    Ok((list, mismatch))
 }
 
 /// The listed entries' bytes of region `f`.

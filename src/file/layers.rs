@@ -830,7 +830,8 @@ mod tests {
         let read = ReadFilter::open(&path).unwrap();
         let was = read.header().clone();
         let bits: Vec<&[u8]> = vec![read.layer_bits(0)];
-        let union = NewFilter::union_of(&path, &was, &[bits], &|_| {}).unwrap();
+        let union =
+            NewFilter::union_of(&path, &was, &[bits], &Default::default(), &|_| {}).unwrap();
         drop(read);
         // A writer records a key in the meantime.
         let mut w = WriteFilter::open(&path, None).unwrap();
@@ -851,7 +852,8 @@ mod tests {
         let read = ReadFilter::open(&path).unwrap();
         let was = read.header().clone();
         let bits: Vec<&[u8]> = vec![read.layer_bits(0)];
-        let union = NewFilter::union_of(&path, &was, &[bits], &|_| {}).unwrap();
+        let union =
+            NewFilter::union_of(&path, &was, &[bits], &Default::default(), &|_| {}).unwrap();
         drop(read);
         union.finish_over(true, Some(&was)).unwrap();
     }

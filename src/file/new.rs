@@ -4,6 +4,7 @@
 //! lock, reserved blocks), then syncing it and moving it to its path.
 
 use super::checksum::Stale;
+use super::forget::write_list;
 use super::header::write_header;
 use super::layers::{Layers, new_header};
 use super::lock::open_locked;
@@ -11,6 +12,7 @@ use super::map::{map_write, reserve};
 use super::path::{
     TEMP_RAND_LEN, Target, check_target, dir_and_name, has_magic, sweep_leftovers, temp_prefix,
 };
+use crate::filter::forget::ForgetList;
 use crate::filter::sizing::Spec;
 use crate::format::Header;
 use crate::hash::Hash128;
@@ -20,6 +22,22 @@ use anyhow::{Context, Result, bail};
 use std::fs::File;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+/// `h` with a forget list region that holds `forget` exactly, right after
+/// its layers (none for an empty list: a copy or union forgets nothing).
+fn with_room_for(mut h: Header, forget: &ForgetList) -> Header {
+    h.forget = None;
+    if !forget.is_empty() {
+        let count = forget.len() as u64;
+        h.forget = Some(crate::format::ForgetEntry {
+            offset: h.file_len().next_multiple_of(crate::format::ALIGN),
+            room: count.next_multiple_of(crate::format::FORGET_PAGE_ENTRIES),
+            count,
+            sum: 0,
+        });
+    }
+    h
+}
 
 /// A new filter being filled in a temporary file next to its final path; it
 /// appears at that path, complete, only in `NewFilter::finish`. Dropped
@@ -58,13 +76,19 @@ impl NewFilter {
     ///
     /// # Errors
     /// As [`NewFilter::create`].
-    pub(crate) fn copy_of(target: &Path, header: &Header, bits: &[&[u8]]) -> Result<NewFilter> {
+    pub(crate) fn copy_of(
+        target: &Path,
+        header: &Header,
+        bits: &[&[u8]],
+        forget: &ForgetList,
+    ) -> Result<NewFilter> {
         let mut h = header.clone();
         h.flags = 0;
-        let mut f = NewFilter::with_header(target, h, false)?;
+        let mut f = NewFilter::with_header(target, with_room_for(h, forget), false)?;
         for (m, b) in f.layers.maps.iter_mut().zip(bits) {
             m.copy_from_slice(b);
         }
+        f.take_list(forget);
         if let Some(s) = &mut f.layers.stale {
             s.all();
         }
@@ -84,11 +108,13 @@ impl NewFilter {
         target: &Path,
         header: &Header,
         inputs: &[Vec<&[u8]>],
+        forget: &ForgetList,
         done: &(dyn Fn(u64) + Sync),
     ) -> Result<NewFilter> {
         let mut h = header.clone();
         h.flags = 0;
-        let mut f = NewFilter::with_header(target, h, false)?;
+        let mut f = NewFilter::with_header(target, with_room_for(h, forget), false)?;
+        f.take_list(forget);
         for (i, (m, l)) in f.layers.maps.iter_mut().zip(&header.layers).enumerate() {
             let srcs: Vec<&[u8]> = inputs.iter().filter_map(|l| l.get(i).copied()).collect();
             l.filter_kind()
@@ -204,6 +230,14 @@ impl NewFilter {
         })
     }
 
+    /// Takes `forget` as the new filter's list (written at the finish).
+    fn take_list(&mut self, forget: &ForgetList) {
+        if self.layers.header.forget.is_some() {
+            self.layers.forget = forget.clone();
+            self.layers.forget_changed = true;
+        }
+    }
+
     /// The header as it will be written.
     pub(crate) fn header(&self) -> &Header {
         &self.layers.header
@@ -249,6 +283,15 @@ impl NewFilter {
                 &l.maps,
                 false,
             )?;
+        }
+        if l.forget_changed {
+            write_list(
+                self.tmp.as_file(),
+                self.tmp.path(),
+                &mut l.header,
+                &l.forget,
+            )?;
+            l.forget_changed = false;
         }
         let h = &mut self.layers.header;
         if !self.keep_times {

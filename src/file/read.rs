@@ -25,6 +25,9 @@ pub struct ReadFilter {
     header: Header,
     /// The keys forgotten ([`crate::filter::forget`]).
     forget: ForgetList,
+    /// Its entries do not match their checksum (stale in a dirty file,
+    /// damaged in a clean one: `seen verify` says which).
+    forget_mismatch: bool,
 }
 
 impl ReadFilter {
@@ -39,13 +42,14 @@ impl ReadFilter {
             .iter()
             .map(|l| map_read(&file, path, l))
             .collect::<Result<_>>()?;
-        let (forget, _) = read_list(&file, path, &header)?;
+        let (forget, forget_mismatch) = read_list(&file, path, &header)?;
         Ok(ReadFilter {
             path: path.to_path_buf(),
             file,
             maps,
             header,
             forget,
+            forget_mismatch,
         })
     }
 
@@ -62,6 +66,11 @@ impl ReadFilter {
     /// The keys forgotten.
     pub(crate) fn forget_list(&self) -> &ForgetList {
         &self.forget
+    }
+
+    /// Whether the forget list's entries do not match their checksum.
+    pub(crate) fn forget_mismatch(&self) -> bool {
+        self.forget_mismatch
     }
 
     /// Bit array of layer `i`.
@@ -99,6 +108,9 @@ impl ReadFilter {
     pub(crate) fn check_intact(&self) -> Result<()> {
         if self.header.is_dirty() {
             return Ok(());
+        }
+        if let Some(f) = self.header.forget.filter(|_| self.forget_mismatch) {
+            bail!("{}", super::forget::damaged(&self.path, &f));
         }
         let name = self.path.display().to_string();
         for (i, l) in self.header.layers.iter().enumerate() {

@@ -5,7 +5,7 @@
 //! end of the file, and the commit.
 
 use super::checksum::{Stale, stored_checksum, stored_segment};
-use super::forget::{read_list, write_list};
+use super::forget::{read_list_to_write, write_list};
 use super::header::{open_checked, read_header, warn_dirty, write_header};
 use super::layers::{Layers, Room, hint_layer};
 use super::lock::lock;
@@ -243,7 +243,7 @@ impl WriteFilter {
         // read yet); a dirty file's is taken as it is, its checksum written
         // again at the commit.
         if header.forget != self.layers.header.forget || header.is_dirty() {
-            let (list, stale) = read_list(&self.file, path, &header)?;
+            let (list, stale) = read_list_to_write(&self.file, path, &header)?;
             self.layers.forget = list;
             self.layers.forget_removed.clear();
             self.layers.forget_changed = stale;

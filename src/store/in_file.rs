@@ -4,6 +4,7 @@
 use super::open::{Held, Opened};
 use super::{Access, Identity, Link, Made, NewFile, Place, Verified};
 use crate::file::{NewFilter, ReadFilter, Target, WriteFilter, check_target};
+use crate::filter::forget::ForgetList;
 use crate::format::Header;
 use crate::format::{SEGMENT_BYTES, segment_checksum};
 use crate::keys::KeySpec;
@@ -83,18 +84,26 @@ impl Place for PathBuf {
         })
     }
 
-    fn write_whole(&self, _: Link, header: &Header, bits: &[&[u8]], replace: bool) -> Result<()> {
-        NewFilter::copy_of(self, header, bits)?.finish(replace)
+    fn write_whole(
+        &self,
+        _: Link,
+        header: &Header,
+        bits: &[&[u8]],
+        forget: &ForgetList,
+        replace: bool,
+    ) -> Result<()> {
+        NewFilter::copy_of(self, header, bits, forget)?.finish(replace)
     }
 
     fn union_in_place(
         &self,
         header: &Header,
         inputs: &[Vec<&[u8]>],
+        forget: &ForgetList,
         done: &(dyn Fn(u64) + Sync),
     ) -> Result<Option<Made>> {
         Ok(Some(Made::File(NewFilter::union_of(
-            self, header, inputs, done,
+            self, header, inputs, forget, done,
         )?)))
     }
 
@@ -155,6 +164,20 @@ fn verify_file(path: &Path, repair: bool, progress: Show, out: &mut dyn Write) -
         }
     }
     drop(bar);
+    if let Some(fl) = h.forget
+        && f.forget_mismatch()
+    {
+        damaged += 1;
+        writeln!(
+                out,
+                "{name}: forget list, bytes {}..{} of the file ({} entries): does not match its checksum{}",
+                fl.offset,
+                fl.offset + fl.used_bytes(),
+                fl.count,
+                if h.is_dirty() { " (stale or damaged: the file is dirty)" } else { "" }
+            )
+            .context("cannot write output")?;
+    }
     let layers = h.layers.len();
     if damaged == 0 {
         writeln!(
@@ -168,6 +191,9 @@ fn verify_file(path: &Path, repair: bool, progress: Show, out: &mut dyn Write) -
             } else {
                 String::new()
             }
+            + &h.forget
+                .map(|fl| format!("; its forget list of {} keys too", fl.count))
+                .unwrap_or_default()
         )
         .context("cannot write output")?;
     }
@@ -241,6 +267,10 @@ impl Held for ReadFilter {
         Ok((0..ReadFilter::header(self).layers.len())
             .map(|i| self.layer_bits(i))
             .collect())
+    }
+
+    fn forget_list(&self) -> Option<&ForgetList> {
+        Some(ReadFilter::forget_list(self))
     }
 
     fn check_whole(&self) -> Result<()> {

@@ -5,6 +5,7 @@
 use super::open::{Census, Held, Opened};
 use super::{Ability, Access, Identity, Link, NewFile, Place, RedisLayout, Verified};
 use crate::file::MemFilter;
+use crate::filter::forget::ForgetList;
 use crate::format::Header;
 use crate::hash::Hash128;
 use crate::keys::KeySpec;
@@ -97,9 +98,23 @@ impl Place for Location {
         link: Link,
         header: &Header,
         bits: &[&[u8]],
+        forget: &ForgetList,
         replace: bool,
     ) -> Result<()> {
-        RedisFilter::upload(self, link, header, bits, replace)
+        if !forget.is_empty() {
+            bail!(
+                "{self}: a Redis filter cannot keep a forget list yet, and this filter has \
+                 forgotten {} keys (`seen forget`): copied without it, they would be present \
+                 again; nothing was written",
+                forget.len()
+            );
+        }
+        // An empty list's region is not a Redis filter's business.
+        let header = Header {
+            forget: None,
+            ..header.clone()
+        };
+        RedisFilter::upload(self, link, &header, bits, replace)
     }
 
     fn verify(&self, repair: bool, link: Link, _: Show, out: &mut dyn Write) -> Result<Verified> {

@@ -19,6 +19,7 @@ pub(crate) use open::{Census, Opened};
 
 use crate::file::NewFilter;
 pub(crate) use crate::file::Target;
+use crate::filter::forget::ForgetList;
 use crate::filter::sizing::Spec;
 use crate::filter::sizing::policy::Layers;
 use crate::format::Header;
@@ -177,8 +178,14 @@ pub(crate) trait Place {
     ///
     /// # Errors
     /// As there.
-    fn write_whole(&self, link: Link, header: &Header, bits: &[&[u8]], replace: bool)
-    -> Result<()>;
+    fn write_whole(
+        &self,
+        link: Link,
+        header: &Header,
+        bits: &[&[u8]],
+        forget: &ForgetList,
+        replace: bool,
+    ) -> Result<()>;
 
     /// The union of `inputs` made where it will stay (a file beside its
     /// path), or `None` to make it in memory and [`Place::write_whole`] it.
@@ -189,9 +196,10 @@ pub(crate) trait Place {
         &self,
         header: &Header,
         inputs: &[Vec<&[u8]>],
+        forget: &ForgetList,
         done: &(dyn Fn(u64) + Sync),
     ) -> Result<Option<Made>> {
-        let _ = (header, inputs, done);
+        let _ = (header, inputs, forget, done);
         Ok(None)
     }
 
@@ -275,18 +283,22 @@ impl FilterAt {
 
     /// Writes a filter whole here (`copy`, `merge`): a file made as a
     /// temporary file renamed into place, or a Redis filter's shards then
-    /// its meta key; `replace`: one already there is replaced.
+    /// its meta key; its forget list `forget` too (the header names its
+    /// region); `replace`: one already there is replaced.
     ///
     /// # Errors
-    /// A filter there (without `replace`), or a failed write.
+    /// A filter there (without `replace`), a store that cannot keep the
+    /// list, or a failed write.
     pub(crate) fn write_whole(
         &self,
         link: Link,
         header: &Header,
         bits: &[&[u8]],
+        forget: &ForgetList,
         replace: bool,
     ) -> Result<()> {
-        self.place().write_whole(link, header, bits, replace)
+        self.place()
+            .write_whole(link, header, bits, forget, replace)
     }
 
     /// Checks the filter here, naming each damaged part on `out` (and what
@@ -327,7 +339,7 @@ pub(crate) enum Made {
     /// A new filter file, renamed into place by [`Made::finish`].
     File(NewFilter),
     /// Bits to store at the location when the run went well.
-    Bits(FilterAt, Header, Vec<Vec<u8>>),
+    Bits(FilterAt, Header, Vec<Vec<u8>>, ForgetList),
 }
 
 impl FilterAt {
@@ -340,9 +352,10 @@ impl FilterAt {
         &self,
         header: &Header,
         inputs: &[Vec<&[u8]>],
+        forget: &ForgetList,
         done: &(dyn Fn(u64) + Sync),
     ) -> Result<Made> {
-        if let Some(made) = self.place().union_in_place(header, inputs, done)? {
+        if let Some(made) = self.place().union_in_place(header, inputs, forget, done)? {
             return Ok(made);
         }
         let mut bits = Vec::with_capacity(header.layers.len());
@@ -353,7 +366,12 @@ impl FilterAt {
             kind.as_kind().union(&mut out, &srcs, done)?;
             bits.push(out);
         }
-        Ok(Made::Bits(self.clone(), header.clone(), bits))
+        Ok(Made::Bits(
+            self.clone(),
+            header.clone(),
+            bits,
+            forget.clone(),
+        ))
     }
 }
 
@@ -364,7 +382,7 @@ impl Made {
             Made::File(f) => (0..f.header().layers.len())
                 .map(|i| f.layer_bits(i))
                 .collect(),
-            Made::Bits(_, _, b) => b.iter().map(Vec::as_slice).collect(),
+            Made::Bits(_, _, b, _) => b.iter().map(Vec::as_slice).collect(),
         }
     }
 
@@ -381,9 +399,9 @@ impl Made {
     ) -> Result<()> {
         match self {
             Made::File(f) => f.finish_over(replace, unchanged),
-            Made::Bits(at, header, bits) => {
+            Made::Bits(at, header, bits, forget) => {
                 let bits: Vec<&[u8]> = bits.iter().map(Vec::as_slice).collect();
-                at.write_whole(link, &header, &bits, replace)
+                at.write_whole(link, &header, &bits, &forget, replace)
             }
         }
     }

@@ -4,6 +4,7 @@
 
 use super::{Access, FilterAt, Link, Where};
 use crate::file::MemFilter;
+use crate::filter::forget::ForgetList;
 use crate::format::Header;
 use crate::hash::{DEFAULT_SEED, Hash128};
 use crate::keys::KeySpec;
@@ -79,6 +80,12 @@ pub(crate) trait Held: Store {
         None
     }
 
+    /// The keys the filter forgot (`seen forget`), for `copy` and `merge`;
+    /// `None` for a store that keeps no forget list.
+    fn forget_list(&self) -> Option<&ForgetList> {
+        None
+    }
+
     /// Ends the run on the store (see [`Opened::finish`]).
     ///
     /// # Errors
@@ -114,6 +121,11 @@ impl Opened {
     /// Opens the filter at `at` to read it (see [`FilterAt::open_read`]).
     pub(super) fn read(at: &FilterAt, link: Link) -> Result<Opened> {
         at.place().open(&Access::Read, link, KeySpec::RAW)
+    }
+
+    /// The keys the filter forgot (empty for a store that keeps none).
+    pub(crate) fn forget_list(&self) -> ForgetList {
+        self.0.forget_list().cloned().unwrap_or_default()
     }
 
     /// Whether the store's bits must be fetched to be read whole.

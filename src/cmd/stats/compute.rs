@@ -148,6 +148,17 @@ pub struct SetsStats {
     pub headroom: f64,
 }
 
+/// A filter's forget list (`seen forget`), in `stats`.
+#[derive(Debug, Serialize)]
+pub struct ForgetStats {
+    /// Keys on the list: present in the layers, answered absent.
+    pub entries: u64,
+    /// Bytes the list's region takes in the file (16 a key, whole pages).
+    pub bytes: u64,
+    /// `entries / inserts`.
+    pub share_of_inserts: f64,
+}
+
 /// The JSON object printed by `seen stats --json` (docs/STATS.md).
 #[derive(Debug, Serialize)]
 pub struct Stats {
@@ -211,6 +222,8 @@ pub struct Stats {
     /// One entry per layer, oldest first (none for a Redis filter of
     /// fingerprint sets).
     pub layers: Vec<LayerStats>,
+    /// The forget list; `null` for a filter that never forgot a key.
+    pub forget: Option<ForgetStats>,
     /// How full the sets of a Redis filter of fingerprint sets are; absent
     /// for a filter of Bloom layers.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -326,6 +339,11 @@ pub fn compute_from(h: &Header, bits: &[&[u8]], name: String) -> Stats {
         created: h.created,
         updated: h.updated,
         layers,
+        forget: h.forget.map(|f| ForgetStats {
+            entries: f.count,
+            bytes: f.bytes(),
+            share_of_inserts: f.count as f64 / inserts.max(1) as f64,
+        }),
         sets: None,
         warnings,
     }

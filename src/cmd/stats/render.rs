@@ -201,6 +201,18 @@ fn numbers(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
         ),
     )?;
     row(out, "est. items", count(s.estimated_items))?;
+    if let Some(f) = &s.forget {
+        row(
+            out,
+            "forgotten",
+            format!(
+                "{} keys answered absent ({:.2}% of inserts), a list of {}",
+                HumanCount(f.entries),
+                100.0 * f.share_of_inserts,
+                HumanBytes(f.bytes)
+            ),
+        )?;
+    }
     if s.estimated_uncounted > 0 {
         let full = s.layers.iter().any(|l| l.fill_ratio >= 0.99);
         row(

@@ -82,6 +82,7 @@ pub(super) fn compute(c: &Census, name: String) -> Stats {
         created: m.created,
         updated: c.updated,
         layers: Vec::new(),
+        forget: None,
         sets: Some(SetsStats {
             sets: m.sets,
             first_set: c.first_set.clone(),
