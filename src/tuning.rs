@@ -17,6 +17,7 @@
 //! | `SEEN_SCATTERED_ONLY` | [`Tuning::scattered_only`] |
 //! | `SEEN_HOLD` | [`Tuning::hold`] (`always` or `never`) |
 //! | `SEEN_NO_POPULATE` | [`Tuning::populate`] (off when set) |
+//! | `SEEN_FORGET_BATCH` | [`Tuning::forget_batch`] |
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -48,6 +49,8 @@ pub struct Tuning {
     pub hold: Option<bool>,
     /// Fault a new layer's memory in on a helper thread (`file::populate`).
     pub populate: bool,
+    /// Keys `seen forget` commits at once (else `cmd::forget`'s 1M).
+    pub forget_batch: Option<usize>,
 }
 
 impl Default for Tuning {
@@ -63,6 +66,7 @@ impl Default for Tuning {
             scattered_only: false,
             hold: None,
             populate: true,
+            forget_batch: None,
         }
     }
 }
@@ -99,6 +103,7 @@ impl Tuning {
                 _ => None,
             },
             populate: !set("SEEN_NO_POPULATE"),
+            forget_batch: positive("SEEN_FORGET_BATCH"),
         }
     }
 }
@@ -134,6 +139,7 @@ mod tests {
             ("SEEN_PORTABLE", "1"),
             ("SEEN_HOLD", "never"),
             ("SEEN_NO_POPULATE", "1"),
+            ("SEEN_FORGET_BATCH", "5000"),
         ];
         let t = Tuning::from_lookup(|name| {
             vars.iter()
@@ -148,6 +154,7 @@ mod tests {
         assert!(!t.huge_pages && t.portable_kernels && !t.scattered_only);
         assert_eq!(t.hold, Some(false));
         assert!(!t.populate);
+        assert_eq!(t.forget_batch, Some(5000));
         let hold =
             |v: &str| Tuning::from_lookup(|n| (n == "SEEN_HOLD").then(|| v.to_string())).hold;
         assert_eq!(hold("always"), Some(true));

@@ -78,7 +78,8 @@ pub fn run(a: ForgetArgs) -> Result<ExitCode> {
     let seed = filter.seed();
     let mut k = Keyer::new(keys);
     let mut s = Summary::default();
-    let mut hashes: Vec<Hash128> = Vec::with_capacity(BATCH.min(1 << 16));
+    let batch = crate::tuning::get().forget_batch.unwrap_or(BATCH);
+    let mut hashes: Vec<Hash128> = Vec::with_capacity(batch.min(1 << 16));
     let mut out = Vec::new();
     let mut flush = |hashes: &mut Vec<Hash128>, s: &mut Summary, filter: &mut Opened| {
         if hashes.is_empty() {
@@ -116,7 +117,7 @@ pub fn run(a: ForgetArgs) -> Result<ExitCode> {
                     rec.pop();
                 }
                 hashes.push(hash(k.key(&rec), seed));
-                if hashes.len() == BATCH {
+                if hashes.len() == batch {
                     flush(&mut hashes, &mut s, &mut filter)?;
                 }
             }

@@ -20,6 +20,7 @@ mod dups_out;
 mod edges;
 mod file_edges;
 mod filter_stats;
+mod forget;
 mod generated;
 mod growth;
 mod held;
