@@ -567,6 +567,7 @@ impl Layers {
             })
         {
             self.reuse(j, cur, room)?;
+            self.prune_forget();
             return Ok(None);
         }
         // A slice's first layer may take any entry left; a growth layer only
@@ -579,6 +580,7 @@ impl Layers {
         };
         if self.header.layers.len() + 1 + reserve <= self.header.layer_room() || mine.is_none() {
             self.add_layer(plan, cur, room)?;
+            self.prune_forget();
             return Ok(None);
         }
         // No room for another layer: the slice's newest takes more than
@@ -597,6 +599,25 @@ impl Layers {
             target_fpp: self.header.target_fpp,
             growth: self.header.growth,
             window: self.header.window.map(|w| w.window),
+        }
+    }
+
+    /// Takes off the forget list the keys no live layer holds any more
+    /// (their slices expired): they are absent without it, so a window's
+    /// list keeps an entry only as long as the slices that held its key.
+    /// Called when a slice starts.
+    fn prune_forget(&mut self) {
+        if self.forget.is_empty() {
+            return;
+        }
+        let keys = self.forget.entries().to_vec();
+        let mut held = Vec::new();
+        contains_in(&self.header, &self.maps, &keys, &mut held);
+        for (&h, held) in keys.iter().zip(held) {
+            if !held {
+                self.forget.remove(h);
+                self.forget_changed = true;
+            }
         }
     }
 

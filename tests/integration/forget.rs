@@ -357,3 +357,39 @@ fn merge_copy_and_verify_keep_the_list() {
         .stderr_has("forget list");
     seen(d.path(), ["verify", "c.seen"]).code(1);
 }
+
+/// With a time window: a forgotten key is absent, new to `dedup -f` (once),
+/// and its list entry lasts only as long as the slices that held it: once
+/// they expired and a new slice starts, the list is empty again, and the
+/// key is new as any expired one.
+#[test]
+fn a_windows_list_forgets_with_its_slices() {
+    let d = tmp();
+    let day = 86_400u64;
+    let t0 = 1_796_083_200u64; // a midnight, UTC
+    let at = |days: u64| format!("@{}", t0 + days * day + 3600);
+    let dedup = |now: &str, input: &[u8]| {
+        seen_io(
+            d.path(),
+            [
+                "dedup", "--now", now, "--window", "6d", "-n", "10k", "-f", "w.seen",
+            ],
+            input,
+        )
+    };
+    dedup(&at(0), b"a\nb\n").code(0).stdout(b"a\nb\n");
+    seen(d.path(), ["forget", "--now", &at(1), "w.seen", "a"]).code(0);
+    seen_io(d.path(), ["query", "--now", &at(1), "w.seen"], b"a\nb\n")
+        .code(0)
+        .stdout(b"b\n");
+    dedup(&at(1), b"a\nb\na\n").code(0).stdout(b"a\n");
+    seen(d.path(), ["forget", "--now", &at(2), "w.seen", "b"]).code(0);
+    let s = crate::common::stats_json(d.path(), "w.seen");
+    assert_eq!(s["forget"]["entries"], 1, "{s}");
+    // Day 8: day 0's slice expired; a new slice starts with the first line.
+    dedup(&at(8), b"x\n").code(0).stdout(b"x\n");
+    let s = crate::common::stats_json(d.path(), "w.seen");
+    assert_eq!(s["forget"]["entries"], 0, "{s}");
+    // Both expired with their slices: new again, as any line would be.
+    dedup(&at(8), b"a\nb\n").code(0).stdout(b"a\nb\n");
+}
