@@ -51,6 +51,7 @@ pub fn run(a: PlanArgs) -> Result<ExitCode> {
     let mut out = crate::output::stdout();
     if let Some(w) = spec.window {
         windowed(&mut out, &spec, w, &first)?;
+        forgetting(&mut out)?;
         if a.classic {
             classic(&mut out, &spec)?;
         }
@@ -88,6 +89,7 @@ pub fn run(a: PlanArgs) -> Result<ExitCode> {
         None => fixed(&mut out, &first)?,
         Some(g) => growing(&mut out, &spec, g, a.layers)?,
     }
+    forgetting(&mut out)?;
     if a.classic {
         classic(&mut out, &spec)?;
     }
@@ -256,6 +258,20 @@ fn windowed(out: &mut dyn Write, spec: &Spec, w: Window, first: &Plan) -> Result
                 HumanCount(first.capacity)
             ),
         },
+    )?;
+    Ok(())
+}
+
+/// What keys forgotten with `seen forget` cost a filter file.
+fn forgetting(out: &mut dyn Write) -> Result<()> {
+    crate::report::field(
+        out,
+        "forgetting",
+        format!(
+            "{} bytes a key forgotten (`seen forget`), in pages of {}; nothing until the first",
+            crate::filter::forget::ENTRY_BYTES,
+            HumanBytes(crate::format::ALIGN)
+        ),
     )?;
     Ok(())
 }

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# What a forget list costs (issue 41), on the 10M-line generated URL corpus
+# and on 4M URLs of real parts (scripts/real-corpus.py). For each corpus: a
+# filter of its first half (held-out: the second half is never in it), then,
+# medians of RUNS, binaries alternating, each on a fresh copy of the filter:
+#
+#   old    `dedup -f` of the whole corpus by OLD (before forget lists)
+#   empty  the same by NEW, the list empty
+#   listed the same by NEW, with 1M keys of the first half forgotten
+#   forget `seen forget -f` of those 1M keys, by NEW (keys/s)
+#
+#   scripts/bench-forget.sh OLD NEW [RUNS]      (default 5)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OLD=$1; NEW=$2; RUNS=${3:-5}
+. scripts/bench-lib.sh
+mkdir -p target/bench
+W=target/bench/forget
+mkdir -p "$W"
+real=target/bench/real-4000000.txt
+[ -s "$real" ] || python3 scripts/real-corpus.py --lines 4000000 > "$real"
+for c in "$(corpus)" "$real"; do
+    n=$(wc -l < "$c")
+    half=$((n / 2))
+    head -n "$half" "$c" > "$W/first.txt"
+    awk 'NR % 2 == 0' "$W/first.txt" | head -n 1000000 > "$W/gone.txt"
+    rm -f "$W/base.seen" "$W/listed.seen"
+    "$NEW" build -q -n "$n" -o "$W/base.seen" "$W/first.txt"
+    cp "$W/base.seen" "$W/listed.seen"
+    "$NEW" forget "$W/listed.seen" -f "$W/gone.txt" || true
+    gone=$(wc -l < "$W/gone.txt")
+    old=() empty=() listed=() fg=()
+    for ((i = 0; i < RUNS; i++)); do
+        cp "$W/base.seen" "$W/a.seen"
+        old+=("$(t "$OLD" dedup -f "$W/a.seen" "$c")")
+        cp "$W/base.seen" "$W/a.seen"
+        empty+=("$(t "$NEW" dedup -f "$W/a.seen" "$c")")
+        cp "$W/listed.seen" "$W/a.seen"
+        listed+=("$(t "$NEW" dedup -f "$W/a.seen" "$c")")
+        cp "$W/base.seen" "$W/a.seen"
+        fg+=("$(t "$NEW" forget "$W/a.seen" -f "$W/gone.txt")")
+    done
+    mo=$(median "${old[@]}"); me=$(median "${empty[@]}"); ml=$(median "${listed[@]}"); mf=$(median "${fg[@]}")
+    echo "$(basename "$c") ($n lines, $gone forgotten; medians of $RUNS):" \
+        "old $mo s, empty list $me s ($(ratio "$me" "$mo")x old)," \
+        "1M forgotten $ml s ($(ratio "$ml" "$me")x empty, $(ratio "$ml" "$mo")x old);" \
+        "forget of $gone keys $mf s ($(awk -v n="$gone" -v s="$mf" 'BEGIN { printf "%.1f", n / s / 1e6 }')M keys/s)"
+done
