@@ -27,6 +27,7 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('build', 'build', [CompletionResultType]::ParameterValue, 'Make a filter file from lines (files or standard input)')
             [CompletionResult]::new('query', 'query', [CompletionResultType]::ParameterValue, 'Ask a filter whether items are (probably) in it, grep-style')
+            [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Forget items: a filter answers them as absent until they are recorded again')
             [CompletionResult]::new('dedup', 'dedup', [CompletionResultType]::ParameterValue, 'Print each line only the first time it is seen, in input order')
             [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'Report a filter''s parameters, fill ratio, estimated items and false-positive rate')
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check a filter file: its header and every data segment against its checksum')
@@ -114,6 +115,35 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             [CompletionResult]::new('--ignore-case', '--ignore-case', [CompletionResultType]::ParameterName, 'Compare keys case-insensitively (Unicode lower case for UTF-8 keys)')
             [CompletionResult]::new('--raw-keys', '--raw-keys', [CompletionResultType]::ParameterName, 'Compare whole records as they are, ignoring key options recorded in the filter')
             [CompletionResult]::new('--progress', '--progress', [CompletionResultType]::ParameterName, 'Show progress on stderr even when it is not a terminal')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'seen;forget' {
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Read records, one per line, from FILE (`-` is standard input); may be repeated. The filter''s key options pick each record''s key (see --as-keys)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'Read records, one per line, from FILE (`-` is standard input); may be repeated. The filter''s key options pick each record''s key (see --as-keys)')
+            [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value')
+            [CompletionResult]::new('--threads', '--threads', [CompletionResultType]::ParameterName, 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value')
+            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'Compare records by field N only (1-based): fields are runs of blanks (spaces, tabs; newlines too in -z records), leading blanks ignored, as awk splits (and `sort -b -k`); with -t, split on every -t byte, as `cut -f N` does. A record with fewer fields has an empty key (as in awk)')
+            [CompletionResult]::new('--key', '--key', [CompletionResultType]::ParameterName, 'Compare records by field N only (1-based): fields are runs of blanks (spaces, tabs; newlines too in -z records), leading blanks ignored, as awk splits (and `sort -b -k`); with -t, split on every -t byte, as `cut -f N` does. A record with fewer fields has an empty key (as in awk)')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]')
+            [CompletionResult]::new('--delimiter', '--delimiter', [CompletionResultType]::ParameterName, 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]')
+            [CompletionResult]::new('--redis-timeout', '--redis-timeout', [CompletionResultType]::ParameterName, 'With a Redis filter (redis://...): give up (exit 2) when a server has not answered, or could not be reached again, for DURATION (500ms, 10s, 1min) [default: 10s]')
+            [CompletionResult]::new('--redis-wait', '--redis-wait', [CompletionResultType]::ParameterName, 'With a Redis filter that this run writes: before printing a batch''s lines, wait until N replicas of each server hold its writes (Redis WAIT, for at most --redis-timeout), so that a failover to one of them forgets no printed line; fewer replicas in time: the batch is printed and the run stops, exit 2 [default: 0, no wait]')
+            [CompletionResult]::new('--now', '--now', [CompletionResultType]::ParameterName, 'The time to work at, for a filter with a --window: an RFC 3339 time (2026-12-01T09:00:00Z, or with an offset: +01:00) or @ and Unix seconds (@1796115600); for replays, tests and scripts. A time before the latest a writer recorded in the filter counts as that time [default: the system clock]')
+            [CompletionResult]::new('--as-keys', '--as-keys', [CompletionResultType]::ParameterName, 'Lines read from --file or standard input are keys, not records: the filter''s field selection (-k/-t) is not applied to them (its trim, URL and case rules are), as for items on the command line')
+            [CompletionResult]::new('--summary', '--summary', [CompletionResultType]::ParameterName, 'Print a summary on stderr at the end: items read, forgotten, not present, and the forget list''s size')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'With --summary: print it as one JSON object (schema in docs/JSON.md)')
+            [CompletionResult]::new('-z', '-z', [CompletionResultType]::ParameterName, 'Records end with NUL instead of newline (input and output), as with `find -print0`')
+            [CompletionResult]::new('--null', '--null', [CompletionResultType]::ParameterName, 'Records end with NUL instead of newline (input and output), as with `find -print0`')
+            [CompletionResult]::new('--no-mmap', '--no-mmap', [CompletionResultType]::ParameterName, 'Read input files (and a file redirected to stdin) instead of memory-mapping them: up to about 20% slower, but a file that another program truncates meanwhile (log rotation with copytruncate) just ends early, where a mapped one stops seen (exit 2)')
+            [CompletionResult]::new('--trim', '--trim', [CompletionResultType]::ParameterName, 'Strip whitespace (space, tab, CR, LF, VT, FF) around the key')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Compare URLs in canonical form: scheme and host lower-cased, default port, fragment and `.`/`..` path segments dropped (WHATWG parsing). Keys that are not absolute URLs are compared as they are (counted by --summary)')
+            [CompletionResult]::new('--url-sort-query', '--url-sort-query', [CompletionResultType]::ParameterName, 'With --url: also sort the query parameters (`?b=2&a=1` = `?a=1&b=2`)')
+            [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'Compare keys case-insensitively (Unicode lower case for UTF-8 keys)')
+            [CompletionResult]::new('--ignore-case', '--ignore-case', [CompletionResultType]::ParameterName, 'Compare keys case-insensitively (Unicode lower case for UTF-8 keys)')
+            [CompletionResult]::new('--raw-keys', '--raw-keys', [CompletionResultType]::ParameterName, 'Compare whole records as they are, ignoring key options recorded in the filter')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
@@ -248,6 +278,7 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
         'seen;help' {
             [CompletionResult]::new('build', 'build', [CompletionResultType]::ParameterValue, 'Make a filter file from lines (files or standard input)')
             [CompletionResult]::new('query', 'query', [CompletionResultType]::ParameterValue, 'Ask a filter whether items are (probably) in it, grep-style')
+            [CompletionResult]::new('forget', 'forget', [CompletionResultType]::ParameterValue, 'Forget items: a filter answers them as absent until they are recorded again')
             [CompletionResult]::new('dedup', 'dedup', [CompletionResultType]::ParameterValue, 'Print each line only the first time it is seen, in input order')
             [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'Report a filter''s parameters, fill ratio, estimated items and false-positive rate')
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check a filter file: its header and every data segment against its checksum')
@@ -262,6 +293,9 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             break
         }
         'seen;help;query' {
+            break
+        }
+        'seen;help;forget' {
             break
         }
         'seen;help;dedup' {

@@ -28,6 +28,9 @@ _seen() {
             seen,dedup)
                 cmd="seen__subcmd__dedup"
                 ;;
+            seen,forget)
+                cmd="seen__subcmd__forget"
+                ;;
             seen,help)
                 cmd="seen__subcmd__help"
                 ;;
@@ -58,6 +61,9 @@ _seen() {
             seen__subcmd__help,dedup)
                 cmd="seen__subcmd__help__subcmd__dedup"
                 ;;
+            seen__subcmd__help,forget)
+                cmd="seen__subcmd__help__subcmd__forget"
+                ;;
             seen__subcmd__help,help)
                 cmd="seen__subcmd__help__subcmd__help"
                 ;;
@@ -83,7 +89,7 @@ _seen() {
 
     case "${cmd}" in
         seen)
-            opts="-h -V --help --version build query dedup stats verify copy merge plan completions help"
+            opts="-h -V --help --version build query forget dedup stats verify copy merge plan completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -348,8 +354,70 @@ _seen() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        seen__subcmd__forget)
+            opts="-f -z -j -k -t -i -h --file --as-keys --summary --json --null --threads --no-mmap --key --delimiter --trim --url --url-sort-query --ignore-case --raw-keys --wait --redis-timeout --redis-wait --now --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -k)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --delimiter)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --now)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         seen__subcmd__help)
-            opts="build query dedup stats verify copy merge plan completions help"
+            opts="build query forget dedup stats verify copy merge plan completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -405,6 +473,20 @@ _seen() {
             return 0
             ;;
         seen__subcmd__help__subcmd__dedup)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        seen__subcmd__help__subcmd__forget)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -24,6 +24,7 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand --version 'Print version'
             cand build 'Make a filter file from lines (files or standard input)'
             cand query 'Ask a filter whether items are (probably) in it, grep-style'
+            cand forget 'Forget items: a filter answers them as absent until they are recorded again'
             cand dedup 'Print each line only the first time it is seen, in input order'
             cand stats 'Report a filter''s parameters, fill ratio, estimated items and false-positive rate'
             cand verify 'Check a filter file: its header and every data segment against its checksum'
@@ -109,6 +110,34 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand --ignore-case 'Compare keys case-insensitively (Unicode lower case for UTF-8 keys)'
             cand --raw-keys 'Compare whole records as they are, ignoring key options recorded in the filter'
             cand --progress 'Show progress on stderr even when it is not a terminal'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'seen;forget'= {
+            cand -f 'Read records, one per line, from FILE (`-` is standard input); may be repeated. The filter''s key options pick each record''s key (see --as-keys)'
+            cand --file 'Read records, one per line, from FILE (`-` is standard input); may be repeated. The filter''s key options pick each record''s key (see --as-keys)'
+            cand -j 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value'
+            cand --threads 'Threads hashing in parallel [default: RAYON_NUM_THREADS, else the number of CPUs; at most 256]. Output is identical for any value'
+            cand -k 'Compare records by field N only (1-based): fields are runs of blanks (spaces, tabs; newlines too in -z records), leading blanks ignored, as awk splits (and `sort -b -k`); with -t, split on every -t byte, as `cut -f N` does. A record with fewer fields has an empty key (as in awk)'
+            cand --key 'Compare records by field N only (1-based): fields are runs of blanks (spaces, tabs; newlines too in -z records), leading blanks ignored, as awk splits (and `sort -b -k`); with -t, split on every -t byte, as `cut -f N` does. A record with fewer fields has an empty key (as in awk)'
+            cand -t 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]'
+            cand --delimiter 'Split fields for -k on every CHAR (empty fields kept, like `cut`): one byte (e.g. '','' or '';''), ''\t'' or 0x1f [default: runs of blanks]'
+            cand --wait 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]'
+            cand --redis-timeout 'With a Redis filter (redis://...): give up (exit 2) when a server has not answered, or could not be reached again, for DURATION (500ms, 10s, 1min) [default: 10s]'
+            cand --redis-wait 'With a Redis filter that this run writes: before printing a batch''s lines, wait until N replicas of each server hold its writes (Redis WAIT, for at most --redis-timeout), so that a failover to one of them forgets no printed line; fewer replicas in time: the batch is printed and the run stops, exit 2 [default: 0, no wait]'
+            cand --now 'The time to work at, for a filter with a --window: an RFC 3339 time (2026-12-01T09:00:00Z, or with an offset: +01:00) or @ and Unix seconds (@1796115600); for replays, tests and scripts. A time before the latest a writer recorded in the filter counts as that time [default: the system clock]'
+            cand --as-keys 'Lines read from --file or standard input are keys, not records: the filter''s field selection (-k/-t) is not applied to them (its trim, URL and case rules are), as for items on the command line'
+            cand --summary 'Print a summary on stderr at the end: items read, forgotten, not present, and the forget list''s size'
+            cand --json 'With --summary: print it as one JSON object (schema in docs/JSON.md)'
+            cand -z 'Records end with NUL instead of newline (input and output), as with `find -print0`'
+            cand --null 'Records end with NUL instead of newline (input and output), as with `find -print0`'
+            cand --no-mmap 'Read input files (and a file redirected to stdin) instead of memory-mapping them: up to about 20% slower, but a file that another program truncates meanwhile (log rotation with copytruncate) just ends early, where a mapped one stops seen (exit 2)'
+            cand --trim 'Strip whitespace (space, tab, CR, LF, VT, FF) around the key'
+            cand --url 'Compare URLs in canonical form: scheme and host lower-cased, default port, fragment and `.`/`..` path segments dropped (WHATWG parsing). Keys that are not absolute URLs are compared as they are (counted by --summary)'
+            cand --url-sort-query 'With --url: also sort the query parameters (`?b=2&a=1` = `?a=1&b=2`)'
+            cand -i 'Compare keys case-insensitively (Unicode lower case for UTF-8 keys)'
+            cand --ignore-case 'Compare keys case-insensitively (Unicode lower case for UTF-8 keys)'
+            cand --raw-keys 'Compare whole records as they are, ignoring key options recorded in the filter'
             cand -h 'Print help'
             cand --help 'Print help'
         }
@@ -235,6 +264,7 @@ set edit:completion:arg-completer[seen] = {|@words|
         &'seen;help'= {
             cand build 'Make a filter file from lines (files or standard input)'
             cand query 'Ask a filter whether items are (probably) in it, grep-style'
+            cand forget 'Forget items: a filter answers them as absent until they are recorded again'
             cand dedup 'Print each line only the first time it is seen, in input order'
             cand stats 'Report a filter''s parameters, fill ratio, estimated items and false-positive rate'
             cand verify 'Check a filter file: its header and every data segment against its checksum'
@@ -247,6 +277,8 @@ set edit:completion:arg-completer[seen] = {|@words|
         &'seen;help;build'= {
         }
         &'seen;help;query'= {
+        }
+        &'seen;help;forget'= {
         }
         &'seen;help;dedup'= {
         }

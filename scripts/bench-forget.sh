@@ -6,7 +6,11 @@
 #
 #   old    `dedup -f` of the whole corpus by OLD (before forget lists)
 #   empty  the same by NEW, the list empty
-#   listed the same by NEW, with 1M keys of the first half forgotten
+#   listed the same by NEW, with 1M keys of the first half forgotten (so
+#          1M more lines are printed and recorded again)
+#   rest   `dedup -f` of the corpus without those 1M lines, by NEW, the
+#          list empty (rest-empty) and with the 1M keys listed (rest-listed):
+#          what a list costs lines that are not on it
 #   forget `seen forget -f` of those 1M keys, by NEW (keys/s)
 #
 #   scripts/bench-forget.sh OLD NEW [RUNS]      (default 5)
@@ -23,13 +27,15 @@ for c in "$(corpus)" "$real"; do
     n=$(wc -l < "$c")
     half=$((n / 2))
     head -n "$half" "$c" > "$W/first.txt"
-    awk 'NR % 2 == 0' "$W/first.txt" | head -n 1000000 > "$W/gone.txt"
+    awk 'NR % 2 == 0 { print; if (++n == 1000000) exit }' "$W/first.txt" > "$W/gone.txt"
+    # Every line but the forgotten ones (repeats of them too).
+    awk 'NR == FNR { g[$0] = 1; next } !($0 in g)' "$W/gone.txt" "$c" > "$W/rest.txt"
     rm -f "$W/base.seen" "$W/listed.seen"
     "$NEW" build -q -n "$n" -o "$W/base.seen" "$W/first.txt"
     cp "$W/base.seen" "$W/listed.seen"
     "$NEW" forget "$W/listed.seen" -f "$W/gone.txt" || true
     gone=$(wc -l < "$W/gone.txt")
-    old=() empty=() listed=() fg=()
+    old=() empty=() listed=() re=() rl=() fg=()
     for ((i = 0; i < RUNS; i++)); do
         cp "$W/base.seen" "$W/a.seen"
         old+=("$(t "$OLD" dedup -f "$W/a.seen" "$c")")
@@ -38,11 +44,17 @@ for c in "$(corpus)" "$real"; do
         cp "$W/listed.seen" "$W/a.seen"
         listed+=("$(t "$NEW" dedup -f "$W/a.seen" "$c")")
         cp "$W/base.seen" "$W/a.seen"
+        re+=("$(t "$NEW" dedup -f "$W/a.seen" "$W/rest.txt")")
+        cp "$W/listed.seen" "$W/a.seen"
+        rl+=("$(t "$NEW" dedup -f "$W/a.seen" "$W/rest.txt")")
+        cp "$W/base.seen" "$W/a.seen"
         fg+=("$(t "$NEW" forget "$W/a.seen" -f "$W/gone.txt")")
     done
     mo=$(median "${old[@]}"); me=$(median "${empty[@]}"); ml=$(median "${listed[@]}"); mf=$(median "${fg[@]}")
+    mre=$(median "${re[@]}"); mrl=$(median "${rl[@]}")
     echo "$(basename "$c") ($n lines, $gone forgotten; medians of $RUNS):" \
         "old $mo s, empty list $me s ($(ratio "$me" "$mo")x old)," \
         "1M forgotten $ml s ($(ratio "$ml" "$me")x empty, $(ratio "$ml" "$mo")x old);" \
+        "without the forgotten lines: empty $mre s, listed $mrl s ($(ratio "$mrl" "$mre")x);" \
         "forget of $gone keys $mf s ($(awk -v n="$gone" -v s="$mf" 'BEGIN { printf "%.1f", n / s / 1e6 }')M keys/s)"
 done

@@ -17,3 +17,17 @@ pub(crate) fn prefetch(bytes: &[u8], offset: usize) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (bytes, offset);
 }
+
+/// [`prefetch`] of item `index` of `items`.
+#[inline(always)]
+pub(crate) fn prefetch_item<T>(items: &[T], index: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if index < items.len() {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: prefetching is only a hint: it never faults and reads no memory
+        // architecturally; the address is inside `items` anyway.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(items.as_ptr().wrapping_add(index).cast()) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (items, index);
+}

@@ -9,7 +9,7 @@
 use super::checksum::Stale;
 use super::map::huge_pages;
 use super::populate::{self, Populating, Populator};
-use crate::filter::forget::ForgetList;
+use crate::filter::forget::{AHEAD, ForgetList};
 use crate::filter::sizing::{self, Plan, Spec};
 use crate::filter::{self, LayerBits};
 use crate::format::{self, Header, LayerEntry, VERSION_MINOR, WindowState};
@@ -474,17 +474,31 @@ impl Layers {
                 .then(|| self.forget_removed.push(h))
                 .is_some()
         };
+        // Without a window a listed key is held (its bits are never
+        // cleared), so only keys judged present can be listed.
+        let any = self.header.window.is_some();
         match seen {
             Some(seen) => {
-                for (&h, s) in hashes.iter().zip(seen.iter_mut()) {
-                    if take(h, &mut self.forget) && *s {
-                        *s = false;
-                        turned += 1;
+                for (i, (&h, s)) in hashes.iter().zip(seen.iter_mut()).enumerate() {
+                    if let Some(&ahead) = hashes.get(i + AHEAD) {
+                        self.forget.prefetch(ahead);
+                    }
+                    if *s || any {
+                        // Listed: off the list; judged present, it turns
+                        // new (judged new, its slice expired: it was new).
+                        let listed = take(h, &mut self.forget);
+                        if listed && *s {
+                            *s = false;
+                            turned += 1;
+                        }
                     }
                 }
             }
             None => {
-                for &h in hashes {
+                for (i, &h) in hashes.iter().enumerate() {
+                    if let Some(&ahead) = hashes.get(i + AHEAD) {
+                        self.forget.prefetch(ahead);
+                    }
                     take(h, &mut self.forget);
                 }
             }

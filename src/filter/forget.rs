@@ -26,6 +26,9 @@ use crate::hash::Hash128;
 /// Bytes of one stored entry.
 pub const ENTRY_BYTES: usize = 16;
 
+/// Keys a batch lookup prefetches ahead of the one it tests.
+pub const AHEAD: usize = 32;
+
 /// The stored bytes of the entry for `h`.
 pub fn entry_bytes(h: Hash128) -> [u8; ENTRY_BYTES] {
     let mut b = [0u8; ENTRY_BYTES];
@@ -89,6 +92,13 @@ pub struct ForgetList {
     /// position + 1. Its length is a power of two, at least twice the
     /// entries (empty when there are none).
     slots: Vec<u32>,
+    /// A bitmap of 8 bits per slot (16 or more per entry), the bit of each
+    /// key listed since the table was built set (the top bits of `hi`): a
+    /// key whose bit is clear is not listed, known from one access to a
+    /// bitmap a quarter of the slots' size (most keys a lookup asks about
+    /// are not listed; about 1 in 16 others goes on to the slots). Bits of
+    /// removed keys stay set until the table is rebuilt.
+    seen: Vec<u8>,
 }
 
 impl ForgetList {
@@ -109,8 +119,18 @@ impl ForgetList {
         }
         let mut list = ForgetList::new();
         list.reserve(count as usize);
-        for e in bytes[..count as usize * ENTRY_BYTES].chunks_exact(ENTRY_BYTES) {
-            list.insert(entry_at(e));
+        let entries: Vec<Hash128> = bytes[..count as usize * ENTRY_BYTES]
+            .chunks_exact(ENTRY_BYTES)
+            .map(entry_at)
+            .collect();
+        // The table is sized once: each insert's two reads are started
+        // ahead of it.
+        for (i, &h) in entries.iter().enumerate() {
+            if let Some(&ahead) = entries.get(i + AHEAD) {
+                crate::prefetch::prefetch_item(&list.slots, list.home(ahead));
+                list.prefetch(ahead);
+            }
+            list.insert(h);
         }
         Ok(list)
     }
@@ -142,7 +162,33 @@ impl ForgetList {
     /// Whether `h` is listed.
     #[inline]
     pub fn contains(&self, h: Hash128) -> bool {
-        !self.slots.is_empty() && self.find(h).1.is_some()
+        !self.slots.is_empty() && self.maybe(h) && self.find(h).1.is_some()
+    }
+
+    /// The byte and bit of `h` in [`ForgetList::seen`] (the table is not
+    /// empty).
+    #[inline]
+    fn seen_bit(&self, h: Hash128) -> (usize, u8) {
+        // Eight bits per slot: the bitmap has `8 · slots` bits.
+        let log2 = self.slots.len().trailing_zeros() + 3;
+        let i = (h.hi >> (64 - log2)) as usize;
+        (i / 8, 1u8 << (i % 8))
+    }
+
+    /// Starts loading what a lookup of `h` reads first (a hint, for loops
+    /// that ask about many keys: most are answered by that one read).
+    #[inline]
+    pub fn prefetch(&self, h: Hash128) {
+        if !self.seen.is_empty() {
+            crate::prefetch::prefetch(&self.seen, self.seen_bit(h).0);
+        }
+    }
+
+    /// Whether `h` may be listed: its bit is set.
+    #[inline]
+    fn maybe(&self, h: Hash128) -> bool {
+        let (w, b) = self.seen_bit(h);
+        self.seen[w] & b != 0
     }
 
     /// Lists `h`; its slot when it was not listed yet (it goes last), `None`
@@ -156,13 +202,15 @@ impl ForgetList {
         let at = self.entries.len();
         self.entries.push(h);
         self.slots[slot] = u32::try_from(at + 1).expect("fewer than 2^32 entries");
+        let (w, b) = self.seen_bit(h);
+        self.seen[w] |= b;
         Some(at)
     }
 
     /// Takes `h` off the list: the last entry moves into its slot. `None`
     /// when it was not listed.
     pub fn remove(&mut self, h: Hash128) -> Option<Removal> {
-        if self.slots.is_empty() {
+        if self.slots.is_empty() || !self.maybe(h) {
             return None;
         }
         let (slot, found) = self.find(h);
@@ -187,7 +235,10 @@ impl ForgetList {
             return 0;
         }
         let mut n = 0;
-        for (p, &h) in present.iter_mut().zip(hashes) {
+        for (i, (p, &h)) in present.iter_mut().zip(hashes).enumerate() {
+            if let Some(&ahead) = hashes.get(i + AHEAD) {
+                self.prefetch(ahead);
+            }
             if *p && self.contains(h) {
                 *p = false;
                 n += 1;
@@ -229,12 +280,16 @@ impl ForgetList {
         }
         let len = want.next_power_of_two().max(16);
         self.slots = vec![0; len];
+        // Eight bits per slot.
+        self.seen = vec![0; len];
         for (i, &h) in self.entries.iter().enumerate() {
             let mut s = self.home(h);
             while self.slots[s] != 0 {
                 s = (s + 1) & (len - 1);
             }
             self.slots[s] = u32::try_from(i + 1).expect("fewer than 2^32 entries");
+            let (w, b) = self.seen_bit(h);
+            self.seen[w] |= b;
         }
     }
 

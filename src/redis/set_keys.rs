@@ -406,11 +406,15 @@ mod tests {
         bad[41] ^= 1;
         let e = SetsMeta::decode(&loc, &bad).unwrap_err().to_string();
         assert!(e.contains("checksum"), "{e}");
-        // A reader of the Bloom layout's header refuses it as a newer format.
+        // A reader of the Bloom layout's header refuses it: seen 0.2, which
+        // reads majors 1 and 2, as a newer format (major 3); this build,
+        // which reads 3.0 files (forget lists) but tells the layouts apart
+        // by their markers first, as a header whose checksum is not there.
+        assert_eq!(u16::from_le_bytes([v[8], v[9]]), 3);
         let e = Header::decode(&v[..HEADER_LEN], HEADER_LEN as u64)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("3.0") && e.contains("newer"), "{e}");
+        assert!(e.contains("checksum"), "{e}");
     }
 
     #[test]
