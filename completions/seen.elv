@@ -127,7 +127,7 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand --redis-wait 'With a Redis filter that this run writes: before printing a batch''s lines, wait until N replicas of each server hold its writes (Redis WAIT, for at most --redis-timeout), so that a failover to one of them forgets no printed line; fewer replicas in time: the batch is printed and the run stops, exit 2 [default: 0, no wait]'
             cand --now 'The time to work at, for a filter with a --window: an RFC 3339 time (2026-12-01T09:00:00Z, or with an offset: +01:00) or @ and Unix seconds (@1796115600); for replays, tests and scripts. A time before the latest a writer recorded in the filter counts as that time [default: the system clock]'
             cand --as-keys 'Lines read from --file or standard input are keys, not records: the filter''s field selection (-k/-t) is not applied to them (its trim, URL and case rules are), as for items on the command line'
-            cand --summary 'Print a summary on stderr at the end: items read, forgotten, not present, and the forget list''s size'
+            cand --summary 'Print a summary on stderr: items read, forgotten, not present, list size'
             cand --json 'With --summary: print it as one JSON object (schema in docs/JSON.md)'
             cand -z 'Records end with NUL instead of newline (input and output), as with `find -print0`'
             cand --null 'Records end with NUL instead of newline (input and output), as with `find -print0`'

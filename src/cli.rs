@@ -93,11 +93,10 @@ Examples:
   seen forget -f optout.txt --url crawled.seen          # erase these users' URLs
   seen forget --summary crawled.seen < false-positives.txt
 
-A forgotten item is new to `dedup -f` (printed once, then recorded again),
-absent to `query`, and no other item changes its answer: the filter keeps the
-exact 128-bit hashes of the forgotten keys beside its bits (16 bytes each),
-so an item that only seemed present (a false positive) becomes absent too.
-Filter files only (a Redis filter cannot forget yet).
+A forgotten item is new to `dedup -f` (printed once, then recorded again) and
+absent to `query`; no other item changes its answer, and a false positive
+forgotten becomes absent (the file keeps the 128-bit hashes of forgotten keys,
+16 bytes each). Filter files only (a Redis filter cannot forget yet).
 
 Exit status: 0 if at least one item was present and is now forgotten, 1 if
 none was present, 2 on error.")]
@@ -648,8 +647,7 @@ pub struct ForgetArgs {
     #[arg(long, conflicts_with = "field")]
     pub as_keys: bool,
 
-    /// Print a summary on stderr at the end: items read, forgotten, not
-    /// present, and the forget list's size.
+    /// Print a summary on stderr: items read, forgotten, not present, list size.
     #[arg(long)]
     pub summary: bool,
 

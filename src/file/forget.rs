@@ -8,8 +8,10 @@
 //! region; once a layer was added after it, a larger one goes to the end
 //! of the file and the old one's blocks are given back (a hole).
 
-use crate::filter::forget::{ENTRY_BYTES, ForgetList};
+use super::layers::{Layers, contains_in};
+use crate::filter::forget::{AHEAD, ENTRY_BYTES, ForgetList};
 use crate::format::{ALIGN, FORGET_PAGE_ENTRIES, ForgetEntry, Header, forget_sum};
+use crate::hash::Hash128;
 use anyhow::{Context, Result, bail};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -124,4 +126,75 @@ pub(crate) fn write_list(
         );
     }
     Ok(())
+}
+
+/// The forget list's part in what every file store's layers do: keys
+/// recorded again leave it, and a window's entries go with their slices.
+impl Layers {
+    /// Takes the keys recorded now off the forget list (`seen`: their
+    /// verdicts, which a listed key's turn to new): a forgotten key that is
+    /// recorded again is present again. Returns how many verdicts turned.
+    pub(super) fn unforget(&mut self, hashes: &[Hash128], seen: Option<&mut Vec<bool>>) -> u64 {
+        if self.forget.is_empty() {
+            return 0;
+        }
+        let mut turned = 0;
+        let mut take = |h: Hash128, forget: &mut ForgetList| {
+            forget
+                .remove(h)
+                .is_some()
+                .then(|| self.forget_removed.push(h))
+                .is_some()
+        };
+        // Without a window a listed key is held (its bits are never
+        // cleared), so only keys judged present can be listed.
+        let any = self.header.window.is_some();
+        match seen {
+            Some(seen) => {
+                for (i, (&h, s)) in hashes.iter().zip(seen.iter_mut()).enumerate() {
+                    if let Some(&ahead) = hashes.get(i + AHEAD) {
+                        self.forget.prefetch(ahead);
+                    }
+                    if *s || any {
+                        // Listed: off the list; judged present, it turns
+                        // new (judged new, its slice expired: it was new).
+                        let listed = take(h, &mut self.forget);
+                        if listed && *s {
+                            *s = false;
+                            turned += 1;
+                        }
+                    }
+                }
+            }
+            None => {
+                for (i, &h) in hashes.iter().enumerate() {
+                    if let Some(&ahead) = hashes.get(i + AHEAD) {
+                        self.forget.prefetch(ahead);
+                    }
+                    take(h, &mut self.forget);
+                }
+            }
+        }
+        self.forget_changed |= !self.forget_removed.is_empty();
+        turned
+    }
+
+    /// Takes off the forget list the keys no live layer holds any more
+    /// (their slices expired): they are absent without it, so a window's
+    /// list keeps an entry only as long as the slices that held its key.
+    /// Called when a slice starts.
+    pub(super) fn prune_forget(&mut self) {
+        if self.forget.is_empty() {
+            return;
+        }
+        let keys = self.forget.entries().to_vec();
+        let mut held = Vec::new();
+        contains_in(&self.header, &self.maps, &keys, &mut held);
+        for (&h, held) in keys.iter().zip(held) {
+            if !held {
+                self.forget.remove(h);
+                self.forget_changed = true;
+            }
+        }
+    }
 }

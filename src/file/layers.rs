@@ -9,7 +9,7 @@
 use super::checksum::Stale;
 use super::map::huge_pages;
 use super::populate::{self, Populating, Populator};
-use crate::filter::forget::{AHEAD, ForgetList};
+use crate::filter::forget::ForgetList;
 use crate::filter::sizing::{self, Plan, Spec};
 use crate::filter::{self, LayerBits};
 use crate::format::{self, Header, LayerEntry, VERSION_MINOR, WindowState};
@@ -459,54 +459,6 @@ impl Layers {
         Ok(())
     }
 
-    /// Takes the keys recorded now off the forget list (`seen`: their
-    /// verdicts, which a listed key's turn to new): a forgotten key that is
-    /// recorded again is present again. Returns how many verdicts turned.
-    fn unforget(&mut self, hashes: &[Hash128], seen: Option<&mut Vec<bool>>) -> u64 {
-        if self.forget.is_empty() {
-            return 0;
-        }
-        let mut turned = 0;
-        let mut take = |h: Hash128, forget: &mut ForgetList| {
-            forget
-                .remove(h)
-                .is_some()
-                .then(|| self.forget_removed.push(h))
-                .is_some()
-        };
-        // Without a window a listed key is held (its bits are never
-        // cleared), so only keys judged present can be listed.
-        let any = self.header.window.is_some();
-        match seen {
-            Some(seen) => {
-                for (i, (&h, s)) in hashes.iter().zip(seen.iter_mut()).enumerate() {
-                    if let Some(&ahead) = hashes.get(i + AHEAD) {
-                        self.forget.prefetch(ahead);
-                    }
-                    if *s || any {
-                        // Listed: off the list; judged present, it turns
-                        // new (judged new, its slice expired: it was new).
-                        let listed = take(h, &mut self.forget);
-                        if listed && *s {
-                            *s = false;
-                            turned += 1;
-                        }
-                    }
-                }
-            }
-            None => {
-                for (i, &h) in hashes.iter().enumerate() {
-                    if let Some(&ahead) = hashes.get(i + AHEAD) {
-                        self.forget.prefetch(ahead);
-                    }
-                    take(h, &mut self.forget);
-                }
-            }
-        }
-        self.forget_changed |= !self.forget_removed.is_empty();
-        turned
-    }
-
     /// With a window, moves its clock to the time this run works at
     /// ([`WindowState::time`]): called before a slice is named or looked
     /// up for writing, so that lines judged at a time are recorded at that
@@ -613,25 +565,6 @@ impl Layers {
             target_fpp: self.header.target_fpp,
             growth: self.header.growth,
             window: self.header.window.map(|w| w.window),
-        }
-    }
-
-    /// Takes off the forget list the keys no live layer holds any more
-    /// (their slices expired): they are absent without it, so a window's
-    /// list keeps an entry only as long as the slices that held its key.
-    /// Called when a slice starts.
-    fn prune_forget(&mut self) {
-        if self.forget.is_empty() {
-            return;
-        }
-        let keys = self.forget.entries().to_vec();
-        let mut held = Vec::new();
-        contains_in(&self.header, &self.maps, &keys, &mut held);
-        for (&h, held) in keys.iter().zip(held) {
-            if !held {
-                self.forget.remove(h);
-                self.forget_changed = true;
-            }
         }
     }
 
