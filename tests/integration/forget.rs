@@ -14,6 +14,14 @@ fn present(dir: &std::path::Path, filter: &str, keys: &[u8]) -> u64 {
     r.stdout_str().trim().parse().unwrap()
 }
 
+/// `seen build -q FLAGS FILE` in `dir`, exit 0.
+fn build_from(dir: &std::path::Path, flags: &[&str], file: &std::path::Path) {
+    let mut args: Vec<&std::ffi::OsStr> = vec!["build".as_ref(), "-q".as_ref()];
+    args.extend(flags.iter().map(std::ffi::OsStr::new));
+    args.push(file.as_os_str());
+    seen(dir, args).code(0);
+}
+
 /// The lines of `data` picked by `keep` (by index).
 fn pick(data: &[u8], keep: impl Fn(usize) -> bool) -> Vec<u8> {
     let mut out = Vec::new();
@@ -36,21 +44,11 @@ fn forgotten_keys_are_absent_and_no_other_key_changes() {
     let d = tmp();
     let all = numbered("https://example.com/page/", 0..1_000_000);
     let input = write(&d, "all.txt", &all);
-    seen(
+    build_from(
         d.path(),
-        [
-            "build".as_ref(),
-            "-q".as_ref(),
-            "-n".as_ref(),
-            "1M".as_ref(),
-            "-p".as_ref(),
-            "1e-2".as_ref(),
-            "-o".as_ref(),
-            "f.seen".as_ref(),
-            input.as_os_str(),
-        ],
-    )
-    .code(0);
+        &["-n", "1M", "-p", "1e-2", "-o", "f.seen"],
+        &input,
+    );
     let gone = pick(&all, |i| i % 10 == 3);
     let kept = pick(&all, |i| i % 10 != 3);
     let never = numbered("https://example.org/other/", 0..200_000);
@@ -143,22 +141,11 @@ fn a_false_positive_forgotten_becomes_absent() {
     let input = write(&d, "held.txt", &held);
     // Far past its capacity (its one page holds about 2,000): many false
     // positives.
-    seen(
+    build_from(
         d.path(),
-        [
-            "build".as_ref(),
-            "-q".as_ref(),
-            "--fixed".as_ref(),
-            "-n".as_ref(),
-            "200".as_ref(),
-            "-p".as_ref(),
-            "1e-2".as_ref(),
-            "-o".as_ref(),
-            "f.seen".as_ref(),
-            input.as_os_str(),
-        ],
-    )
-    .code(0);
+        &["--fixed", "-n", "200", "-p", "1e-2", "-o", "f.seen"],
+        &input,
+    );
     let others = numbered("other", 0..2000);
     let fps = seen_io(d.path(), ["query", "f.seen"], &others);
     fps.code(0);
@@ -180,21 +167,11 @@ fn writers_and_a_forget_at_once_print_each_forgotten_line_once() {
     let d = tmp();
     let old = numbered("old", 0..40_000);
     let oldf = write(&d, "old.txt", &old);
-    seen(
+    build_from(
         d.path(),
-        [
-            "build".as_ref(),
-            "-q".as_ref(),
-            "-n".as_ref(),
-            "200k".as_ref(),
-            "-p".as_ref(),
-            "1e-9".as_ref(),
-            "-o".as_ref(),
-            "f.seen".as_ref(),
-            oldf.as_os_str(),
-        ],
-    )
-    .code(0);
+        &["-n", "200k", "-p", "1e-9", "-o", "f.seen"],
+        &oldf,
+    );
     let gone = pick(&old, |i| i % 4 == 0);
     let gonef = write(&d, "gone.txt", &gone);
     // Each writer: all the old lines (in another order) and new ones of its
@@ -262,19 +239,7 @@ fn a_killed_forget_leaves_whole_batches() {
     let input = write(&d, "keys.txt", &keys);
     for (t, delay_ms) in [0u64, 15, 40, 80, 150].into_iter().enumerate() {
         let name = format!("f{t}.seen");
-        seen(
-            d.path(),
-            [
-                "build".as_ref(),
-                "-q".as_ref(),
-                "-p".as_ref(),
-                "1e-9".as_ref(),
-                "-o".as_ref(),
-                name.as_ref(),
-                input.as_os_str(),
-            ],
-        )
-        .code(0);
+        build_from(d.path(), &["-p", "1e-9", "-o", &name], &input);
         let mut child = command(d.path())
             .env("SEEN_FORGET_BATCH", "5000")
             .args(["forget", &name, "-f"])

@@ -13,6 +13,65 @@ fn other_clients(c: &mut redis::Connection) -> usize {
     list.lines().count().saturating_sub(1)
 }
 
+/// A `seen dedup -n N --redis-layout LAYOUT -f LOC` fed through a pipe
+/// (its journal in `journal`), after its first batch was written and what
+/// it printed of it read back (`got`).
+struct Streaming {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::process::ChildStdout,
+    got: Vec<u8>,
+}
+
+impl Streaming {
+    fn start(
+        dir: &std::path::Path,
+        journal: &std::path::Path,
+        (n, layout): (&str, &str),
+        loc: &str,
+        first: &[u8],
+    ) -> Streaming {
+        let mut child = command(dir)
+            .env("SEEN_JOURNAL_DIR", journal)
+            .args(["dedup", "-n", n, "--redis-layout", layout, "-f", loc])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        stdin.write_all(first).unwrap();
+        stdin.flush().unwrap();
+        let mut got = vec![0u8; first.len()];
+        stdout.read_exact(&mut got).unwrap();
+        Streaming {
+            child,
+            stdin,
+            stdout,
+            got,
+        }
+    }
+
+    /// Writes `more` (it may be refused: the run may have stopped), closes
+    /// the input, and gives what was printed after the first batch, stderr
+    /// and the exit code.
+    fn finish(mut self, more: &[u8]) -> (Vec<u8>, String, Option<i32>) {
+        let _ = self.stdin.write_all(more);
+        drop(self.stdin);
+        let mut rest = Vec::new();
+        self.stdout.read_to_end(&mut rest).unwrap();
+        let mut err = String::new();
+        self.child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        (rest, err, self.child.wait().unwrap().code())
+    }
+}
+
 /// Issue 40, item 5: a server that closes idle connections (`timeout 1`,
 /// as proxies and NATs do too) does not end a streaming writer that paused
 /// between batches: it reconnects and goes on, exit 0, every line once.
@@ -33,22 +92,9 @@ fn a_writer_idle_past_the_servers_timeout_goes_on() {
             .query(&mut c)
             .unwrap();
         let loc = format!("redis://{}/idle", srv.addr);
-        let mut w = command(d.path())
-            .env("SEEN_JOURNAL_DIR", d.path().join("j"))
-            .args(["dedup", "-n", "10k", "--redis-layout", layout, "-f", &loc])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = w.stdin.take().unwrap();
-        let mut stdout = w.stdout.take().unwrap();
         let first = crate::common::numbered("a", 0..1000);
-        stdin.write_all(&first).unwrap();
-        stdin.flush().unwrap();
-        let mut got = vec![0u8; first.len()];
-        stdout.read_exact(&mut got).unwrap();
-        assert_eq!(got, first, "{layout}");
+        let w = Streaming::start(d.path(), &d.path().join("j"), ("10k", layout), &loc, &first);
+        assert_eq!(w.got, first, "{layout}");
         // The server closes the writer's connection: wait until it has.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         while other_clients(&mut c) > 0 {
@@ -61,13 +107,8 @@ fn a_writer_idle_past_the_servers_timeout_goes_on() {
         let second = crate::common::numbered("b", 0..1000);
         let mut both = second.clone();
         both.extend_from_slice(&first);
-        stdin.write_all(&both).unwrap();
-        drop(stdin);
-        let mut rest = Vec::new();
-        stdout.read_to_end(&mut rest).unwrap();
-        let mut err = String::new();
-        w.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-        assert_eq!(w.wait().unwrap().code(), Some(0), "{layout}: {err}");
+        let (rest, err, code) = w.finish(&both);
+        assert_eq!(code, Some(0), "{layout}: {err}");
         assert_eq!(rest, second, "{layout}: {err}");
     }
 }
@@ -305,20 +346,13 @@ fn a_refused_test_and_set_prints_each_line_once() {
         let j = d.path().join("j").display().to_string();
         let first = crate::common::numbered("a", 0..20_000);
         let second = crate::common::numbered("b", 0..20_000);
-        let mut w = command(d.path())
-            .env("SEEN_JOURNAL_DIR", &j)
-            .args(["dedup", "-n", "100k", "--redis-layout", layout, "-f", &loc])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = w.stdin.take().unwrap();
-        let mut stdout = w.stdout.take().unwrap();
-        stdin.write_all(&first).unwrap();
-        stdin.flush().unwrap();
-        let mut got = vec![0u8; first.len()];
-        stdout.read_exact(&mut got).unwrap();
+        let w = Streaming::start(
+            d.path(),
+            std::path::Path::new(&j),
+            ("100k", layout),
+            &loc,
+            &first,
+        );
         let mut c = srv.conn();
         let _: () = redis::cmd("CONFIG")
             .arg("SET")
@@ -326,13 +360,9 @@ fn a_refused_test_and_set_prints_each_line_once() {
             .arg("1")
             .query(&mut c)
             .unwrap();
-        let _ = stdin.write_all(&second);
-        drop(stdin);
-        let mut rest = Vec::new();
-        stdout.read_to_end(&mut rest).unwrap();
-        let mut err = String::new();
-        w.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-        assert_eq!(w.wait().unwrap().code(), Some(2), "{layout}: {err}");
+        let got = w.got.clone();
+        let (rest, err, code) = w.finish(&second);
+        assert_eq!(code, Some(2), "{layout}: {err}");
         assert!(err.contains("OOM"), "{layout}: {err}");
         let _: () = redis::cmd("CONFIG")
             .arg("SET")
@@ -508,32 +538,19 @@ fn a_run_whose_filter_vanished_counts_nothing() {
         let d = crate::common::tmp();
         let srv = Private::start(d.path());
         let loc = format!("redis://{}/vanished", srv.addr);
-        let mut w = command(d.path())
-            .env("SEEN_JOURNAL_DIR", d.path().join("j"))
-            .args(["dedup", "-n", "100k", "--redis-layout", layout, "-f", &loc])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = w.stdin.take().unwrap();
-        let mut stdout = w.stdout.take().unwrap();
         let first = crate::common::numbered("a", 0..1000);
-        stdin.write_all(&first).unwrap();
-        stdin.flush().unwrap();
-        let mut got = vec![0u8; first.len()];
-        stdout.read_exact(&mut got).unwrap();
+        let w = Streaming::start(
+            d.path(),
+            &d.path().join("j"),
+            ("100k", layout),
+            &loc,
+            &first,
+        );
+        assert_eq!(w.got, first, "{layout}");
         let mut c = srv.conn();
         let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
-        stdin
-            .write_all(&crate::common::numbered("b", 0..1000))
-            .unwrap();
-        drop(stdin);
-        let mut rest = Vec::new();
-        stdout.read_to_end(&mut rest).unwrap();
-        let mut err = String::new();
-        w.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-        assert_eq!(w.wait().unwrap().code(), Some(2), "{layout}: {err}");
+        let (_, err, code) = w.finish(&crate::common::numbered("b", 0..1000));
+        assert_eq!(code, Some(2), "{layout}: {err}");
         assert!(
             err.contains("replaced or deleted during this run"),
             "{layout}: {err}"
