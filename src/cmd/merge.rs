@@ -77,39 +77,15 @@ pub fn run(a: MergeArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The forget list of the union of `inputs`: a key one of them forgot
-/// stays forgotten when no input holds it as present (each may have
-/// forgotten it too, or never held it); a key one forgot and another holds
-/// is present in the union, as in that input.
+/// The forget list of the union of `inputs` ([`ForgetList::merged`]).
 ///
 /// # Errors
 /// A store that cannot be read.
 fn merged_list(inputs: &mut [Input]) -> Result<ForgetList> {
-    let mut candidates = ForgetList::new();
-    for i in inputs.iter() {
-        for &h in i.opened.forget_list().entries() {
-            candidates.insert(h);
-        }
-    }
-    if candidates.is_empty() {
-        return Ok(candidates);
-    }
-    let keys = candidates.entries().to_vec();
-    let mut kept = vec![true; keys.len()];
-    let mut present = Vec::new();
-    for i in inputs.iter_mut() {
-        i.opened.contains_batch(&keys, &mut present)?;
-        for (k, p) in kept.iter_mut().zip(&present) {
-            *k &= !p;
-        }
-    }
-    let mut out = ForgetList::new();
-    for (h, k) in keys.into_iter().zip(kept) {
-        if k {
-            out.insert(h);
-        }
-    }
-    Ok(out)
+    let lists: Vec<ForgetList> = inputs.iter().map(|i| i.opened.forget_list()).collect();
+    ForgetList::merged(&lists, |i, keys, out| {
+        inputs[i].opened.contains_batch(keys, out)
+    })
 }
 
 /// What each of `inputs` points at now, in order.

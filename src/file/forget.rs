@@ -10,33 +10,55 @@
 
 use super::layers::{Layers, contains_in};
 use crate::filter::forget::{AHEAD, ENTRY_BYTES, ForgetList};
-use crate::format::{ALIGN, FORGET_PAGE_ENTRIES, ForgetEntry, Header, forget_sum};
+use crate::format::{ALIGN, ForgetEntry, Header, forget_room, forget_sum};
 use crate::hash::Hash128;
 use anyhow::{Context, Result, bail};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-/// The list `header` names in `file` (empty when it has none), and whether
-/// its entries do not match the checksum the header records (stale in a
-/// dirty file, whose writer stopped between entries and header; damage in
-/// a clean one).
+/// The list `header` names in `file` (empty when it has none), as a
+/// reader takes it: its checksum is not computed (as for the layers' bits,
+/// a lookup trusts the file; `seen verify` checks it: [`list_mismatch`]).
 ///
 /// # Errors
 /// Entries that cannot be read.
-pub(crate) fn read_list(file: &File, path: &Path, header: &Header) -> Result<(ForgetList, bool)> {
+pub(crate) fn read_list(file: &File, path: &Path, header: &Header) -> Result<ForgetList> {
+    Ok(read_summed(file, path, header, false)?.0)
+}
+
+/// Whether the entries of the list `header` names do not match the
+/// checksum it records (stale in a dirty file, whose writer stopped between
+/// entries and header; damage in a clean one).
+///
+/// # Errors
+/// Entries that cannot be read.
+pub(crate) fn list_mismatch(file: &File, path: &Path, header: &Header) -> Result<bool> {
+    let Some(f) = header.forget else {
+        return Ok(false);
+    };
+    Ok(forget_sum(&read_entries(file, path, &f)?) != f.sum)
+}
+
+/// The list, and with `check` whether it does not match its checksum.
+fn read_summed(
+    file: &File,
+    path: &Path,
+    header: &Header,
+    check: bool,
+) -> Result<(ForgetList, bool)> {
     let Some(f) = header.forget else {
         return Ok((ForgetList::new(), false));
     };
     let bytes = read_entries(file, path, &f)?;
-    let mismatch = forget_sum(&bytes) != f.sum;
+    let mismatch = check && forget_sum(&bytes) != f.sum;
     let list = ForgetList::decode(&bytes, f.count)
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     Ok((list, mismatch))
 }
 
-/// [`read_list`] for a writer: a clean file's list must match its checksum
-/// (a writer rewrites it with a fresh one, which would hide damage `seen
+/// The list for a writer: a clean file's list must match its checksum (a
+/// writer rewrites it with a fresh one, which would hide damage `seen
 /// verify` reports); a dirty file's is taken as it is, `stale` then.
 ///
 /// # Errors
@@ -46,7 +68,7 @@ pub(crate) fn read_list_to_write(
     path: &Path,
     header: &Header,
 ) -> Result<(ForgetList, bool)> {
-    let (list, mismatch) = read_list(file, path, header)?;
+    let (list, mismatch) = read_summed(file, path, header, true)?;
     if let Some(f) = header.forget.filter(|_| mismatch && !header.is_dirty()) {
         bail!("{}", damaged(path, &f));
     }
@@ -91,7 +113,7 @@ pub(crate) fn write_list(
     list: &ForgetList,
 ) -> Result<()> {
     let count = list.len() as u64;
-    let room = count.max(1).next_multiple_of(FORGET_PAGE_ENTRIES);
+    let room = forget_room(count);
     let end = header.file_len();
     let (offset, room, old) = match header.forget {
         Some(f) if count <= f.room => (f.offset, f.room, None),
@@ -139,40 +161,24 @@ impl Layers {
             return 0;
         }
         let mut turned = 0;
-        let mut take = |h: Hash128, forget: &mut ForgetList| {
-            forget
-                .remove(h)
-                .is_some()
-                .then(|| self.forget_removed.push(h))
-                .is_some()
-        };
-        // Without a window a listed key is held (its bits are never
-        // cleared), so only keys judged present can be listed.
-        let any = self.header.window.is_some();
-        match seen {
-            Some(seen) => {
-                for (i, (&h, s)) in hashes.iter().zip(seen.iter_mut()).enumerate() {
-                    if let Some(&ahead) = hashes.get(i + AHEAD) {
-                        self.forget.prefetch(ahead);
-                    }
-                    if *s || any {
-                        // Listed: off the list; judged present, it turns
-                        // new (judged new, its slice expired: it was new).
-                        let listed = take(h, &mut self.forget);
-                        if listed && *s {
-                            *s = false;
-                            turned += 1;
-                        }
-                    }
-                }
+        // Keys recorded without a verdict may each be listed; with verdicts,
+        // without a window, only keys judged present can be (a listed key's
+        // bits are never cleared).
+        let any = seen.is_none() || self.header.window.is_some();
+        let mut seen = seen;
+        for (i, &h) in hashes.iter().enumerate() {
+            if let Some(&ahead) = hashes.get(i + AHEAD) {
+                self.forget.prefetch(ahead);
             }
-            None => {
-                for (i, &h) in hashes.iter().enumerate() {
-                    if let Some(&ahead) = hashes.get(i + AHEAD) {
-                        self.forget.prefetch(ahead);
-                    }
-                    take(h, &mut self.forget);
-                }
+            let present = seen.as_deref().is_some_and(|s| s[i]);
+            if !(present || any) || self.forget.remove(h).is_none() {
+                continue;
+            }
+            self.forget_removed.push(h);
+            // Judged present, it turns new (judged new, its slice expired).
+            if let Some(s) = seen.as_deref_mut().filter(|_| present) {
+                s[i] = false;
+                turned += 1;
             }
         }
         self.forget_changed |= !self.forget_removed.is_empty();

@@ -31,7 +31,7 @@ fn with_room_for(mut h: Header, forget: &ForgetList) -> Header {
         let count = forget.len() as u64;
         h.forget = Some(crate::format::ForgetEntry {
             offset: h.file_len().next_multiple_of(crate::format::ALIGN),
-            room: count.next_multiple_of(crate::format::FORGET_PAGE_ENTRIES),
+            room: crate::format::forget_room(count),
             count,
             sum: 0,
         });

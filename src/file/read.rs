@@ -2,7 +2,7 @@
 //! (`query`, `stats`, `verify`), its layers mapped read-only.
 
 use super::checksum::damaged;
-use super::forget::read_list;
+use super::forget::{list_mismatch, read_list};
 use super::header::open_checked;
 use super::layers::contains_in;
 use super::map::map_read;
@@ -25,9 +25,6 @@ pub struct ReadFilter {
     header: Header,
     /// The keys forgotten ([`crate::filter::forget`]).
     forget: ForgetList,
-    /// Its entries do not match their checksum (stale in a dirty file,
-    /// damaged in a clean one: `seen verify` says which).
-    forget_mismatch: bool,
 }
 
 impl ReadFilter {
@@ -42,14 +39,13 @@ impl ReadFilter {
             .iter()
             .map(|l| map_read(&file, path, l))
             .collect::<Result<_>>()?;
-        let (forget, forget_mismatch) = read_list(&file, path, &header)?;
+        let forget = read_list(&file, path, &header)?;
         Ok(ReadFilter {
             path: path.to_path_buf(),
             file,
             maps,
             header,
             forget,
-            forget_mismatch,
         })
     }
 
@@ -68,9 +64,13 @@ impl ReadFilter {
         &self.forget
     }
 
-    /// Whether the forget list's entries do not match their checksum.
-    pub(crate) fn forget_mismatch(&self) -> bool {
-        self.forget_mismatch
+    /// Whether the forget list's entries do not match their checksum
+    /// (stale in a dirty file, damaged in a clean one).
+    ///
+    /// # Errors
+    /// Entries that cannot be read.
+    pub(crate) fn forget_mismatch(&self) -> Result<bool> {
+        list_mismatch(&self.file, &self.path, &self.header)
     }
 
     /// Bit array of layer `i`.
@@ -109,7 +109,9 @@ impl ReadFilter {
         if self.header.is_dirty() {
             return Ok(());
         }
-        if let Some(f) = self.header.forget.filter(|_| self.forget_mismatch) {
+        if let Some(f) = self.header.forget
+            && self.forget_mismatch()?
+        {
             bail!("{}", super::forget::damaged(&self.path, &f));
         }
         let name = self.path.display().to_string();

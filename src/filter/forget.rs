@@ -11,11 +11,11 @@
 //!
 //! Stored, the list is its entries, 16 bytes each (the hash's low then high
 //! half, little-endian), in no particular order, with a count kept apart
-//! (a filter file's header). Changes are made so that every prefix of the
-//! writes a writer does leaves a valid list (see [`ForgetList::remove`]):
-//! an entry is added by writing it past the count, then the count; one is
-//! removed by writing the last entry over it, then the count. A decoder
-//! tolerates an entry listed twice (a removal cut short).
+//! (a filter file's header). The stored order is the in-memory one: an
+//! entry is added at the end, and a removed one gets the last entry in its
+//! place ([`ForgetList::remove`] says where), so an image rewritten slot by
+//! slot and cut short holds, under the old count, only entries the list
+//! held before. A decoder tolerates an entry listed twice (such a cut).
 //!
 //! In memory the entries are indexed by an open-addressing table over their
 //! low halves (uniform hash bits), so a lookup costs a probe or two, and the
@@ -247,29 +247,43 @@ impl ForgetList {
         n
     }
 
-    /// The list of the union of two filters `a` and `b`: an entry of either
-    /// list stays when the other filter does not hold its key as present
-    /// (it forgot it too, or never held it: `b_holds`/`a_holds` ask the
-    /// other's layers). A key one filter forgot and the other holds is
-    /// present in the union.
-    pub fn merged(
-        a: &ForgetList,
-        a_holds: &dyn Fn(Hash128) -> bool,
-        b: &ForgetList,
-        b_holds: &dyn Fn(Hash128) -> bool,
-    ) -> ForgetList {
-        let mut out = ForgetList::new();
-        for &h in a.entries() {
-            if b.contains(h) || !b_holds(h) {
-                out.insert(h);
+    /// The list of the union of filters whose lists are `lists`: an entry
+    /// of any list stays when no filter holds its key as present (each
+    /// forgot it too, or never held it); a key one forgot and another holds
+    /// is present in the union, as in that filter. `present(i, keys, out)`
+    /// asks filter `i` which of `keys` are present (its list applied).
+    ///
+    /// # Errors
+    /// What `present` fails with.
+    pub fn merged<E>(
+        lists: &[ForgetList],
+        mut present: impl FnMut(usize, &[Hash128], &mut Vec<bool>) -> Result<(), E>,
+    ) -> Result<ForgetList, E> {
+        let mut candidates = ForgetList::new();
+        for l in lists {
+            for &h in l.entries() {
+                candidates.insert(h);
             }
         }
-        for &h in b.entries() {
-            if !a_holds(h) {
-                out.insert(h);
+        if candidates.is_empty() {
+            return Ok(candidates);
+        }
+        let keys = candidates.entries();
+        let mut kept = vec![true; keys.len()];
+        let mut out = Vec::new();
+        for i in 0..lists.len() {
+            present(i, keys, &mut out)?;
+            for (k, p) in kept.iter_mut().zip(&out) {
+                *k &= !p;
             }
         }
-        out
+        let mut merged = ForgetList::new();
+        for (&h, k) in keys.iter().zip(kept) {
+            if k {
+                merged.insert(h);
+            }
+        }
+        Ok(merged)
     }
 
     /// Makes room for `more` entries, keeping the table at most half full.
@@ -469,10 +483,14 @@ mod tests {
                 if a_forgot[i] && a_held[i] { a.insert(key(i)); }
                 if b_forgot[i] && b_held[i] { b.insert(key(i)); }
             }
-            let idx = |k: Hash128| k.hi as usize;
-            let a_holds = |k: Hash128| a_held[idx(k)];
-            let b_holds = |k: Hash128| b_held[idx(k)];
-            let m = ForgetList::merged(&a, &a_holds, &b, &b_holds);
+            let held = [&a_held, &b_held];
+            let lists = [a.clone(), b.clone()];
+            let m = ForgetList::merged(&lists, |i, keys, out| {
+                out.clear();
+                out.extend(keys.iter().map(|k| held[i][k.hi as usize] && !lists[i].contains(*k)));
+                Ok::<(), ()>(())
+            })
+            .unwrap();
             for i in 0..30 {
                 let a_present = a_held[i] && !a.contains(key(i));
                 let b_present = b_held[i] && !b.contains(key(i));

@@ -180,6 +180,12 @@ impl ForgetEntry {
     }
 }
 
+/// The room a forget list of `count` entries takes: whole pages, one at
+/// least.
+pub(crate) fn forget_room(count: u64) -> u64 {
+    count.max(1).next_multiple_of(FORGET_PAGE_ENTRIES)
+}
+
 /// The checksum a [`ForgetEntry`] records for its listed entries' bytes.
 pub(crate) fn forget_sum(entries: &[u8]) -> u64 {
     xxh3_64(entries)

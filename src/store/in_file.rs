@@ -165,7 +165,7 @@ fn verify_file(path: &Path, repair: bool, progress: Show, out: &mut dyn Write) -
     }
     drop(bar);
     if let Some(fl) = h.forget
-        && f.forget_mismatch()
+        && f.forget_mismatch()?
     {
         damaged += 1;
         writeln!(
