@@ -67,9 +67,10 @@ pub fn run(a: ForgetArgs) -> Result<ExitCode> {
     let mut filter = Opened::open(&place, None)?;
     if filter.forgets().is_none() {
         bail!(
-            "{}: a Redis filter cannot forget keys yet (filter files can); to drop keys \
-             from it, copy it to a file (`seen copy`), forget them there, and copy it back \
-             with --force",
+            "{}: a Redis filter in the Bloom layout (`--redis-layout bloom`) cannot forget \
+             keys (filter files and Redis filters of fingerprint sets can); to drop keys from \
+             it, copy it to a file (`seen copy`), forget them there, and copy it back with \
+             --force",
             a.filter
         );
     }

@@ -50,13 +50,17 @@ pub(super) fn pack_bitfield_set(key: &str, offs: &[u64]) -> Vec<u8> {
 /// The parts of a test-and-set in flight (see `RedisFilter::test_and_set`).
 #[derive(Default)]
 pub(super) struct Parts {
-    /// Sent, replies not read yet, with the key of each operation.
-    pub(super) in_flight: std::collections::VecDeque<(Sent, Vec<Vec<u32>>)>,
+    /// Sent, replies not read yet, with the key of each operation, and the
+    /// first command that takes a key off a forget list (`SREM`, after the
+    /// test-and-sets; the commands' number when there are none).
+    pub(super) in_flight: std::collections::VecDeque<(Sent, Vec<Vec<u32>>, usize)>,
     /// The first failure.
     pub(super) failed: Option<anyhow::Error>,
     /// Keys whose commands were sent and whose replies were lost or
     /// refused: the server may or may not have recorded them.
     lost: Vec<u32>,
+    /// Keys taken off a forget list (their `SREM` returned 1).
+    pub(super) unlisted: u64,
 }
 
 impl Parts {
@@ -74,7 +78,7 @@ impl Parts {
     /// will not be read (the connections were dropped): their keys are
     /// lost too.
     pub(super) fn fail(&mut self, e: anyhow::Error, new: &mut [bool]) {
-        for (_, owners) in std::mem::take(&mut self.in_flight) {
+        for (_, owners, _) in std::mem::take(&mut self.in_flight) {
             self.mark(&owners, new);
         }
         self.failed.get_or_insert(e);
@@ -151,7 +155,7 @@ impl Parts {
     /// redirected some of its commands, every other part is read first, then
     /// the redirected commands are sent again, in order.
     pub(super) fn settle_front(&mut self, client: &mut Client, new: &mut [bool]) {
-        let Some((sent, owners)) = self.in_flight.pop_front() else {
+        let Some((sent, owners, unlists)) = self.in_flight.pop_front() else {
             return;
         };
         let raw = match client.recv_raw(sent) {
@@ -162,14 +166,14 @@ impl Parts {
             }
         };
         if !raw.redirected() {
-            return self.apply(client, raw, &owners, new);
+            return self.apply(client, raw, &owners, unlists, new);
         }
-        let mut raws = vec![(raw, owners)];
-        while let Some((sent, owners)) = self.in_flight.pop_front() {
+        let mut raws = vec![(raw, owners, unlists)];
+        while let Some((sent, owners, unlists)) = self.in_flight.pop_front() {
             match client.recv_raw(sent) {
-                Ok(raw) => raws.push((raw, owners)),
+                Ok(raw) => raws.push((raw, owners, unlists)),
                 Err(f) => {
-                    for (_, o) in &raws {
+                    for (_, o, _) in &raws {
                         self.mark(o, new);
                     }
                     self.mark(&owners, new);
@@ -177,19 +181,28 @@ impl Parts {
                 }
             }
         }
-        for (raw, owners) in raws {
+        for (raw, owners, unlists) in raws {
             if self.failed.is_some() {
                 self.mark(&owners, new);
                 continue;
             }
-            self.apply(client, raw, &owners, new);
+            self.apply(client, raw, &owners, unlists, new);
         }
     }
 
     /// Sends again what `raw` has redirected, then takes its replies: a key
-    /// whose bit came back 0 is new; a command answered with an error (or
-    /// whose reply is lost) counts all its keys as new and fails the run.
-    fn apply(&mut self, client: &mut Client, raw: Raw, owners: &[Vec<u32>], new: &mut [bool]) {
+    /// whose bit came back 0 is new, or whose `SADD` or `SREM` (from
+    /// command `unlists` on) returned 1; a command answered with an error
+    /// (or whose reply is lost) counts all its keys as new and fails the
+    /// run.
+    fn apply(
+        &mut self,
+        client: &mut Client,
+        raw: Raw,
+        owners: &[Vec<u32>],
+        unlists: usize,
+        new: &mut [bool],
+    ) {
         let loc = client.location().clone();
         let replies = match client.finish(raw) {
             Ok(r) => r,
@@ -198,7 +211,7 @@ impl Parts {
                 return self.fail(f.into_error(), new);
             }
         };
-        for (v, who) in replies.iter().zip(owners) {
+        for (at, (v, who)) in replies.iter().zip(owners).enumerate() {
             match v {
                 Value::Array(old) => {
                     for (o, &i) in old.iter().zip(who.iter()) {
@@ -207,10 +220,12 @@ impl Parts {
                         }
                     }
                 }
-                // `SADD` of one key's fingerprint: 1 when it was not there.
+                // `SADD` of one key's fingerprint: 1 when it was not there;
+                // `SREM` of its hash from a forget list: 1 when it was.
                 Value::Int(n) if who.len() == 1 => {
                     if *n == 1 {
                         new[who[0] as usize] = true;
+                        self.unlisted += u64::from(at >= unlists);
                     }
                 }
                 other => {

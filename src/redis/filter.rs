@@ -478,7 +478,7 @@ impl RedisFilter {
             &format!("inserts:{newest}"),
             self.added,
             capacity,
-            &self.meta,
+            (&self.meta, &self.meta),
             "its false-positive rate is above its target",
         )?;
         self.added = 0;
@@ -639,7 +639,8 @@ impl RedisFilter {
             match self.client.send(cmds) {
                 Ok(sent) => {
                     sent_any = true;
-                    t.in_flight.push_back((sent, owners));
+                    let n = owners.len();
+                    t.in_flight.push_back((sent, owners, n));
                 }
                 Err(Failure::NotSent(e)) => {
                     if !sent_any {

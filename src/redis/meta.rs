@@ -53,9 +53,9 @@ pub(super) type Meta = (Header, Vec<u8>, u64);
 pub(super) enum Found {
     /// Bloom layers in shards.
     Bloom(Meta),
-    /// Fingerprint sets: what the meta records, its bytes, and a header
+    /// Fingerprint sets: what the meta records, a header
     /// with the counters' time, and the lines recorded.
-    Sets(SetsMeta, Vec<u8>, Header, u64),
+    Sets(SetsMeta, Header, u64),
 }
 
 /// Reads the meta and counters of the filter at `loc`, in either layout;
@@ -68,7 +68,7 @@ pub(super) fn read_any(client: &mut Client, loc: &Location) -> Result<Option<Fou
         let meta = SetsMeta::decode(loc, &v)?;
         let mut header = meta.header();
         let inserts = read_counters(client, loc, &meta.count_field(), &mut header)?;
-        return Ok(Some(Found::Sets(meta, v, header, inserts)));
+        return Ok(Some(Found::Sets(meta, header, inserts)));
     }
     read_bloom(client, loc, v).map(|m| Some(Found::Bloom(m)))
 }
@@ -148,7 +148,8 @@ pub(super) fn delete(client: &mut Client, loc: &Location, old: Found) -> Result<
 
 /// `HINCRBY KEYS[2] ARGV[2] ARGV[3]` when `KEYS[1]` (the meta key) holds
 /// `ARGV[1]`; else nil, and nothing changes.
-const COMMIT_SCRIPT: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+const COMMIT_SCRIPT: &str = "local m = redis.call('GET', KEYS[1]) \
+     if m == ARGV[1] or m == ARGV[4] then \
      return redis.call('HINCRBY', KEYS[2], ARGV[2], ARGV[3]) else return false end";
 
 /// Data keys of a filter at `loc` that has no meta key (it was lost: a
@@ -194,12 +195,54 @@ pub(super) fn leftovers_advice(loc: &Location, keys: &[String]) -> String {
     )
 }
 
-/// Adds `added` lines recorded as new to counter `field` of
-/// the filter at the client's location, sets its time of change, and
-/// checks that its meta value is still `meta` (a filter replaced under the
-/// run is named); warns when the count passes `capacity` (a Redis filter
-/// does not grow), ending with `what_then` (what that costs). Returns the
-/// count and the time.
+/// Adds `n` to counter `field` of the filter at the client's location while
+/// its meta value is `meta` or `also` (the same filter before and after a
+/// `forget` marked it), in one step: a server restarted empty, or a filter
+/// deleted or made again, gets no count from a run of the old one. Returns
+/// the counter's new value.
+///
+/// # Errors
+/// A server error, a lost connection, or a filter replaced meanwhile.
+pub(super) fn bump_count(
+    client: &mut Client,
+    field: &str,
+    n: i64,
+    meta: &[u8],
+    also: &[u8],
+) -> Result<i64> {
+    let loc = client.location().clone();
+    let v = client.query_once(
+        slot(loc.meta_key().as_bytes()),
+        redis::cmd("EVAL")
+            .arg(COMMIT_SCRIPT)
+            .arg(2)
+            .arg(loc.meta_key())
+            .arg(loc.count_key())
+            .arg(meta)
+            .arg(field)
+            .arg(n)
+            .arg(also)
+            .clone(),
+    )?;
+    if let Some(e) = server_error("the commit of the counters", &loc, &v) {
+        return Err(e);
+    }
+    match v {
+        Value::Int(t) => Ok(t),
+        _ => bail!(
+            "{loc} was replaced or deleted during this run (its meta key is gone or another \
+             filter's; a server restarted empty, evicted it, or was flushed): the lines this \
+             run printed were recorded in data that is no longer that filter's, and its \
+             counters were left alone; check it with `seen verify {loc}`"
+        ),
+    }
+}
+
+/// Adds `added` lines recorded as new to counter `field` of the filter at
+/// the client's location (see [`bump_count`]), sets its time of change;
+/// warns when the count passes `capacity` (a Redis filter does not grow),
+/// ending with `what_then` (what that costs). Returns the count and the
+/// time.
 ///
 /// # Errors
 /// A server error, a lost connection, or a filter replaced meanwhile.
@@ -208,41 +251,13 @@ pub(super) fn add_counts(
     field: &str,
     added: u64,
     capacity: u64,
-    meta: &[u8],
+    meta: (&[u8], &[u8]),
     what_then: &str,
 ) -> Result<(u64, u64)> {
     let loc = client.location().clone();
     let s = slot(loc.meta_key().as_bytes());
-    // The count moves only while the meta key is this run's filter's (in
-    // one step: a server restarted empty, or a filter deleted or made
-    // again, gets no count from a run of the old one).
-    let v = client.query_once(
-        s,
-        redis::cmd("EVAL")
-            .arg(COMMIT_SCRIPT)
-            .arg(2)
-            .arg(loc.meta_key())
-            .arg(loc.count_key())
-            .arg(meta)
-            .arg(field)
-            .arg(added)
-            .clone(),
-    )?;
-    if let Some(e) = server_error("the commit of the counters", &loc, &v) {
-        return Err(e);
-    }
-    if v == Value::Nil {
-        bail!(
-            "{loc} was replaced or deleted during this run (its meta key is gone or another \
-             filter's; a server restarted empty, evicted it, or was flushed): the lines this \
-             run printed were recorded in data that is no longer that filter's, and its \
-             counters were left alone; check it with `seen verify {loc}`"
-        );
-    }
-    let total = match v {
-        Value::Int(t) => u64::try_from(t).unwrap_or(0),
-        _ => 0,
-    };
+    let total = bump_count(client, field, added as i64, meta.0, meta.1)?;
+    let total = u64::try_from(total).unwrap_or(0);
     if added > 0 && total > capacity {
         eprintln!(
             "seen: warning: {loc} holds {} keys, past the {} it was sized for (a filter in \

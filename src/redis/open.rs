@@ -35,8 +35,8 @@ pub(crate) enum Opened {
 fn assemble(client: Client, found: Found, write: bool) -> Result<Opened> {
     Ok(match found {
         Found::Bloom(meta) => Opened::Bloom(RedisFilter::assemble(client, meta, write)?),
-        Found::Sets(meta, bytes, header, inserts) => {
-            let mut f = SetsFilter::assemble(client, meta, bytes, header, write);
+        Found::Sets(meta, header, inserts) => {
+            let mut f = SetsFilter::assemble(client, meta, header, write);
             f.set_inserts(inserts);
             Opened::Sets(f)
         }

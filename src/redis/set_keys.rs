@@ -14,9 +14,17 @@ use redis::Value;
 
 /// Marks the meta value of this layout (bytes 16..24).
 const SETS_MAGIC: &[u8; 8] = b"SEENSETS";
+/// Marks it once the filter has forgotten keys (`seen forget`): seen 0.3,
+/// which does not apply forget lists, does not take it for this layout and
+/// refuses it as a newer format rather than answer forgotten keys present.
+const LISTS_MAGIC: &[u8; 8] = b"SEENSETL";
 /// The format major its meta value begins with: a reader without this
 /// layout refuses it as a newer format, by name.
 const SETS_MAJOR: u16 = 3;
+/// The format major of a marked meta value ([`LISTS_MAGIC`]), with the
+/// length it gives as a file: seen 0.3 reads it as a filter header of a
+/// newer format and says it needs a newer seen.
+const LISTS_MAJOR: u16 = 4;
 /// Where the checksum of the meta value's first part sits.
 const SUM_AT: usize = HEADER_LEN - 8;
 /// The default of `set-max-intset-entries`, used when the server does not
@@ -52,6 +60,8 @@ pub(crate) struct SetsMeta {
     pub limit: u64,
     /// The tag of its set keys.
     pub tag: u32,
+    /// Whether it may have forget lists (marked by the first `forget`).
+    pub lists: bool,
 }
 
 impl SetsMeta {
@@ -90,6 +100,7 @@ impl SetsMeta {
             sets: (capacity as f64 / load).ceil().max(1.0) as u64,
             limit,
             tag: fresh_tag(),
+            lists: false,
         })
     }
 
@@ -118,8 +129,13 @@ impl SetsMeta {
         let mut v = vec![0u8; META_LEN];
         let put = |v: &mut [u8], at: usize, b: &[u8]| v[at..at + b.len()].copy_from_slice(b);
         put(&mut v, 0, &MAGIC);
-        put(&mut v, 8, &SETS_MAJOR.to_le_bytes());
-        put(&mut v, 16, SETS_MAGIC);
+        let major = if self.lists { LISTS_MAJOR } else { SETS_MAJOR };
+        put(&mut v, 8, &major.to_le_bytes());
+        put(
+            &mut v,
+            16,
+            if self.lists { LISTS_MAGIC } else { SETS_MAGIC },
+        );
         put(&mut v, 24, &self.seed.to_le_bytes());
         put(&mut v, 32, &self.keys.to_bits().to_le_bytes());
         put(&mut v, 36, &self.fp_bits.to_le_bytes());
@@ -132,13 +148,37 @@ impl SetsMeta {
         let sum = xxhash_rust::xxh3::xxh3_64(&v[..SUM_AT]);
         put(&mut v, SUM_AT, &sum.to_le_bytes());
         put(&mut v, HEADER_LEN, META_MAGIC);
+        if self.lists {
+            put(&mut v, HEADER_LEN + 16, &(HEADER_LEN as u64).to_le_bytes());
+        }
         v
     }
 
     /// Whether `v` is the meta value of this layout (then
     /// [`SetsMeta::decode`] says whether it is usable).
     pub(crate) fn marks(v: &[u8]) -> bool {
-        v.len() >= 24 && v[..8] == MAGIC && v[16..24] == *SETS_MAGIC
+        v.len() >= 24 && v[..8] == MAGIC && (v[16..24] == *SETS_MAGIC || v[16..24] == *LISTS_MAGIC)
+    }
+
+    /// The meta value as it was before the first `forget` marked it: what
+    /// names the filter for journals and counters, the same before and
+    /// after.
+    pub(crate) fn identity(&self) -> Vec<u8> {
+        SetsMeta {
+            lists: false,
+            ..self.clone()
+        }
+        .encode()
+    }
+
+    /// The fields of the count key that count the keys forget runs listed
+    /// and the keys writers took off the lists (recorded again): while the
+    /// first exceeds the second, writers check the lists.
+    pub(crate) fn list_fields(&self) -> [String; 2] {
+        [
+            format!("forgets:{:08x}", self.tag),
+            format!("unforgets:{:08x}", self.tag),
+        ]
     }
 
     /// Decodes a meta value of this layout.
@@ -172,6 +212,7 @@ impl SetsMeta {
             sets: u64_at(64),
             limit: u64_at(72),
             tag: u32_at(80),
+            lists: v[16..24] == *LISTS_MAGIC,
         };
         if !matches!(m.fp_bits, 32 | 64) || m.sets == 0 || m.capacity == 0 {
             return Err(damaged("a field is out of range"));
@@ -257,6 +298,31 @@ impl SetKeys {
         out.extend_from_slice(&self.tail);
     }
 
+    /// Writes the name of set `j`'s forget list into `out`: the set's name
+    /// and `:f`, in the set's hash slot, so one node answers for both.
+    pub(crate) fn list_name_into(&self, j: u64, out: &mut Vec<u8>) {
+        self.name_into(j, out);
+        out.extend_from_slice(b":f");
+    }
+
+    /// The name of set `j`'s forget list.
+    pub(crate) fn list_name(&self, j: u64) -> String {
+        let mut b = Vec::new();
+        self.list_name_into(j, &mut b);
+        String::from_utf8(b).expect("ASCII")
+    }
+
+    /// `VERB list-of-h hash-of-h` as RESP: the forget list of `h`'s set,
+    /// and its whole 128-bit hash (16 bytes) as the member, so that a key
+    /// forgotten never takes another key that shares its fingerprint.
+    pub(crate) fn list_command(&self, verb: &[u8], h: Hash128, key: &mut Vec<u8>) -> Routed {
+        self.list_name_into(self.set_of(h), key);
+        let mut member = [0u8; 16];
+        member[..8].copy_from_slice(&h.hi.to_le_bytes());
+        member[8..].copy_from_slice(&h.lo.to_le_bytes());
+        pack3(verb, key, &member)
+    }
+
     /// The name of set `j`.
     pub(crate) fn name(&self, j: u64) -> String {
         let mut b = Vec::new();
@@ -269,24 +335,23 @@ impl SetKeys {
         self.name_into(self.set_of(h), key);
         let mut digits = [0u8; 40];
         let fp = itoa(i128::from(self.fingerprint(h)), &mut digits);
-        let mut b = Vec::with_capacity(32 + key.len() + fp.len());
-        b.extend_from_slice(b"*3\r\n$");
-        b.extend_from_slice(itoa(verb.len() as i128, &mut [0; 40]));
+        pack3(verb, key, fp)
+    }
+}
+
+/// `VERB KEY ARG` as RESP, routed to `KEY`'s slot.
+fn pack3(verb: &[u8], key: &[u8], arg: &[u8]) -> Routed {
+    let mut b = Vec::with_capacity(32 + key.len() + arg.len());
+    for (i, part) in [verb, key, arg].into_iter().enumerate() {
+        b.extend_from_slice(if i == 0 { b"*3\r\n$" } else { b"$" });
+        b.extend_from_slice(itoa(part.len() as i128, &mut [0; 40]));
         b.extend_from_slice(b"\r\n");
-        b.extend_from_slice(verb);
-        b.extend_from_slice(b"\r\n$");
-        b.extend_from_slice(itoa(key.len() as i128, &mut [0; 40]));
+        b.extend_from_slice(part);
         b.extend_from_slice(b"\r\n");
-        b.extend_from_slice(key);
-        b.extend_from_slice(b"\r\n$");
-        b.extend_from_slice(itoa(fp.len() as i128, &mut [0; 40]));
-        b.extend_from_slice(b"\r\n");
-        b.extend_from_slice(fp);
-        b.extend_from_slice(b"\r\n");
-        Routed {
-            slot: slot(key),
-            packed: b,
-        }
+    }
+    Routed {
+        slot: slot(key),
+        packed: b,
     }
 }
 
@@ -332,7 +397,7 @@ pub(super) fn intset_limit(client: &mut Client, loc: &Location) -> Option<u64> {
     }
 }
 
-/// `UNLINK`s sets `0..sets` named by `keys`.
+/// `UNLINK`s sets `0..sets` named by `keys`, and their forget lists.
 pub(super) fn unlink_all(client: &mut Client, keys: &SetKeys, sets: u64) -> Result<()> {
     let loc = client.location().clone();
     let mut start = 0;
@@ -341,7 +406,11 @@ pub(super) fn unlink_all(client: &mut Client, keys: &SetKeys, sets: u64) -> Resu
         let cmds = (start..end)
             .map(|j| {
                 let name = keys.name(j);
-                Routed::new(slot(name.as_bytes()), redis::cmd("UNLINK").arg(name))
+                let list = keys.list_name(j);
+                Routed::new(
+                    slot(name.as_bytes()),
+                    redis::cmd("UNLINK").arg(name).arg(list),
+                )
             })
             .collect();
         for v in client.exec(cmds).map_err(Failure::into_error)? {
@@ -415,6 +484,52 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("checksum"), "{e}");
+    }
+
+    #[test]
+    fn a_marked_meta_is_the_same_filter_and_refused_by_0_3() {
+        let loc = Location::parse("redis://127.0.0.1:1/f").unwrap();
+        let m = meta(12_345, 1e-6, 512);
+        let marked = SetsMeta {
+            lists: true,
+            ..m.clone()
+        };
+        let v = marked.encode();
+        assert!(SetsMeta::marks(&v));
+        assert_eq!(SetsMeta::decode(&loc, &v).unwrap(), marked);
+        // The same filter: journals and counters keep its name.
+        assert_eq!(marked.identity(), m.encode());
+        assert_eq!(m.identity(), m.encode());
+        assert_ne!(v, m.encode());
+        // seen 0.3 reads the Bloom layout's headers up to major 3 and does
+        // not know this marker: the header it sees is of major 4, with the
+        // length of a header, so it says a newer seen is needed.
+        assert_eq!(&v[16..24], b"SEENSETL");
+        let len = u64::from_le_bytes(v[HEADER_LEN + 16..HEADER_LEN + 24].try_into().unwrap());
+        let e = Header::decode(&v[..HEADER_LEN], len).unwrap_err().to_string();
+        assert!(e.contains("4.0 is not supported") && e.contains("newer seen"), "{e}");
+    }
+
+    #[test]
+    fn list_commands_name_the_sets_slot_and_the_whole_hash() {
+        let loc = Location::parse("redis://127.0.0.1:1/crawl").unwrap();
+        let keys = SetKeys::new(&loc, &meta(1_000_000, 1e-6, 512));
+        let h = Hash128 {
+            lo: 0x0123_4567_89ab_cdef,
+            hi: 0xfedc_ba98_7654_3210,
+        };
+        let mut key = Vec::new();
+        let set = keys.command(b"SADD", h, &mut key);
+        let list = keys.list_command(b"SREM", h, &mut key);
+        assert_eq!(set.slot, list.slot);
+        let mut member = h.hi.to_le_bytes().to_vec();
+        member.extend_from_slice(&h.lo.to_le_bytes());
+        let name = keys.list_name(keys.set_of(h));
+        assert!(name.ends_with(":f") && name.starts_with(&keys.name(keys.set_of(h))));
+        assert_eq!(
+            list.packed,
+            redis::cmd("SREM").arg(&name).arg(&member).get_packed_command()
+        );
     }
 
     #[test]

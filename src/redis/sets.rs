@@ -27,15 +27,19 @@ use super::location::Location;
 use super::set_keys::{SetKeys, SetsMeta, unlink_all};
 use crate::format::Header;
 use crate::hash::Hash128;
-use crate::pipeline::{Chunk, Journals, Store};
-use anyhow::{Result, anyhow, bail};
+use crate::pipeline::{Chunk, Forgets, Journals, Store};
+use anyhow::{Context, Result, anyhow, bail};
 use redis::Value;
 
 /// A filter in the fingerprint-set layout, open for a run.
 pub(crate) struct SetsFilter {
     client: Client,
     meta: SetsMeta,
+    /// The meta value that names the filter: as it was before a `forget`
+    /// marked it (see [`SetsMeta::identity`]).
     meta_bytes: Vec<u8>,
+    /// The meta value once marked.
+    marked: Vec<u8>,
     keys: SetKeys,
     header: Header,
     /// Lines this run recorded as new, not yet added to the counters.
@@ -52,6 +56,12 @@ pub(crate) struct SetsFilter {
     /// A new filter (`build -o`) whose meta key is written when the run
     /// went well: whether it replaces one there.
     pending: Option<bool>,
+    /// Keys this run took off the forget lists (recorded again), not yet
+    /// added to the counters.
+    unlisted: u64,
+    /// Keys on the forget lists as the counters said after this run's last
+    /// `forget` batch (at most that many: see [`SetsFilter::list_counts`]).
+    listed_now: u64,
 }
 
 impl SetsFilter {
@@ -60,15 +70,21 @@ impl SetsFilter {
     pub(super) fn assemble(
         client: Client,
         meta: SetsMeta,
-        meta_bytes: Vec<u8>,
         header: Header,
         write: bool,
     ) -> SetsFilter {
         let keys = SetKeys::new(client.location(), &meta);
+        let meta_bytes = meta.identity();
+        let marked = SetsMeta {
+            lists: true,
+            ..meta.clone()
+        }
+        .encode();
         SetsFilter {
             client,
             meta,
             meta_bytes,
+            marked,
             keys,
             header,
             added: 0,
@@ -78,6 +94,8 @@ impl SetsFilter {
             write,
             journal: None,
             pending: None,
+            unlisted: 0,
+            listed_now: 0,
         }
     }
 
@@ -110,8 +128,7 @@ impl SetsFilter {
     /// (`Held::finish` of the store), replacing one there with `replace`.
     pub(super) fn new_pending(client: Client, meta: SetsMeta, replace: bool) -> SetsFilter {
         let header = meta.header();
-        let bytes = meta.encode();
-        let mut f = SetsFilter::assemble(client, meta, bytes, header, true);
+        let mut f = SetsFilter::assemble(client, meta, header, true);
         f.pending = Some(replace);
         f
     }
@@ -228,13 +245,144 @@ impl SetsFilter {
             &self.meta.count_field(),
             self.added,
             self.meta.capacity,
-            &self.meta_bytes,
+            (&self.meta_bytes, &self.marked),
             "its sets fill toward set-max-intset-entries (at about 2.4 times its capacity the \
              fullest pass it and take 15 times the memory), and its false-positive rate grows \
              with them (`seen stats` shows both)",
         )?;
         self.added = 0;
         self.header.updated = total.1;
+        if self.unlisted > 0 {
+            let [_, unforgets] = self.meta.list_fields();
+            super::meta::bump_count(
+                &mut self.client,
+                &unforgets,
+                self.unlisted as i64,
+                &self.meta_bytes,
+                &self.marked,
+            )?;
+            self.unlisted = 0;
+        }
+        Ok(())
+    }
+
+    /// The counters of the forget lists: keys forget runs listed, and keys
+    /// writers took off (recorded again). Their difference is at least the
+    /// keys listed now: a `forget` adds to its counter before it lists, a
+    /// writer to its own after it took keys off (and a killed one never).
+    ///
+    /// # Errors
+    /// A server that cannot be reached.
+    pub(crate) fn list_counts(&mut self) -> Result<(u64, u64)> {
+        let loc = self.client.location().clone();
+        let [forgets, unforgets] = self.meta.list_fields();
+        let v = self
+            .client
+            .query(
+                slot(loc.meta_key().as_bytes()),
+                redis::cmd("HMGET")
+                    .arg(loc.count_key())
+                    .arg(&forgets)
+                    .arg(&unforgets)
+                    .clone(),
+            )
+            .context("cannot read the counters")?;
+        if let Some(e) = server_error("HMGET of the counters", &loc, &v) {
+            return Err(e);
+        }
+        let n = |v: &Value| match v {
+            Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse::<u64>().ok(),
+            _ => None,
+        };
+        Ok(match v {
+            Value::Array(items) if items.len() == 2 => {
+                (n(&items[0]).unwrap_or(0), n(&items[1]).unwrap_or(0))
+            }
+            _ => (0, 0),
+        })
+    }
+
+    /// Whether a key may be on a forget list now (see
+    /// [`SetsFilter::list_counts`]). Read for every batch: a batch that
+    /// reads no keys listed was sent before any was, or sees the `forget`
+    /// as after it.
+    ///
+    /// # Errors
+    /// A server that cannot be reached.
+    fn lists_in_use(&mut self) -> Result<bool> {
+        let (listed, unlisted) = self.list_counts()?;
+        Ok(listed > unlisted)
+    }
+
+    /// Marks the meta value as that of a filter with forget lists (once,
+    /// before the first key is listed): seen 0.3, which would answer
+    /// forgotten keys present, then refuses the filter. In one step, and
+    /// only while the meta value is this filter's.
+    ///
+    /// # Errors
+    /// A server error, or a filter replaced meanwhile.
+    fn mark_lists(&mut self) -> Result<()> {
+        const MARK: &str = "local m = redis.call('GET', KEYS[1]) \
+             if m == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) return 1 end \
+             if m == ARGV[2] then return 1 end return false";
+        let loc = self.client.location().clone();
+        let v = self.client.query_once(
+            slot(loc.meta_key().as_bytes()),
+            redis::cmd("EVAL")
+                .arg(MARK)
+                .arg(1)
+                .arg(loc.meta_key())
+                .arg(&self.meta_bytes)
+                .arg(&self.marked)
+                .clone(),
+        )?;
+        if let Some(e) = server_error("marking the meta key", &loc, &v) {
+            return Err(e);
+        }
+        if v != Value::Int(1) {
+            bail!(
+                "{loc} was replaced or deleted during this run (its meta key is gone or another \
+                 filter's): nothing was forgotten; check it with `seen verify {loc}`"
+            );
+        }
+        self.meta.lists = true;
+        Ok(())
+    }
+
+    /// Lookups of a batch: `SISMEMBER` of each key's fingerprint in its set
+    /// and, with `lists`, of its hash in the set's forget list; `out[i]`:
+    /// held and not listed. Pipelined in parts of [`PART_KEYS`] keys.
+    ///
+    /// # Errors
+    /// A server error or a lost connection.
+    fn lookup(&mut self, hashes: &[Hash128], lists: bool, out: &mut Vec<bool>) -> Result<()> {
+        out.clear();
+        let loc = self.client.location().clone();
+        let mut key = Vec::new();
+        let per = 1 + usize::from(lists);
+        for part in hashes.chunks(PART_KEYS) {
+            let mut cmds = Vec::with_capacity(part.len() * per);
+            for &h in part {
+                cmds.push(self.keys.command(b"SISMEMBER", h, &mut key));
+                if lists {
+                    cmds.push(self.keys.list_command(b"SISMEMBER", h, &mut key));
+                }
+            }
+            let replies = self.client.exec(cmds).map_err(Failure::into_error)?;
+            for r in replies.chunks(per) {
+                let mut bits = [false; 2];
+                for (b, v) in bits.iter_mut().zip(r) {
+                    match v {
+                        Value::Int(n) => *b = *n == 1,
+                        other => {
+                            return Err(server_error("SISMEMBER", &loc, other)
+                                .unwrap_or_else(|| anyhow!("{loc}: unexpected SISMEMBER reply")));
+                        }
+                    }
+                }
+                out.push(bits[0] && !bits[1]);
+            }
+        }
         Ok(())
     }
 
@@ -306,14 +454,15 @@ impl SetsFilter {
         unlink_all(&mut self.client, &keys, meta.sets)
     }
 
-    /// Runs `verb` (`SCARD`, `OBJECT ENCODING`) on every set, `per` calls
-    /// at a time, handing each group's replies (with the first set's
-    /// number) to `each`.
+    /// Runs `verb` (`SCARD`, `OBJECT ENCODING`) on every set (or, with
+    /// `lists`, every set's forget list), `per` calls at a time, handing
+    /// each group's replies (with the first set's number) to `each`.
     ///
     /// # Errors
     /// A lost connection, or what `each` returns.
     pub(crate) fn for_every_set(
         &mut self,
+        lists: bool,
         verb: &[&str],
         each: &mut dyn FnMut(u64, Vec<Value>) -> Result<()>,
     ) -> Result<()> {
@@ -323,7 +472,11 @@ impl SetsFilter {
             let end = (start + per).min(self.meta.sets);
             let cmds = (start..end)
                 .map(|j| {
-                    let name = self.keys.name(j);
+                    let name = if lists {
+                        self.keys.list_name(j)
+                    } else {
+                        self.keys.name(j)
+                    };
                     let mut c = redis::cmd(verb[0]);
                     for v in &verb[1..] {
                         c.arg(*v);
@@ -341,13 +494,17 @@ impl SetsFilter {
     /// The test-and-set of a batch: `SADD` of each key's fingerprint into
     /// its set, in parts of [`PART_KEYS`] keys pipelined to every node, the
     /// next part sent before the replies of the one before are read. A key
-    /// is new when its `SADD` returned 1. Failures are handled as by the
-    /// Bloom layout's (`RedisFilter::test_and_set`): a part whose replies
-    /// are lost counts its keys as new, the parts after it are not sent.
+    /// is new when its `SADD` returned 1. With `lists` (some keys are
+    /// forgotten), each `SADD` goes with an `SREM` of the key's hash from
+    /// its set's forget list, in the same slot: a key is new too when its
+    /// `SREM` returned 1, which Redis answers to exactly one writer.
+    /// Failures are handled as by the Bloom layout's
+    /// (`RedisFilter::test_and_set`): a part whose replies are lost counts
+    /// its keys as new, the parts after it are not sent.
     ///
     /// # Errors
     /// When nothing could be sent: nothing was recorded.
-    fn test_and_set(&mut self, hashes: &[Hash128], out: &mut [bool]) -> Result<u64> {
+    fn test_and_set(&mut self, hashes: &[Hash128], lists: bool, out: &mut [bool]) -> Result<u64> {
         let mut new = vec![false; hashes.len()];
         let mut t = Parts::default();
         let mut key = Vec::new();
@@ -358,14 +515,21 @@ impl SetsFilter {
                 out[start..].fill(true);
                 break;
             }
-            let cmds: Vec<Routed> = (start..end)
+            let mut cmds: Vec<Routed> = (start..end)
                 .map(|i| self.keys.command(b"SADD", hashes[i], &mut key))
                 .collect();
-            let owners: Vec<Vec<u32>> = (start..end).map(|i| vec![i as u32]).collect();
+            let mut owners: Vec<Vec<u32>> = (start..end).map(|i| vec![i as u32]).collect();
+            let unlists_from = cmds.len();
+            if lists {
+                for (i, &h) in hashes.iter().enumerate().take(end).skip(start) {
+                    cmds.push(self.keys.list_command(b"SREM", h, &mut key));
+                    owners.push(vec![i as u32]);
+                }
+            }
             match self.client.send(cmds) {
                 Ok(sent) => {
                     sent_any = true;
-                    t.in_flight.push_back((sent, owners));
+                    t.in_flight.push_back((sent, owners, unlists_from));
                 }
                 Err(Failure::NotSent(e)) => {
                     if !sent_any {
@@ -386,11 +550,13 @@ impl SetsFilter {
                 t.settle_front(&mut self.client, &mut new);
             }
         }
+        let unlisted = t.unlisted;
         let (count, broken) =
             t.conclude(&mut self.client, sent_any, new, out, self.journal.as_mut());
         if broken.is_some() {
             self.broken = broken;
         }
+        self.unlisted += unlisted;
         Ok(count)
     }
 }
@@ -418,6 +584,9 @@ pub(crate) struct Census {
     pub empty: u64,
     /// Keys that are not sets (damage: another program wrote there).
     pub wrong: u64,
+    /// Keys on the forget lists (`SCARD` of each), for a filter that ever
+    /// forgot one; `None` otherwise.
+    pub listed: Option<u64>,
 }
 
 impl SetsFilter {
@@ -438,9 +607,10 @@ impl SetsFilter {
             past: 0,
             empty: 0,
             wrong: 0,
+            listed: None,
         };
         let limit = self.meta.limit;
-        self.for_every_set(&["SCARD"], &mut |_, replies| {
+        self.for_every_set(false, &["SCARD"], &mut |_, replies| {
             progress(replies.len() as u64);
             for v in replies {
                 match v {
@@ -457,6 +627,20 @@ impl SetsFilter {
             }
             Ok(())
         })?;
+        if self.meta.lists {
+            let mut listed = 0;
+            self.for_every_set(true, &["SCARD"], &mut |_, replies| {
+                progress(replies.len() as u64);
+                for v in replies {
+                    match v {
+                        Value::Int(n) => listed += u64::try_from(n).unwrap_or(0),
+                        _ => c.wrong += 1,
+                    }
+                }
+                Ok(())
+            })?;
+            c.listed = Some(listed);
+        }
         Ok(c)
     }
 
@@ -471,7 +655,7 @@ impl SetsFilter {
     pub(crate) fn check_sets(&mut self) -> Result<Vec<(String, String, bool)>> {
         let mut bad = Vec::new();
         let names = SetKeys::new(self.client.location(), &self.meta);
-        self.for_every_set(&["OBJECT", "ENCODING"], &mut |start, replies| {
+        self.for_every_set(false, &["OBJECT", "ENCODING"], &mut |start, replies| {
             for (i, v) in replies.into_iter().enumerate() {
                 let name = || names.name(start + i as u64);
                 match v {
@@ -500,7 +684,43 @@ impl SetsFilter {
             }
             Ok(())
         })?;
+        if self.meta.lists {
+            self.for_every_set(true, &["TYPE"], &mut |start, replies| {
+                for (i, v) in replies.into_iter().enumerate() {
+                    if !is(&v, "set") && !is(&v, "none") {
+                        bad.push((
+                            names.list_name(start + i as u64),
+                            format!(
+                                "is not a set but a {}: another program wrote there (the keys \
+                                 it listed as forgotten read as present)",
+                                type_name(&v)
+                            ),
+                            true,
+                        ));
+                    }
+                }
+                Ok(())
+            })?;
+        }
         Ok(bad)
+    }
+}
+
+/// Whether a `TYPE` reply is `t`.
+fn is(v: &Value, t: &str) -> bool {
+    match v {
+        Value::SimpleString(s) => s == t,
+        Value::BulkString(b) => b == t.as_bytes(),
+        _ => false,
+    }
+}
+
+/// A `TYPE` reply, as text.
+fn type_name(v: &Value) -> String {
+    match v {
+        Value::SimpleString(s) => s.clone(),
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        other => format!("{other:?}"),
     }
 }
 
@@ -509,31 +729,14 @@ impl Store for SetsFilter {
         self.meta.seed
     }
 
-    /// `SISMEMBER` per key, pipelined in parts of [`PART_KEYS`].
+    /// `SISMEMBER` per key (and of its hash in its forget list while
+    /// lists are in use), pipelined in parts of [`PART_KEYS`].
     fn contains_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
         if let Some(e) = self.broken.take() {
             return Err(e);
         }
-        out.clear();
-        let loc = self.client.location().clone();
-        let mut key = Vec::new();
-        for part in hashes.chunks(PART_KEYS) {
-            let cmds = part
-                .iter()
-                .map(|&h| self.keys.command(b"SISMEMBER", h, &mut key))
-                .collect();
-            let replies = self.client.exec(cmds).map_err(Failure::into_error)?;
-            for v in replies {
-                match v {
-                    Value::Int(n) => out.push(n == 1),
-                    other => {
-                        return Err(server_error("SISMEMBER", &loc, &other)
-                            .unwrap_or_else(|| anyhow!("{loc}: unexpected SISMEMBER reply")));
-                    }
-                }
-            }
-        }
-        Ok(())
+        let lists = self.lists_in_use()?;
+        self.lookup(hashes, lists, out)
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
@@ -551,7 +754,8 @@ impl Store for SetsFilter {
             return Ok(0);
         }
         // As the Bloom layout's: verdicts written down when judged.
-        let n = self.test_and_set(hashes, out)?;
+        let lists = self.lists_in_use()?;
+        let n = self.test_and_set(hashes, lists, out)?;
         self.added += n;
         self.inserts += n;
         Ok(n)
@@ -563,6 +767,82 @@ impl Store for SetsFilter {
         } else {
             None
         }
+    }
+
+    fn forgets(&mut self) -> Option<&mut dyn Forgets> {
+        Some(self)
+    }
+}
+
+/// Forgetting, key by key: a key present (its fingerprint in its set, its
+/// hash not on the set's forget list) is `SADD`ed to the list. Each key's
+/// forget is one atomic step of its own, seen by a writer before or after
+/// its test-and-set of the key (there is no lock that could make a batch
+/// one step across a Cluster's nodes).
+impl Forgets for SetsFilter {
+    fn forget_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
+        if !self.meta.lists {
+            self.mark_lists()?;
+        }
+        self.lookup(hashes, true, out)?;
+        let present: Vec<usize> = (0..hashes.len()).filter(|&i| out[i]).collect();
+        if present.is_empty() {
+            let (l, u) = self.list_counts()?;
+            self.listed_now = l.saturating_sub(u);
+            return Ok(0);
+        }
+        // The counter first: a writer that reads it after this checks the
+        // lists; one that read it before sees these keys as forgotten after
+        // its batch.
+        let [forgets, _] = self.meta.list_fields();
+        let k = present.len() as i64;
+        super::meta::bump_count(
+            &mut self.client,
+            &forgets,
+            k,
+            &self.meta_bytes,
+            &self.marked,
+        )?;
+        let loc = self.client.location().clone();
+        let mut key = Vec::new();
+        let mut listed = 0i64;
+        for part in present.chunks(PART_KEYS) {
+            let cmds = part
+                .iter()
+                .map(|&i| self.keys.list_command(b"SADD", hashes[i], &mut key))
+                .collect();
+            let replies = self.client.exec(cmds).map_err(Failure::into_error)?;
+            for (&i, v) in part.iter().zip(replies) {
+                match v {
+                    // 0: listed meanwhile by another forget (or twice in
+                    // this batch): not forgotten by this one.
+                    Value::Int(n) => {
+                        out[i] = n == 1;
+                        listed += i64::from(n == 1);
+                    }
+                    other => {
+                        return Err(server_error("SADD to a forget list", &loc, &other)
+                            .unwrap_or_else(|| anyhow!("{loc}: unexpected SADD reply")));
+                    }
+                }
+            }
+        }
+        if listed < k {
+            super::meta::bump_count(
+                &mut self.client,
+                &forgets,
+                listed - k,
+                &self.meta_bytes,
+                &self.marked,
+            )?;
+        }
+        let (l, u) = self.list_counts()?;
+        self.listed_now = l.saturating_sub(u);
+        Ok(listed as u64)
+    }
+
+    fn forgotten(&self) -> u64 {
+        self.listed_now
     }
 }
 

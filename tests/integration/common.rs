@@ -509,6 +509,73 @@ pub fn run_killed_env(
     (out, killed)
 }
 
+/// Runs `seen ARGS` with stdout piped and never read until the child is
+/// blocked writing to it (a thread of it asleep in a pipe write to fd 1,
+/// as `/proc` says), then sends SIGKILL: it dies owing lines it judged and
+/// could not write. Unlike [`run_killed_env`], whose kill can fall between
+/// two chunks, this one cannot find the child with everything it judged
+/// written. Returns what it wrote and whether it was killed (not: it ended
+/// first).
+pub fn run_killed_blocked_env(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> (Vec<u8>, bool) {
+    let mut child = command(dir)
+        .env("SEEN_CHUNK_BYTES", "65536")
+        .envs(env.iter().copied())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let killed = loop {
+        if blocked_writing_stdout(child.id()) {
+            let _ = child.kill();
+            break true;
+        }
+        if child.try_wait().unwrap().is_some() {
+            break false;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{args:?} never blocked writing its output"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let mut out = Vec::new();
+    stdout.read_to_end(&mut out).unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    if !killed {
+        assert_eq!(status.code(), Some(0), "{args:?}: {err}");
+    }
+    assert!(!err.contains("panicked"), "{err}");
+    (out, killed)
+}
+
+/// Whether a thread of process `pid` sleeps in a pipe write (`write` or
+/// `writev`) to its fd 1.
+fn blocked_writing_stdout(pid: u32) -> bool {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.filter_map(Result::ok).any(|t| {
+        let p = t.path();
+        let wchan = fs::read_to_string(p.join("wchan")).unwrap_or_default();
+        let call = fs::read_to_string(p.join("syscall")).unwrap_or_default();
+        let mut f = call.split_whitespace();
+        wchan.contains("pipe_write")
+            && matches!(f.next(), Some("1" | "20"))
+            && f.next() == Some("0x1")
+    })
+}
+
 /// The address of a Redis test server from `var` (set by
 /// `scripts/with-redis.sh`), or `None`: the test is skipped, except under CI
 /// (`CI` set), where a missing server is a failure.

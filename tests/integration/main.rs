@@ -34,6 +34,7 @@ mod probe;
 mod progress;
 mod redis;
 mod redis_edges;
+mod redis_forget;
 mod redis_sets;
 mod rooms;
 mod streaming;

@@ -3,7 +3,7 @@
 //! same [`Stats`] object (its `sets` member says how full the sets are),
 //! and the text section that replaces the layer table.
 
-use super::compute::{SetsStats, Stats};
+use super::compute::{ForgetStats, SetsStats, Stats};
 use crate::store::Census;
 use indicatif::{HumanBytes, HumanCount};
 use std::io::Write;
@@ -82,7 +82,11 @@ pub(super) fn compute(c: &Census, name: String) -> Stats {
         created: m.created,
         updated: c.updated,
         layers: Vec::new(),
-        forget: None,
+        forget: c.listed.map(|l| ForgetStats {
+            entries: l,
+            bytes: l * crate::filter::forget::ENTRY_BYTES as u64,
+            share_of_inserts: l as f64 / c.inserts.max(1) as f64,
+        }),
         sets: Some(SetsStats {
             sets: m.sets,
             first_set: c.first_set.clone(),
@@ -162,6 +166,19 @@ pub(super) fn table(s: &Stats, sets: &SetsStats, out: &mut impl Write) -> std::i
         ),
     )?;
     row(out, "est. items", count(s.estimated_items))?;
+    if let Some(f) = &s.forget {
+        row(
+            out,
+            "forgotten",
+            format!(
+                "{} keys answered absent ({:.2}% of inserts), {} of hashes in the sets' forget \
+                 lists",
+                HumanCount(f.entries),
+                100.0 * f.share_of_inserts,
+                HumanBytes(f.bytes)
+            ),
+        )?;
+    }
     row(
         out,
         "est. fpp",
