@@ -96,7 +96,7 @@ impl Parts {
     /// stand: the writes are on the masters, this batch's lines are
     /// printed).
     pub(super) fn conclude(
-        mut self,
+        &mut self,
         client: &mut Client,
         sent_any: bool,
         mut new: Vec<bool>,
@@ -106,7 +106,7 @@ impl Parts {
         while !self.in_flight.is_empty() {
             self.settle_front(client, &mut new);
         }
-        let broken = if let Some(e) = self.failed {
+        let broken = if let Some(e) = self.failed.take() {
             Some(e.context(if journal.is_some() {
                 "a test-and-set failed: the lines whose replies were lost are in the journal, \
                  and the next run prints those the filter holds"

@@ -53,9 +53,10 @@ pub(super) type Meta = (Header, Vec<u8>, u64);
 pub(super) enum Found {
     /// Bloom layers in shards.
     Bloom(Meta),
-    /// Fingerprint sets: what the meta records, a header
-    /// with the counters' time, and the lines recorded.
-    Sets(SetsMeta, Header, u64),
+    /// Fingerprint sets: what the meta records, a header with the
+    /// counters' time, the lines recorded, and whether the counters say
+    /// keys are on its forget lists.
+    Sets(SetsMeta, Header, u64, bool),
 }
 
 /// Reads the meta and counters of the filter at `loc`, in either layout;
@@ -67,8 +68,8 @@ pub(super) fn read_any(client: &mut Client, loc: &Location) -> Result<Option<Fou
     if SetsMeta::marks(&v) {
         let meta = SetsMeta::decode(loc, &v)?;
         let mut header = meta.header();
-        let inserts = read_counters(client, loc, &meta.count_field(), &mut header)?;
-        return Ok(Some(Found::Sets(meta, header, inserts)));
+        let (inserts, listed) = read_counters(client, loc, &meta, &mut header)?;
+        return Ok(Some(Found::Sets(meta, header, inserts, listed)));
     }
     read_bloom(client, loc, v).map(|m| Some(Found::Bloom(m)))
 }
@@ -325,27 +326,34 @@ pub(super) fn each_count(v: &Value, f: &mut dyn FnMut(&[u8], u64)) {
     }
 }
 
-/// The counters of a filter of fingerprint sets: its lines recorded as new
-/// (counter `field`), with the time of the last change read into `header`.
+/// The counters of a filter of fingerprint sets: its lines recorded as
+/// new, and whether keys are on its forget lists (the `forget` runs listed
+/// more than writers took off), with the time of the last change read into
+/// `header`.
 pub(super) fn read_counters(
     client: &mut Client,
     loc: &Location,
-    field: &str,
+    meta: &SetsMeta,
     header: &mut Header,
-) -> Result<u64> {
+) -> Result<(u64, bool)> {
     let v = client
         .query(
             slot(loc.meta_key().as_bytes()),
             redis::cmd("HGETALL").arg(loc.count_key()).clone(),
         )
         .context("cannot read the counters")?;
-    let mut inserts = 0u64;
+    let (field, [forgets, unforgets]) = (meta.count_field(), meta.list_fields());
+    let (mut inserts, mut listed, mut unlisted) = (0u64, 0u64, 0u64);
     each_count(&v, &mut |k, n| {
         if k == b"updated" {
             header.updated = n;
         } else if k == field.as_bytes() {
             inserts = n;
+        } else if k == forgets.as_bytes() {
+            listed = n;
+        } else if k == unforgets.as_bytes() {
+            unlisted = n;
         }
     });
-    Ok(inserts)
+    Ok((inserts, listed > unlisted))
 }

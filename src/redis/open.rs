@@ -35,9 +35,10 @@ pub(crate) enum Opened {
 fn assemble(client: Client, found: Found, write: bool) -> Result<Opened> {
     Ok(match found {
         Found::Bloom(meta) => Opened::Bloom(RedisFilter::assemble(client, meta, write)?),
-        Found::Sets(meta, header, inserts) => {
+        Found::Sets(meta, header, inserts, listed) => {
             let mut f = SetsFilter::assemble(client, meta, header, write);
             f.set_inserts(inserts);
+            f.set_lists_read(listed);
             Opened::Sets(f)
         }
     })

@@ -171,6 +171,12 @@ impl SetsMeta {
         .encode()
     }
 
+    /// The key of the bitmap of sets whose forget lists may hold keys (bit
+    /// `j`, as `SETBIT` numbers bits, for set `j`), in the meta key's slot.
+    pub(crate) fn lists_key(&self, loc: &Location) -> String {
+        format!("seen:{{{}}}:lists:{:08x}", loc.name, self.tag)
+    }
+
     /// The fields of the count key that count the keys forget runs listed
     /// and the keys writers took off the lists (recorded again): while the
     /// first exceeds the second, writers check the lists.
@@ -397,9 +403,22 @@ pub(super) fn intset_limit(client: &mut Client, loc: &Location) -> Option<u64> {
     }
 }
 
-/// `UNLINK`s sets `0..sets` named by `keys`, and their forget lists.
-pub(super) fn unlink_all(client: &mut Client, keys: &SetKeys, sets: u64) -> Result<()> {
+/// `UNLINK`s sets `0..sets` named by `keys`, their forget lists, and the
+/// bitmap of lists `lists_key`.
+pub(super) fn unlink_all(
+    client: &mut Client,
+    keys: &SetKeys,
+    sets: u64,
+    lists_key: &str,
+) -> Result<()> {
     let loc = client.location().clone();
+    let v = client.query(
+        slot(lists_key.as_bytes()),
+        redis::cmd("UNLINK").arg(lists_key).clone(),
+    )?;
+    if let Some(e) = server_error("UNLINK of the bitmap of forget lists", &loc, &v) {
+        return Err(e);
+    }
     let mut start = 0;
     while start < sets {
         let end = (start + 4096).min(sets);
@@ -429,7 +448,8 @@ pub(super) fn unlink_all(client: &mut Client, keys: &SetKeys, sets: u64) -> Resu
 /// A server error or a lost connection.
 pub(super) fn delete_sets(client: &mut Client, meta: &SetsMeta) -> Result<()> {
     let keys = SetKeys::new(client.location(), meta);
-    unlink_all(client, &keys, meta.sets)
+    let lists = meta.lists_key(client.location());
+    unlink_all(client, &keys, meta.sets, &lists)
 }
 
 #[cfg(test)]
@@ -506,8 +526,13 @@ mod tests {
         // length of a header, so it says a newer seen is needed.
         assert_eq!(&v[16..24], b"SEENSETL");
         let len = u64::from_le_bytes(v[HEADER_LEN + 16..HEADER_LEN + 24].try_into().unwrap());
-        let e = Header::decode(&v[..HEADER_LEN], len).unwrap_err().to_string();
-        assert!(e.contains("4.0 is not supported") && e.contains("newer seen"), "{e}");
+        let e = Header::decode(&v[..HEADER_LEN], len)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("4.0 is not supported") && e.contains("newer seen"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -528,7 +553,10 @@ mod tests {
         assert!(name.ends_with(":f") && name.starts_with(&keys.name(keys.set_of(h))));
         assert_eq!(
             list.packed,
-            redis::cmd("SREM").arg(&name).arg(&member).get_packed_command()
+            redis::cmd("SREM")
+                .arg(&name)
+                .arg(&member)
+                .get_packed_command()
         );
     }
 

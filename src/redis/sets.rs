@@ -31,6 +31,29 @@ use crate::pipeline::{Chunk, Forgets, Journals, Store};
 use anyhow::{Context, Result, anyhow, bail};
 use redis::Value;
 
+/// Which keys' forget lists a batch checks.
+enum Check {
+    /// None: no key is listed.
+    Nothing,
+    /// Every key's.
+    Every,
+    /// Those of the sets whose bit is set (the bitmap of lists, as read).
+    Sets(Vec<u8>),
+}
+
+impl Check {
+    /// Whether keys of set `j` are checked.
+    fn set(&self, j: u64) -> bool {
+        match self {
+            Check::Nothing => false,
+            Check::Every => true,
+            Check::Sets(b) => b
+                .get((j / 8) as usize)
+                .is_some_and(|x| x >> (7 - j % 8) & 1 == 1),
+        }
+    }
+}
+
 /// A filter in the fingerprint-set layout, open for a run.
 pub(crate) struct SetsFilter {
     client: Client,
@@ -59,6 +82,9 @@ pub(crate) struct SetsFilter {
     /// Keys this run took off the forget lists (recorded again), not yet
     /// added to the counters.
     unlisted: u64,
+    /// What the counters said of the forget lists when read on open, not
+    /// yet used by a batch.
+    lists_read: Option<bool>,
     /// Keys on the forget lists as the counters said after this run's last
     /// `forget` batch (at most that many: see [`SetsFilter::list_counts`]).
     listed_now: u64,
@@ -95,6 +121,7 @@ impl SetsFilter {
             journal: None,
             pending: None,
             unlisted: 0,
+            lists_read: None,
             listed_now: 0,
         }
     }
@@ -157,6 +184,12 @@ impl SetsFilter {
     pub(crate) fn set_inserts(&mut self, n: u64) {
         self.inserts = n;
         self.opened_with = n;
+    }
+
+    /// Whether keys were on the forget lists when the counters were read
+    /// on open: the first batch's answer (see [`SetsFilter::lists_in_use`]).
+    pub(crate) fn set_lists_read(&mut self, listed: bool) {
+        self.lists_read = Some(listed);
     }
 
     /// The false positives expected among `new` lines this run judged new
@@ -302,16 +335,42 @@ impl SetsFilter {
         })
     }
 
-    /// Whether a key may be on a forget list now (see
-    /// [`SetsFilter::list_counts`]). Read for every batch: a batch that
-    /// reads no keys listed was sent before any was, or sees the `forget`
-    /// as after it.
+    /// Which keys' forget lists a batch must check: none while the
+    /// counters say no key is listed (see [`SetsFilter::list_counts`]),
+    /// else those of the sets the bitmap of lists marks. Read for every
+    /// batch (the first takes the counters read on open): a `forget` sets
+    /// a set's bit before it lists a key there, so a batch that reads the
+    /// bit unset was sent before the key was listed, or sees the forget as
+    /// after it.
     ///
     /// # Errors
     /// A server that cannot be reached.
-    fn lists_in_use(&mut self) -> Result<bool> {
-        let (listed, unlisted) = self.list_counts()?;
-        Ok(listed > unlisted)
+    fn lists_to_check(&mut self) -> Result<Check> {
+        let listed = match self.lists_read.take() {
+            Some(listed) => listed,
+            None => {
+                let (listed, unlisted) = self.list_counts()?;
+                listed > unlisted
+            }
+        };
+        if !listed {
+            return Ok(Check::Nothing);
+        }
+        let loc = self.client.location().clone();
+        let key = self.meta.lists_key(&loc);
+        let v = self
+            .client
+            .query(slot(key.as_bytes()), redis::cmd("GET").arg(&key).clone())
+            .context("cannot read the bitmap of forget lists")?;
+        if let Some(e) = server_error("GET of the bitmap of forget lists", &loc, &v) {
+            return Err(e);
+        }
+        Ok(match v {
+            Value::BulkString(b) => Check::Sets(b),
+            // Counted and not marked: a `forget` killed in between (it
+            // listed nothing), or another program's doing; check them all.
+            _ => Check::Every,
+        })
     }
 
     /// Marks the meta value as that of a filter with forget lists (once,
@@ -350,37 +409,42 @@ impl SetsFilter {
     }
 
     /// Lookups of a batch: `SISMEMBER` of each key's fingerprint in its set
-    /// and, with `lists`, of its hash in the set's forget list; `out[i]`:
-    /// held and not listed. Pipelined in parts of [`PART_KEYS`] keys.
+    /// and, where `lists` says, of its hash in the set's forget list;
+    /// `out[i]`: held and not listed. Pipelined in parts of [`PART_KEYS`]
+    /// keys.
     ///
     /// # Errors
     /// A server error or a lost connection.
-    fn lookup(&mut self, hashes: &[Hash128], lists: bool, out: &mut Vec<bool>) -> Result<()> {
+    fn lookup(&mut self, hashes: &[Hash128], lists: &Check, out: &mut Vec<bool>) -> Result<()> {
         out.clear();
         let loc = self.client.location().clone();
         let mut key = Vec::new();
-        let per = 1 + usize::from(lists);
         for part in hashes.chunks(PART_KEYS) {
-            let mut cmds = Vec::with_capacity(part.len() * per);
+            let mut cmds = Vec::with_capacity(part.len());
+            let mut listed = Vec::with_capacity(part.len());
             for &h in part {
                 cmds.push(self.keys.command(b"SISMEMBER", h, &mut key));
-                if lists {
+                listed.push(lists.set(self.keys.set_of(h)));
+                if listed[listed.len() - 1] {
                     cmds.push(self.keys.list_command(b"SISMEMBER", h, &mut key));
                 }
             }
-            let replies = self.client.exec(cmds).map_err(Failure::into_error)?;
-            for r in replies.chunks(per) {
-                let mut bits = [false; 2];
-                for (b, v) in bits.iter_mut().zip(r) {
-                    match v {
-                        Value::Int(n) => *b = *n == 1,
-                        other => {
-                            return Err(server_error("SISMEMBER", &loc, other)
-                                .unwrap_or_else(|| anyhow!("{loc}: unexpected SISMEMBER reply")));
-                        }
-                    }
-                }
-                out.push(bits[0] && !bits[1]);
+            let mut replies = self
+                .client
+                .exec(cmds)
+                .map_err(Failure::into_error)?
+                .into_iter();
+            let mut next = || match replies.next() {
+                Some(Value::Int(n)) => Ok(n == 1),
+                other => Err(other
+                    .as_ref()
+                    .and_then(|v| server_error("SISMEMBER", &loc, v))
+                    .unwrap_or_else(|| anyhow!("{loc}: unexpected SISMEMBER reply"))),
+            };
+            for l in listed {
+                let held = next()?;
+                let gone = l && next()?;
+                out.push(held && !gone);
             }
         }
         Ok(())
@@ -451,7 +515,8 @@ impl SetsFilter {
         let mut meta = self.meta.clone();
         meta.tag = tag;
         let keys = SetKeys::new(self.client.location(), &meta);
-        unlink_all(&mut self.client, &keys, meta.sets)
+        let lists = meta.lists_key(self.client.location());
+        unlink_all(&mut self.client, &keys, meta.sets, &lists)
     }
 
     /// Runs `verb` (`SCARD`, `OBJECT ENCODING`) on every set (or, with
@@ -504,7 +569,7 @@ impl SetsFilter {
     ///
     /// # Errors
     /// When nothing could be sent: nothing was recorded.
-    fn test_and_set(&mut self, hashes: &[Hash128], lists: bool, out: &mut [bool]) -> Result<u64> {
+    fn test_and_set(&mut self, hashes: &[Hash128], lists: &Check, out: &mut [bool]) -> Result<u64> {
         let mut new = vec![false; hashes.len()];
         let mut t = Parts::default();
         let mut key = Vec::new();
@@ -520,8 +585,8 @@ impl SetsFilter {
                 .collect();
             let mut owners: Vec<Vec<u32>> = (start..end).map(|i| vec![i as u32]).collect();
             let unlists_from = cmds.len();
-            if lists {
-                for (i, &h) in hashes.iter().enumerate().take(end).skip(start) {
+            for (i, &h) in hashes.iter().enumerate().take(end).skip(start) {
+                if lists.set(self.keys.set_of(h)) {
                     cmds.push(self.keys.list_command(b"SREM", h, &mut key));
                     owners.push(vec![i as u32]);
                 }
@@ -550,13 +615,12 @@ impl SetsFilter {
                 t.settle_front(&mut self.client, &mut new);
             }
         }
-        let unlisted = t.unlisted;
         let (count, broken) =
             t.conclude(&mut self.client, sent_any, new, out, self.journal.as_mut());
         if broken.is_some() {
             self.broken = broken;
         }
-        self.unlisted += unlisted;
+        self.unlisted += t.unlisted;
         Ok(count)
     }
 }
@@ -735,8 +799,8 @@ impl Store for SetsFilter {
         if let Some(e) = self.broken.take() {
             return Err(e);
         }
-        let lists = self.lists_in_use()?;
-        self.lookup(hashes, lists, out)
+        let lists = self.lists_to_check()?;
+        self.lookup(hashes, &lists, out)
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
@@ -754,8 +818,8 @@ impl Store for SetsFilter {
             return Ok(0);
         }
         // As the Bloom layout's: verdicts written down when judged.
-        let lists = self.lists_in_use()?;
-        let n = self.test_and_set(hashes, lists, out)?;
+        let lists = self.lists_to_check()?;
+        let n = self.test_and_set(hashes, &lists, out)?;
         self.added += n;
         self.inserts += n;
         Ok(n)
@@ -784,16 +848,16 @@ impl Forgets for SetsFilter {
         if !self.meta.lists {
             self.mark_lists()?;
         }
-        self.lookup(hashes, true, out)?;
+        self.lookup(hashes, &Check::Every, out)?;
         let present: Vec<usize> = (0..hashes.len()).filter(|&i| out[i]).collect();
         if present.is_empty() {
             let (l, u) = self.list_counts()?;
             self.listed_now = l.saturating_sub(u);
             return Ok(0);
         }
-        // The counter first: a writer that reads it after this checks the
-        // lists; one that read it before sees these keys as forgotten after
-        // its batch.
+        // The counter and the sets' bits first: a writer that reads them
+        // after this checks these keys' lists; one that read them before
+        // sees these keys as forgotten after its batch.
         let [forgets, _] = self.meta.list_fields();
         let k = present.len() as i64;
         super::meta::bump_count(
@@ -804,6 +868,25 @@ impl Forgets for SetsFilter {
             &self.marked,
         )?;
         let loc = self.client.location().clone();
+        let mut sets: Vec<u64> = present
+            .iter()
+            .map(|&i| self.keys.set_of(hashes[i]))
+            .collect();
+        sets.sort_unstable();
+        sets.dedup();
+        let bitmap = self.meta.lists_key(&loc);
+        let cmds = sets
+            .chunks(super::bitfield::MAX_OPS)
+            .map(|c| Routed {
+                slot: slot(bitmap.as_bytes()),
+                packed: super::bitfield::pack_bitfield_set(&bitmap, c),
+            })
+            .collect();
+        for v in self.client.exec(cmds).map_err(Failure::into_error)? {
+            if let Some(e) = server_error("BITFIELD of the bitmap of forget lists", &loc, &v) {
+                return Err(e);
+            }
+        }
         let mut key = Vec::new();
         let mut listed = 0i64;
         for part in present.chunks(PART_KEYS) {

@@ -339,3 +339,56 @@ fn the_bloom_layout_refuses_and_a_replaced_filter_leaves_no_lists() {
     .ok()
     .stdout(b"1000\n");
 }
+
+/// `cmdstat_VERB` calls of the server behind `c` so far.
+fn calls(c: &mut redis::Connection, verb: &str) -> u64 {
+    let text: String = redis::cmd("INFO").arg("commandstats").query(c).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("cmdstat_{verb}:calls=")))
+        .map_or(0, |r| r.split(',').next().unwrap().parse().unwrap())
+}
+
+/// What lists cost a writer: nothing while no key was ever forgotten (one
+/// `SADD` a line), then an `SREM` only for lines whose set has a forget
+/// list (one key forgotten, of a filter of about 490 sets: a few lines of
+/// 5,000), and nothing again once every listed key was recorded again.
+#[test]
+fn a_writer_pays_for_lists_only_where_keys_are_listed() {
+    if redis_server("SEEN_TEST_REDIS").is_none() {
+        return;
+    }
+    let d = tmp();
+    let srv = crate::redis::Private::start(d.path());
+    let mut c = srv.conn();
+    let loc = format!("redis://{}/cost", srv.addr);
+    let j = d.path().join("j").display().to_string();
+    let env = [("SEEN_JOURNAL_DIR", j.as_str())];
+    let lines = numbered("https://cost.example/", 0..5_000);
+    write(&d, "l.txt", &lines);
+    seen_env(
+        d.path(),
+        &env,
+        ["build", "-q", "-n", "100k", "-o", &loc, "l.txt"],
+        b"",
+    )
+    .ok();
+    let run = |c: &mut redis::Connection| {
+        let (sadd, srem) = (calls(c, "sadd"), calls(c, "srem"));
+        seen_env(d.path(), &env, ["dedup", "-f", &loc, "l.txt"], b"").code(0);
+        (calls(c, "sadd") - sadd, calls(c, "srem") - srem)
+    };
+    assert_eq!(run(&mut c), (5_000, 0));
+    seen_env(
+        d.path(),
+        &env,
+        ["forget", &loc, "https://cost.example/77"],
+        b"",
+    )
+    .code(0);
+    let (sadd, srem) = run(&mut c);
+    assert_eq!(sadd, 5_000);
+    assert!((1..=60).contains(&srem), "{srem} SREMs for one listed key");
+    // That run recorded the key again: the lists are empty, and cost
+    // nothing.
+    assert_eq!(run(&mut c), (5_000, 0));
+}
