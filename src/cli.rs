@@ -95,8 +95,8 @@ Examples:
 
 A forgotten item is new to `dedup -f` (printed once, then recorded again) and
 absent to `query`; no other item changes its answer, and a false positive
-forgotten becomes absent (the file keeps the 128-bit hashes of forgotten keys,
-16 bytes each). Filter files only (a Redis filter cannot forget yet).
+forgotten becomes absent (the filter keeps forgotten keys' 128-bit hashes, 16
+bytes each in a file). Not for a Redis filter in the Bloom layout.
 
 Exit status: 0 if at least one item was present and is now forgotten, 1 if
 none was present, 2 on error.")]

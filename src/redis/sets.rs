@@ -889,6 +889,7 @@ impl Forgets for SetsFilter {
         }
         let mut key = Vec::new();
         let mut listed = 0i64;
+        let mut mine = std::collections::HashSet::new();
         for part in present.chunks(PART_KEYS) {
             let cmds = part
                 .iter()
@@ -897,11 +898,15 @@ impl Forgets for SetsFilter {
             let replies = self.client.exec(cmds).map_err(Failure::into_error)?;
             for (&i, v) in part.iter().zip(replies) {
                 match v {
-                    // 0: listed meanwhile by another forget (or twice in
-                    // this batch): not forgotten by this one.
+                    // 0: listed meanwhile by another forget (not forgotten
+                    // by this one), or given twice in this batch (counted
+                    // twice, as a file counts it).
                     Value::Int(n) => {
-                        out[i] = n == 1;
-                        listed += i64::from(n == 1);
+                        out[i] = n == 1 || mine.contains(&hashes[i]);
+                        if n == 1 {
+                            mine.insert(hashes[i]);
+                            listed += 1;
+                        }
                     }
                     other => {
                         return Err(server_error("SADD to a forget list", &loc, &other)
