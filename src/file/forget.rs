@@ -161,9 +161,23 @@ impl Layers {
             return 0;
         }
         let mut turned = 0;
-        // Keys recorded without a verdict may each be listed; with verdicts,
-        // without a window, only keys judged present can be (a listed key's
-        // bits are never cleared).
+        if seen.is_none() && self.header.window.is_none() {
+            // Recorded without verdicts (`dedup -f`, in the span that
+            // judged them): listed only if that judgement found them so.
+            if !self.forget_asked.is_empty() {
+                for &h in hashes {
+                    if self.forget_asked.remove(&h) && self.forget.remove(h).is_some() {
+                        self.forget_removed.push(h);
+                    }
+                }
+            }
+            self.forget_changed |= !self.forget_removed.is_empty();
+            return 0;
+        }
+        // Keys recorded without a verdict may each be listed (with a window,
+        // a key judged absent because its slices expired may still be
+        // listed); with verdicts, without a window, only keys judged present
+        // can be (a listed key's bits are never cleared).
         let any = seen.is_none() || self.header.window.is_some();
         let mut seen = seen;
         for (i, &h) in hashes.iter().enumerate() {

@@ -225,6 +225,11 @@ pub(super) struct Layers {
     /// Keys taken off the list since it was last written (recorded again),
     /// listed again if the span is unstaged.
     pub(super) forget_removed: Vec<Hash128>,
+    /// Listed keys judged absent in this span (or listed again when it was
+    /// unstaged) and not recorded yet: the only keys a record without
+    /// verdicts can find listed, without a window (see
+    /// [`Layers::unforget`]).
+    pub(super) forget_asked: Box<crate::filter::forget::KeySet>,
 }
 
 impl Drop for Layers {
@@ -455,7 +460,10 @@ impl Layers {
     pub(super) fn contains(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
         self.tick(crate::clock::now())?;
         contains_in(&self.header, &self.maps, hashes, out);
-        self.forget.unpresent(hashes, out);
+        let asked = &mut self.forget_asked;
+        self.forget.unpresent_each(hashes, out, |h| {
+            asked.insert(h);
+        });
         Ok(())
     }
 

@@ -67,6 +67,7 @@ impl MemFilter {
                 forget: Default::default(),
                 forget_changed: false,
                 forget_removed: Vec::new(),
+                forget_asked: Default::default(),
             },
         };
         filter.layers.populate(0);

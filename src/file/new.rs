@@ -226,6 +226,7 @@ impl NewFilter {
                 forget: Default::default(),
                 forget_changed: false,
                 forget_removed: Vec::new(),
+                forget_asked: Default::default(),
             },
         })
     }

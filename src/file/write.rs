@@ -119,6 +119,7 @@ impl WriteFilter {
                 forget: Default::default(),
                 forget_changed: false,
                 forget_removed: Vec::new(),
+                forget_asked: Default::default(),
             },
             locked: true,
             held: false,
@@ -246,6 +247,7 @@ impl WriteFilter {
             let (list, stale) = read_list_to_write(&self.file, path, &header)?;
             self.layers.forget = list;
             self.layers.forget_removed.clear();
+            self.layers.forget_asked.clear();
             self.layers.forget_changed = stale;
         }
         self.layers.header = header;
@@ -298,6 +300,8 @@ impl WriteFilter {
             l.forget_changed = false;
         }
         l.forget_removed.clear();
+        // Every key judged in the span was recorded in it.
+        l.forget_asked.clear();
         self.span_layers.clone_from(&l.header.layers);
         self.staged = false;
         let h = &mut self.layers.header;
@@ -715,6 +719,7 @@ impl Commits for WriteFilter {
         }
         // Keys the span took off the forget list were not recorded.
         for h in std::mem::take(&mut l.forget_removed) {
+            l.forget_asked.insert(h);
             l.forget.insert(h);
         }
         for (layer, was) in l.header.layers.iter_mut().zip(&self.span_layers) {

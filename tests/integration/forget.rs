@@ -358,3 +358,43 @@ fn a_windows_list_forgets_with_its_slices() {
     // Both expired with their slices: new again, as any line would be.
     dedup(&at(8), b"a\nb\n").code(0).stdout(b"a\nb\n");
 }
+
+/// A forgotten line recorded again leaves the list whichever way the span
+/// that records it holds the filter (staged in memory, or mapped), and when
+/// the run stops early (`-m`: a staged span is taken back and only the
+/// lines written are recorded): exactly those printed leave it, and the
+/// rest are printed by the next run.
+#[test]
+fn a_forgotten_line_recorded_again_leaves_the_list_in_every_span() {
+    for hold in ["always", "never"] {
+        let d = tmp();
+        let all = numbered("https://example.com/p/", 0..20_000);
+        let input = write(&d, "all.txt", &all);
+        build_from(d.path(), &["-n", "100k", "-o", "f.seen"], &input);
+        let gone = pick(&all, |i| i % 20 == 7);
+        let gone_file = write(&d, "gone.txt", &gone);
+        seen(
+            d.path(),
+            [
+                "forget".as_ref(),
+                "f.seen".as_ref(),
+                "-f".as_ref(),
+                gone_file.as_os_str(),
+            ],
+        )
+        .code(0);
+        let env = [("SEEN_HOLD", hold)];
+        let r =
+            crate::common::seen_env(d.path(), &env, ["dedup", "-m", "300", "-f", "f.seen"], &all);
+        r.code(0).stdout(&pick(&gone, |i| i < 300));
+        let s = crate::common::stats_json(d.path(), "f.seen");
+        assert_eq!(s["forget"]["entries"], 700, "hold {hold}: {s}");
+        let r = crate::common::seen_env(d.path(), &env, ["dedup", "-f", "f.seen"], &all);
+        r.code(0).stdout(&pick(&gone, |i| i >= 300));
+        let s = crate::common::stats_json(d.path(), "f.seen");
+        assert_eq!(s["forget"]["entries"], 0, "hold {hold}: {s}");
+        crate::common::seen_env(d.path(), &env, ["dedup", "-f", "f.seen"], &all)
+            .code(0)
+            .no_stdout();
+    }
+}
