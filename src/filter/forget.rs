@@ -117,12 +117,17 @@ impl ForgetList {
         if count > room {
             return Err(ForgetError::CountPastEnd { count, room });
         }
-        let mut list = ForgetList::new();
-        list.reserve(count as usize);
         let entries: Vec<Hash128> = bytes[..count as usize * ENTRY_BYTES]
             .chunks_exact(ENTRY_BYTES)
             .map(entry_at)
             .collect();
+        let entries = match ForgetList::indexed(entries) {
+            Ok(list) => return Ok(list),
+            // An entry listed twice: taken once, below.
+            Err(entries) => entries,
+        };
+        let mut list = ForgetList::new();
+        list.reserve(count as usize);
         // The table is sized once: each insert's two reads are started
         // ahead of it.
         for (i, &h) in entries.iter().enumerate() {
@@ -131,6 +136,52 @@ impl ForgetList {
                 list.prefetch(ahead);
             }
             list.insert(h);
+        }
+        Ok(list)
+    }
+
+    /// The list of `entries` (in stored order), its table built in the
+    /// order of the entries' home slots, so that the writes to it run
+    /// through the table once instead of landing at random (a counting
+    /// sort on the slots' top bits). `Err` gives the entries back when one
+    /// is listed twice.
+    fn indexed(entries: Vec<Hash128>) -> Result<ForgetList, Vec<Hash128>> {
+        let mut list = ForgetList::new();
+        list.reserve(entries.len());
+        let bits = list.slots.len().trailing_zeros().min(12);
+        let bucket = |h: &Hash128| (h.lo >> (64 - bits)) as usize;
+        let mut starts = vec![0u32; (1 << bits) + 1];
+        for h in &entries {
+            starts[bucket(h) + 1] += 1;
+        }
+        for b in 1..starts.len() {
+            starts[b] += starts[b - 1];
+        }
+        let mut order = vec![0u32; entries.len()];
+        for (i, h) in entries.iter().enumerate() {
+            let at = &mut starts[bucket(h)];
+            order[*at as usize] = u32::try_from(i).expect("fewer than 2^32 entries");
+            *at += 1;
+        }
+        list.entries = entries;
+        let mask = list.slots.len() - 1;
+        for &i in &order {
+            let h = list.entries[i as usize];
+            let mut s = list.home(h);
+            loop {
+                match list.slots[s] {
+                    0 => break,
+                    p if list.entries[p as usize - 1] == h => {
+                        return Err(std::mem::take(&mut list.entries));
+                    }
+                    _ => s = (s + 1) & mask,
+                }
+            }
+            list.slots[s] = i + 1;
+        }
+        for i in 0..list.entries.len() {
+            let (w, b) = list.seen_bits(list.entries[i]);
+            list.seen[w] |= b;
         }
         Ok(list)
     }
