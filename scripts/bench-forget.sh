@@ -8,6 +8,9 @@
 #   empty  the same by NEW, the list empty
 #   listed the same by NEW, with 1M keys of the first half forgotten (so
 #          1M more lines are printed and recorded again)
+#   never  the same by OLD on a filter of the first half without those 1M
+#          keys: the same output as `listed`, with keys never recorded
+#          instead of forgotten (what `listed` costs beyond its extra work)
 #   rest   `dedup -f` of the corpus without those 1M lines, by NEW, the
 #          list empty (rest-empty) and with the 1M keys listed (rest-listed):
 #          what a list costs lines that are not on it
@@ -30,12 +33,14 @@ for c in "$(corpus)" "$real"; do
     awk 'NR % 2 == 0 { print; if (++n == 1000000) exit }' "$W/first.txt" > "$W/gone.txt"
     # Every line but the forgotten ones (repeats of them too).
     awk 'NR == FNR { g[$0] = 1; next } !($0 in g)' "$W/gone.txt" "$c" > "$W/rest.txt"
-    rm -f "$W/base.seen" "$W/listed.seen"
+    rm -f "$W/base.seen" "$W/listed.seen" "$W/never.seen"
     "$NEW" build -q -n "$n" -o "$W/base.seen" "$W/first.txt"
+    awk 'NR == FNR { g[$0] = 1; next } !($0 in g)' "$W/gone.txt" "$W/first.txt" |
+        "$NEW" build -q -n "$n" -o "$W/never.seen"
     cp "$W/base.seen" "$W/listed.seen"
     "$NEW" forget "$W/listed.seen" -f "$W/gone.txt" || true
     gone=$(wc -l < "$W/gone.txt")
-    old=() empty=() listed=() re=() rl=() fg=()
+    old=() empty=() listed=() never=() re=() rl=() fg=()
     for ((i = 0; i < RUNS; i++)); do
         cp "$W/base.seen" "$W/a.seen"
         old+=("$(t "$OLD" dedup -f "$W/a.seen" "$c")")
@@ -43,6 +48,8 @@ for c in "$(corpus)" "$real"; do
         empty+=("$(t "$NEW" dedup -f "$W/a.seen" "$c")")
         cp "$W/listed.seen" "$W/a.seen"
         listed+=("$(t "$NEW" dedup -f "$W/a.seen" "$c")")
+        cp "$W/never.seen" "$W/a.seen"
+        never+=("$(t "$OLD" dedup -f "$W/a.seen" "$c")")
         cp "$W/base.seen" "$W/a.seen"
         re+=("$(t "$NEW" dedup -f "$W/a.seen" "$W/rest.txt")")
         cp "$W/listed.seen" "$W/a.seen"
@@ -51,10 +58,11 @@ for c in "$(corpus)" "$real"; do
         fg+=("$(t "$NEW" forget "$W/a.seen" -f "$W/gone.txt")")
     done
     mo=$(median "${old[@]}"); me=$(median "${empty[@]}"); ml=$(median "${listed[@]}"); mf=$(median "${fg[@]}")
-    mre=$(median "${re[@]}"); mrl=$(median "${rl[@]}")
+    mre=$(median "${re[@]}"); mrl=$(median "${rl[@]}"); mn=$(median "${never[@]}")
     echo "$(basename "$c") ($n lines, $gone forgotten; medians of $RUNS):" \
         "old $mo s, empty list $me s ($(ratio "$me" "$mo")x old)," \
-        "1M forgotten $ml s ($(ratio "$ml" "$me")x empty, $(ratio "$ml" "$mo")x old);" \
+        "1M forgotten $ml s ($(ratio "$ml" "$me")x empty, $(ratio "$ml" "$mo")x old," \
+        "$(ratio "$ml" "$mn")x old on a filter that never had them: $mn s);" \
         "without the forgotten lines: empty $mre s, listed $mrl s ($(ratio "$mrl" "$mre")x);" \
         "forget of $gone keys $mf s ($(awk -v n="$gone" -v s="$mf" 'BEGIN { printf "%.1f", n / s / 1e6 }')M keys/s)"
 done
