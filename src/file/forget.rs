@@ -9,7 +9,7 @@
 //! of the file and the old one's blocks are given back (a hole).
 
 use super::layers::{Layers, contains_in};
-use crate::filter::forget::{AHEAD, ENTRY_BYTES, ForgetList};
+use crate::filter::forget::{ENTRY_BYTES, ForgetList};
 use crate::format::{ALIGN, ForgetEntry, Header, forget_room, forget_sum};
 use crate::hash::Hash128;
 use anyhow::{Context, Result, bail};
@@ -166,7 +166,7 @@ impl Layers {
             // judged them): listed only if that judgement found them so.
             if !self.forget_asked.is_empty() {
                 for &h in hashes {
-                    if self.forget_asked.remove(&h) && self.forget.remove(h).is_some() {
+                    if self.forget_asked.remove(&h) && self.forget.remove(h) {
                         self.forget_removed.push(h);
                     }
                 }
@@ -181,11 +181,9 @@ impl Layers {
         let any = seen.is_none() || self.header.window.is_some();
         let mut seen = seen;
         for (i, &h) in hashes.iter().enumerate() {
-            if let Some(&ahead) = hashes.get(i + AHEAD) {
-                self.forget.prefetch(ahead);
-            }
+            self.forget.prefetch_ahead(hashes, i);
             let present = seen.as_deref().is_some_and(|s| s[i]);
-            if !(present || any) || self.forget.remove(h).is_none() {
+            if !(present || any) || !self.forget.remove(h) {
                 continue;
             }
             self.forget_removed.push(h);
@@ -207,7 +205,7 @@ impl Layers {
         if self.forget.is_empty() {
             return;
         }
-        let keys = self.forget.entries().to_vec();
+        let keys = self.forget.entries();
         let mut held = Vec::new();
         contains_in(&self.header, &self.maps, &keys, &mut held);
         for (&h, held) in keys.iter().zip(held) {

@@ -297,6 +297,7 @@ impl WriteFilter {
         }
         if l.forget_changed {
             write_list(&self.file, &self.path, &mut l.header, &l.forget)?;
+            l.forget.stored();
             l.forget_changed = false;
         }
         l.forget_removed.clear();
@@ -621,7 +622,7 @@ impl Forgets for WriteFilter {
         self.layers.contains(hashes, out)?;
         let mut added = 0;
         for (&h, &present) in hashes.iter().zip(out.iter()) {
-            if present && self.layers.forget.insert(h).is_some() {
+            if present && self.layers.forget.insert(h) {
                 added += 1;
             }
         }

@@ -11,11 +11,14 @@
 //!
 //! Stored, the list is its entries, 16 bytes each (the hash's low then high
 //! half, little-endian), in no particular order, with a count kept apart
-//! (a filter file's header). The stored order is the in-memory one: an
-//! entry is added at the end, and a removed one gets the last entry in its
-//! place ([`ForgetList::remove`] says where), so an image rewritten slot by
-//! slot and cut short holds, under the old count, only entries the list
-//! held before. A decoder tolerates an entry listed twice (such a cut).
+//! (a filter file's header). The stored order is the in-memory one, kept
+//! across changes: an entry is added at the end, and a removed one is
+//! dropped with the entries after it moving up, in order. So an image
+//! rewritten in place by a span that only adds (a `forget`), or only
+//! removes (a writer recording forgotten keys again), and cut short holds,
+//! under the old count, every entry the list held before and after, and
+//! nothing it did not hold before. A decoder tolerates an entry listed
+//! twice (such a cut).
 //!
 //! In memory the entries are indexed by an open-addressing table over their
 //! low halves (uniform hash bits), so a lookup costs a probe or two, and the
@@ -71,23 +74,21 @@ impl std::fmt::Display for ForgetError {
 
 impl std::error::Error for ForgetError {}
 
-/// Where a removal left the stored entries: slot `at` now holds `moved`
-/// (the entry that was last), or, when `moved` is `None`, the removed entry
-/// was the last and only the count changes. Either way the count is then
-/// one less.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Removal {
-    /// The slot the removed entry was in.
-    pub at: usize,
-    /// The former last entry, now in slot `at`.
-    pub moved: Option<Hash128>,
-}
-
 /// The forgotten keys' hashes: their stored order and an index over them.
 #[derive(Clone, Debug, Default)]
 pub struct ForgetList {
-    /// The entries, in stored order.
+    /// The entries, in stored order, removed ones among them (see `gone`).
     entries: Vec<Hash128>,
+    /// A bit per entry: removed (taken off the list; dropped when it is
+    /// stored, or when the table is rebuilt). A removal marks its entry
+    /// rather than moving others, so it costs one lookup.
+    gone: Vec<u64>,
+    /// Entries marked in `gone`.
+    gone_count: usize,
+    /// A bit per entry: removed and then stored without it ([`ForgetList::
+    /// stored`]): the stored image no longer holds it where it was, so a
+    /// key listed again goes last rather than back there.
+    dropped: Vec<u64>,
     /// Open addressing over `lo`: 0 is an empty slot, else the entry's
     /// position + 1. Its length is a power of two, at least twice the
     /// entries (empty when there are none).
@@ -163,6 +164,8 @@ impl ForgetList {
             order[*at as usize] = u32::try_from(i).expect("fewer than 2^32 entries");
             *at += 1;
         }
+        list.gone = vec![0; entries.len().div_ceil(64) + 1];
+        list.dropped.clone_from(&list.gone);
         list.entries = entries;
         let mask = list.slots.len() - 1;
         for &i in &order {
@@ -188,23 +191,38 @@ impl ForgetList {
 
     /// Entries listed.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.entries.len() - self.gone_count
     }
 
     /// Whether nothing is listed.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
     }
 
-    /// The entries, in stored order.
-    pub fn entries(&self) -> &[Hash128] {
-        &self.entries
+    /// The entries listed, in stored order.
+    pub fn entries(&self) -> Vec<Hash128> {
+        self.live().collect()
     }
 
-    /// The stored bytes of every entry, in order.
+    /// The entries listed, in stored order, as an iterator.
+    fn live(&self) -> impl Iterator<Item = Hash128> + '_ {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| !self.is_gone(i))
+            .map(|(_, &h)| h)
+    }
+
+    /// Whether entry `i` was removed.
+    #[inline]
+    fn is_gone(&self, i: usize) -> bool {
+        self.gone_count > 0 && self.gone[i / 64] >> (i % 64) & 1 == 1
+    }
+
+    /// The stored bytes of every entry listed, in order.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.entries.len() * ENTRY_BYTES);
-        for &h in &self.entries {
+        let mut out = Vec::with_capacity(self.len() * ENTRY_BYTES);
+        for h in self.live() {
             out.extend_from_slice(&entry_bytes(h));
         }
         out
@@ -213,7 +231,7 @@ impl ForgetList {
     /// Whether `h` is listed.
     #[inline]
     pub fn contains(&self, h: Hash128) -> bool {
-        !self.slots.is_empty() && self.maybe(h) && self.find(h).1.is_some()
+        !self.slots.is_empty() && self.maybe(h) && self.find(h).1.is_some_and(|i| !self.is_gone(i))
     }
 
     /// The word and bits of `h` in [`ForgetList::seen`] (the table is not
@@ -236,6 +254,35 @@ impl ForgetList {
         }
     }
 
+    /// The prefetches of a loop over `hashes` that is at `i`, in three
+    /// stages ahead of it: the prefilter's word of the key [`AHEAD`] on;
+    /// for a key half as far that may be listed (its word loaded by now),
+    /// its home slot; a quarter as far, the entry that slot names. A key
+    /// that is listed is then found without waiting on memory, and one
+    /// that is not costs a word that is already loaded.
+    #[inline]
+    pub fn prefetch_ahead(&self, hashes: &[Hash128], i: usize) {
+        if self.seen.is_empty() {
+            return;
+        }
+        if let Some(&h) = hashes.get(i + AHEAD) {
+            crate::prefetch::prefetch_item(&self.seen, self.seen_bits(h).0);
+        }
+        if let Some(&h) = hashes.get(i + AHEAD / 2)
+            && self.maybe(h)
+        {
+            crate::prefetch::prefetch_item(&self.slots, self.home(h));
+        }
+        if let Some(&h) = hashes.get(i + AHEAD / 4)
+            && self.maybe(h)
+        {
+            let p = self.slots[self.home(h)] as usize;
+            if p > 0 {
+                crate::prefetch::prefetch_item(&self.entries, p - 1);
+            }
+        }
+    }
+
     /// Whether `h` may be listed: its bits are set.
     #[inline]
     fn maybe(&self, h: Hash128) -> bool {
@@ -243,41 +290,58 @@ impl ForgetList {
         self.seen[w] & b == b
     }
 
-    /// Lists `h`; its slot when it was not listed yet (it goes last), `None`
-    /// when it was.
-    pub fn insert(&mut self, h: Hash128) -> Option<usize> {
+    /// Lists `h`; whether it was not listed yet (it goes last, or, removed
+    /// earlier, back where it was).
+    pub fn insert(&mut self, h: Hash128) -> bool {
         self.reserve(1);
         let (slot, found) = self.find(h);
-        if found.is_some() {
-            return None;
+        if let Some(i) = found {
+            if !self.is_gone(i) {
+                return false;
+            }
+            if self.dropped[i / 64] >> (i % 64) & 1 == 0 {
+                // Removed since the list was stored: back where it was, as
+                // the stored image still has it.
+                self.gone[i / 64] &= !(1 << (i % 64));
+                self.gone_count -= 1;
+                return true;
+            }
+            // Its old entry stays removed; the slot names the new one.
         }
         let at = self.entries.len();
         self.entries.push(h);
+        if self.gone.len() * 64 < self.entries.len() {
+            self.gone.push(0);
+            self.dropped.push(0);
+        }
         self.slots[slot] = u32::try_from(at + 1).expect("fewer than 2^32 entries");
         let (w, b) = self.seen_bits(h);
         self.seen[w] |= b;
-        Some(at)
+        true
     }
 
-    /// Takes `h` off the list: the last entry moves into its slot. `None`
-    /// when it was not listed.
-    pub fn remove(&mut self, h: Hash128) -> Option<Removal> {
+    /// Says that the list was stored ([`ForgetList::encode`]): the entries
+    /// removed so far are not in the stored image any more.
+    pub fn stored(&mut self) {
+        if self.gone_count > 0 {
+            self.dropped.clone_from(&self.gone);
+        }
+    }
+
+    /// Takes `h` off the list (its entry marked removed); whether it was
+    /// listed.
+    pub fn remove(&mut self, h: Hash128) -> bool {
         if self.slots.is_empty() || !self.maybe(h) {
-            return None;
+            return false;
         }
-        let (slot, found) = self.find(h);
-        let at = found?;
-        let last = self.entries.len() - 1;
-        let moved = (at != last).then(|| self.entries[last]);
-        if let Some(m) = moved {
-            // The last entry takes the removed one's place: its slot says so.
-            let (s, pos) = self.find(m);
-            debug_assert_eq!(pos, Some(last));
-            self.slots[s] = u32::try_from(at + 1).expect("fewer than 2^32 entries");
+        match self.find(h).1 {
+            Some(i) if !self.is_gone(i) => {
+                self.gone[i / 64] |= 1 << (i % 64);
+                self.gone_count += 1;
+                true
+            }
+            _ => false,
         }
-        self.entries.swap_remove(at);
-        self.delete_slot(slot);
-        Some(Removal { at, moved })
     }
 
     /// Turns the verdicts of listed keys from present to absent: the rule
@@ -298,9 +362,7 @@ impl ForgetList {
         }
         let mut n = 0;
         for (i, (p, &h)) in present.iter_mut().zip(hashes).enumerate() {
-            if let Some(&ahead) = hashes.get(i + AHEAD) {
-                self.prefetch(ahead);
-            }
+            self.prefetch_ahead(hashes, i);
             if *p && self.contains(h) {
                 *p = false;
                 n += 1;
@@ -324,14 +386,14 @@ impl ForgetList {
     ) -> Result<ForgetList, E> {
         let mut candidates = ForgetList::new();
         for l in lists {
-            for &h in l.entries() {
+            for h in l.live() {
                 candidates.insert(h);
             }
         }
         if candidates.is_empty() {
             return Ok(candidates);
         }
-        let keys = candidates.entries();
+        let keys = &candidates.entries;
         let mut kept = vec![true; keys.len()];
         let mut out = Vec::new();
         for i in 0..lists.len() {
@@ -355,6 +417,14 @@ impl ForgetList {
         if self.slots.len() >= want {
             return;
         }
+        if self.gone_count > 0 {
+            // Rebuilt: removed entries go for good, the others keep their
+            // order.
+            self.entries = self.live().collect();
+            self.gone_count = 0;
+        }
+        self.gone = vec![0; self.entries.len().div_ceil(64) + 1];
+        self.dropped.clone_from(&self.gone);
         let len = want.next_power_of_two().max(16);
         self.slots = vec![0; len];
         // Eight bits per slot.
@@ -393,33 +463,6 @@ impl ForgetList {
             }
         }
     }
-
-    /// Empties slot `s`, moving later entries of its cluster back so that
-    /// every entry stays reachable from its home (backward-shift deletion).
-    fn delete_slot(&mut self, mut s: usize) {
-        let mask = self.slots.len() - 1;
-        let mut j = s;
-        loop {
-            j = (j + 1) & mask;
-            let p = self.slots[j];
-            if p == 0 {
-                break;
-            }
-            let home = self.home(self.entries[p as usize - 1]);
-            // The entry at `j` may move to `s` when its home is not in the
-            // cyclic range (s, j].
-            let stays = if s <= j {
-                s < home && home <= j
-            } else {
-                s < home || home <= j
-            };
-            if !stays {
-                self.slots[s] = p;
-                s = j;
-            }
-        }
-        self.slots[s] = 0;
-    }
 }
 
 #[cfg(test)]
@@ -445,8 +488,8 @@ mod tests {
     #[test]
     fn only_the_listed_key_becomes_absent() {
         let mut l = ForgetList::new();
-        assert_eq!(l.insert(h(5, 6)), Some(0));
-        assert_eq!(l.insert(h(5, 6)), None);
+        assert!(l.insert(h(5, 6)));
+        assert!(!l.insert(h(5, 6)));
         // Same low half, another key: not forgotten.
         let mut v = vec![true, true, false];
         assert_eq!(l.unpresent(&[h(5, 6), h(5, 7), h(5, 6)], &mut v), 1);
@@ -460,68 +503,59 @@ mod tests {
         assert!(e.to_string().contains("3 entries"));
     }
 
-    /// Writes a removal's moved entry into a stored image, as a writer
-    /// does before it writes the count.
-    fn store_moved(img: &mut [u8], r: Removal) {
-        if let Some(m) = r.moved {
-            img[r.at * ENTRY_BYTES..][..ENTRY_BYTES].copy_from_slice(&entry_bytes(m));
-        }
-    }
-
     proptest! {
-        /// Against a `HashSet`: inserts, removals and lookups agree, and the
-        /// stored image, changed write by write as a writer changes it,
-        /// decodes to the same set; a removal cut before its count is
-        /// written decodes to the set without the removed key (the moved
-        /// entry listed twice, taken once).
+        /// Against a `HashSet`: inserts, removals and lookups agree. Spans
+        /// that only add or only remove (as `forget` and writers do) are
+        /// stored in place over the image before, cut at any entry: under
+        /// the old count, the cut image holds every key the list held
+        /// before and after, and none it did not hold before; whole, it
+        /// decodes to the list.
         #[test]
         fn the_list_is_a_set_in_memory_and_stored(
-            ops in proptest::collection::vec((0u8..3, 0u64..40), 1..400),
+            spans in proptest::collection::vec(
+                (any::<bool>(), proptest::collection::vec(0u64..40, 1..30), 0usize..50),
+                1..30,
+            ),
         ) {
             let mut l = ForgetList::new();
             let mut model = HashSet::new();
-            let mut img = vec![0u8; 64 * ENTRY_BYTES];
+            let mut img = Vec::new();
             let mut count = 0u64;
-            for (op, k) in ops {
-                // Few low halves, so that probe sequences collide often.
-                let key = h((k % 7) * (u64::MAX / 7), k);
-                match op {
-                    0 => {
-                        let added = l.insert(key);
-                        prop_assert_eq!(added.is_some(), model.insert(key));
-                        if let Some(at) = added {
-                            img[at * ENTRY_BYTES..][..ENTRY_BYTES]
-                                .copy_from_slice(&entry_bytes(key));
-                            count += 1;
-                        }
+            for (adds, keys, cut) in spans {
+                let before = model.clone();
+                for k in keys {
+                    // Few low halves, so that probe sequences collide often.
+                    let key = h((k % 7) * (u64::MAX / 7), k);
+                    if adds {
+                        prop_assert_eq!(l.insert(key), model.insert(key));
+                    } else {
+                        prop_assert_eq!(l.remove(key), model.remove(&key));
                     }
-                    1 => {
-                        let r = l.remove(key);
-                        prop_assert_eq!(r.is_some(), model.remove(&key));
-                        if let Some(r) = r {
-                            store_moved(&mut img, r);
-                            // Cut here (the count not yet written): the
-                            // list after the removal, or, when the last
-                            // entry went, the list before it.
-                            let d = ForgetList::decode(&img, count).unwrap();
-                            let got: HashSet<_> = d.entries().iter().copied().collect();
-                            let mut want = model.clone();
-                            if r.moved.is_none() {
-                                want.insert(key);
-                            }
-                            prop_assert_eq!(&got, &want);
-                            count -= 1;
-                        }
-                    }
-                    _ => prop_assert_eq!(l.contains(key), model.contains(&key)),
+                    prop_assert_eq!(l.len(), model.len());
                 }
-                prop_assert_eq!(l.len(), model.len());
-                prop_assert_eq!(count as usize, model.len());
+                let new = l.encode();
+                if img.len() < new.len() {
+                    img.resize(new.len(), 0);
+                }
+                let at = (cut * ENTRY_BYTES).min(new.len());
+                let mut torn = img.clone();
+                torn[..at].copy_from_slice(&new[..at]);
+                let d = ForgetList::decode(&torn, count).unwrap();
+                let got: HashSet<_> = d.entries().into_iter().collect();
+                prop_assert!(got.is_subset(&before), "a cut image holds a key never listed");
+                prop_assert!(
+                    before.intersection(&model).all(|k| got.contains(k)),
+                    "a cut image lost a key listed before and after"
+                );
+                img[..new.len()].copy_from_slice(&new);
+                l.stored();
+                count = model.len() as u64;
+                let d = ForgetList::decode(&img, count).unwrap();
+                let got: HashSet<_> = d.entries().into_iter().collect();
+                prop_assert_eq!(&got, &model);
+                prop_assert_eq!(d.encode(), l.encode());
             }
             let d = ForgetList::decode(&img, count).unwrap();
-            let got: HashSet<_> = d.entries().iter().copied().collect();
-            prop_assert_eq!(&got, &model);
-            prop_assert_eq!(d.encode(), l.encode());
             for k in 0..40 {
                 let key = h((k % 7) * (u64::MAX / 7), k);
                 prop_assert_eq!(l.contains(key), model.contains(&key));
