@@ -167,19 +167,21 @@ impl SetsFilter {
     }
 
     /// Whether keys were on the forget lists when the counters were read
-    /// on open: the first batch's answer (see [`SetsFilter::lists_in_use`]).
+    /// on open: the first batch's answer (see `SetsFilter::lists_to_check`).
     pub(crate) fn set_lists_read(&mut self, listed: bool) {
         self.lists_read = Some(listed);
     }
 
-    /// The false positives expected among `new` lines this run judged new
-    /// (each was compared with its set's fingerprints; the sets held, on
-    /// average, what they held between the run's start and now), and the
-    /// rate of a lookup now.
+    /// The new lines this run is expected to have taken for seen ones,
+    /// for `new` lines it judged new (each was compared with its set's
+    /// fingerprints; the sets held, on average, what they held between the
+    /// run's start and now: at rate `r`, `r / (1 − r)` per line judged
+    /// new), and the rate of a lookup now.
     pub(crate) fn run_rates(&self, new: u64) -> (f64, f64) {
         let during = (self.opened_with + self.inserts) as f64 / 2.0;
+        let r = self.meta.fpp_with(during).min(1.0 - 1e-9);
         (
-            new as f64 * self.meta.fpp_with(during),
+            new as f64 * r / (1.0 - r),
             self.meta.fpp_with(self.inserts as f64),
         )
     }

@@ -97,9 +97,14 @@ pub fn any_of(rates: impl IntoIterator<Item = f64>) -> f64 {
 /// while layer `i` went from `before` to `after` keys, for each `(layout,
 /// before, after)` oldest first. While a layer fills, every older layer is
 /// complete, so the rate at the moment a key arrives is
-/// `1 − Π_older (1 − f_o) · (1 − f_i(count))`; this integrates it over the
-/// inserts (trapezoids, 64 per layer; the rate is smooth and increasing).
+/// `r = 1 − Π_older (1 − f_o) · (1 − f_i(count))`, and between two keys
+/// judged new `r / (1 − r)` new keys are taken for present ones on average;
+/// this integrates that over the inserts (trapezoids, 64 per layer; the rate
+/// is smooth and increasing).
 pub fn expected_false_positives(layers: &[(Layout, u64, u64)]) -> f64 {
+    // A rate of 1 would take every new line for seen: none would be judged
+    // new, so a span with new lines never has it; capped for rounding.
+    const MAX_RATE: f64 = 1.0 - 1e-9;
     let mut total = 0.0;
     // ln Π_older (1 − f_o), kept as a sum of logs (see `any_of`).
     let mut older_log_keep = 0.0;
@@ -107,10 +112,16 @@ pub fn expected_false_positives(layers: &[(Layout, u64, u64)]) -> f64 {
         if after > before {
             let steps = 64u64.min(after - before);
             let width = (after - before) as f64 / steps as f64;
+            // Between two lines judged new, a filter whose rate is `r` takes
+            // `r / (1 − r)` new lines for seen ones on average (each new
+            // line is judged new with probability 1 − r): 1 at r = 0.5, 44
+            // at 0.978, not `r`.
             let at = |j: u64| {
                 let n = *before as f64 + j as f64 * width;
                 let f = layer_fpp(layout, n.round() as u64);
-                -(older_log_keep + (-f).ln_1p()).exp_m1()
+                let r = -(older_log_keep + (-f).ln_1p()).exp_m1();
+                let r = r.min(MAX_RATE);
+                r / (1.0 - r)
             };
             let inner: f64 = (1..steps).map(at).sum();
             total += width * (inner + (at(0) + at(steps)) / 2.0);
