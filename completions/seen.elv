@@ -58,7 +58,7 @@ set edit:completion:arg-completer[seen] = {|@words|
             cand --capacity 'Distinct lines to size the new filter for (e.g. 1e6, 50k, 10M) [default: the lines in the input files, else 10M]'
             cand --fixed 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr when it passes -p, and again past 10 times -p)'
             cand --no-grow 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr when it passes -p, and again past 10 times -p)'
-            cand --force 'Replace FILTER if it exists (atomically); only a seen filter (or an empty file) is replaced, never another kind of file or a symbolic link'
+            cand --force 'Replace FILTER if it exists (atomically, keeping its key options unless key flags are given); only a seen filter (or an empty file) is replaced'
             cand --add 'Insert into the existing FILTER instead of making a new one (sizing flags are then ignored)'
             cand --summary 'Print a summary to stderr: lines read, new, duplicates, expected false positives'
             cand --json 'With --summary: print it as one JSON object (schema in docs/JSON.md)'

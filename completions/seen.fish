@@ -54,7 +54,7 @@ complete -c seen -n "__fish_seen_using_subcommand build" -l redis-wait -d 'With 
 complete -c seen -n "__fish_seen_using_subcommand build" -l now -d 'The time to work at, for a filter with a --window: an RFC 3339 time (2026-12-01T09:00:00Z, or with an offset: +01:00) or @ and Unix seconds (@1796115600); for replays, tests and scripts. A time before the latest a writer recorded in the filter counts as that time [default: the system clock]' -r
 complete -c seen -n "__fish_seen_using_subcommand build" -s n -l capacity -d 'Distinct lines to size the new filter for (e.g. 1e6, 50k, 10M) [default: the lines in the input files, else 10M]' -r
 complete -c seen -n "__fish_seen_using_subcommand build" -l fixed -l no-grow -d 'Never grow: one layer of -n lines; past it the false-positive rate rises (warned on stderr when it passes -p, and again past 10 times -p)'
-complete -c seen -n "__fish_seen_using_subcommand build" -l force -d 'Replace FILTER if it exists (atomically); only a seen filter (or an empty file) is replaced, never another kind of file or a symbolic link'
+complete -c seen -n "__fish_seen_using_subcommand build" -l force -d 'Replace FILTER if it exists (atomically, keeping its key options unless key flags are given); only a seen filter (or an empty file) is replaced'
 complete -c seen -n "__fish_seen_using_subcommand build" -l add -d 'Insert into the existing FILTER instead of making a new one (sizing flags are then ignored)'
 complete -c seen -n "__fish_seen_using_subcommand build" -l summary -d 'Print a summary to stderr: lines read, new, duplicates, expected false positives'
 complete -c seen -n "__fish_seen_using_subcommand build" -l json -d 'With --summary: print it as one JSON object (schema in docs/JSON.md)'

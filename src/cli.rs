@@ -509,8 +509,8 @@ pub struct BuildArgs {
     #[arg(long, value_enum, value_name = "LAYOUT", help_heading = "Redis")]
     pub redis_layout: Option<crate::store::RedisLayout>,
 
-    /// Replace FILTER if it exists (atomically); only a seen filter (or an
-    /// empty file) is replaced, never another kind of file or a symbolic link.
+    /// Replace FILTER if it exists (atomically, keeping its key options unless
+    /// key flags are given); only a seen filter (or an empty file) is replaced.
     #[arg(long, conflicts_with = "add")]
     pub force: bool,
 

@@ -38,6 +38,10 @@ fn plan(a: BuildArgs) -> Result<Job> {
         link: a.lock.link(),
         layout: a.redis_layout.unwrap_or_default(),
     };
+    let mut keys = a.keys.spec();
+    if a.force && !a.add && keys.is_none() {
+        keys = kept_keys(&a.output, a.lock.link());
+    }
     let wants = if a.add {
         Wants::Add(a.output)
     } else {
@@ -50,7 +54,7 @@ fn plan(a: BuildArgs) -> Result<Job> {
     Ok(Job {
         sources,
         opts,
-        keys: a.keys.spec(),
+        keys,
         lines_are_keys: false,
         store,
         mode: Mode::Insert,
@@ -58,4 +62,25 @@ fn plan(a: BuildArgs) -> Result<Job> {
         prints_lines: false,
         summary: a.summary.then_some(a.json),
     })
+}
+
+/// The key options of the filter a `build --force` replaces, when it
+/// records some and no key flag was given: a replaced `--url` filter stays a
+/// `--url` filter (issue 43: it silently became a whole-record one, and its
+/// URLs in another spelling went from present to absent). Said on stderr.
+fn kept_keys(
+    at: &crate::store::FilterAt,
+    link: crate::store::Link,
+) -> Option<crate::keys::KeySpec> {
+    let old = at.open_read(link).ok()?;
+    let keys = old.header().keys;
+    if keys.is_raw() {
+        return None;
+    }
+    eprintln!(
+        "seen: {at} is replaced by a filter with the key options it records ({}); pass \
+         --raw-keys, or other key flags, to change them",
+        keys.flags()
+    );
+    Some(keys)
 }

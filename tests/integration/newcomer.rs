@@ -711,3 +711,30 @@ fn summary_false_positives_match_what_an_over_full_filter_drops() {
         "{v}"
     );
 }
+
+/// Issue 43, item 7: `build --force` over a `--url` filter, without key
+/// flags, made a whole-record filter, and `HTTPS://WWW.EXAMPLE.NET:443/…`
+/// went from present to absent. The replaced filter's key options are now
+/// kept, and said; `--raw-keys` still changes them.
+#[test]
+fn a_filter_built_again_keeps_its_key_options() {
+    let d = tmp();
+    let p = d.path();
+    let lines = b"https://www.example.net/a\n";
+    let other = "HTTPS://WWW.EXAMPLE.NET:443/a";
+    seen_io(p, ["build", "-q", "--url", "-o", "u.seen"], lines).ok();
+    seen_io(p, ["build", "-q", "--force", "-o", "u.seen"], lines)
+        .code(0)
+        .stderr_has("key options it records (--url)");
+    seen(p, ["query", "u.seen", other]).code(0);
+    seen_io(
+        p,
+        ["build", "-q", "--force", "--raw-keys", "-o", "u.seen"],
+        lines,
+    )
+    .ok();
+    seen(p, ["query", "u.seen", other]).code(1);
+    // Nothing to keep: no note.
+    seen_io(p, ["build", "-q", "--force", "-o", "new.seen"], lines).ok();
+    seen_io(p, ["build", "-q", "--force", "-o", "new.seen"], lines).ok();
+}
