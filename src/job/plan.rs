@@ -94,7 +94,7 @@ pub(crate) fn resolve(
             journal,
         } => {
             let (create, lines) = if filter.exists() == Some(true) {
-                if sizing.given {
+                if sizing.given && !made_so(&filter, sizing.link, asked) {
                     warn_sizing_ignored(&filter, sizing.window_given);
                 }
                 (None, None)
@@ -172,6 +172,30 @@ fn fit(at: &FilterAt, spec: Spec) -> Spec {
             ..spec
         }
     }
+}
+
+/// Whether the filter at `filter` was made as the sizing flags `asked`
+/// say (a daily cron job that passes the flags it made the filter with is
+/// not warned every day, issue 43); `false` when it cannot be read (the
+/// run's own open says why).
+fn made_so(filter: &FilterAt, link: Link, asked: &Asked) -> bool {
+    let Ok(f) = filter.open_read(link) else {
+        return false;
+    };
+    let h = f.header();
+    let same = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
+    asked.capacity.is_none_or(|n| n == h.capacity)
+        && asked.fpp.is_none_or(|p| same(p, h.target_fpp))
+        && (!asked.fixed || h.growth.is_none())
+        && asked
+            .growth
+            .is_none_or(|g| h.growth.is_some_and(|hg| hg.factor == g))
+        && asked.window.is_none_or(|secs| {
+            h.window.is_some_and(|w| {
+                w.window.secs == secs && asked.slices.is_none_or(|s| s == w.window.slices)
+            })
+        })
+        && (asked.window.is_some() || asked.slices.is_none())
 }
 
 /// Says that the sizing flags (and `--window`) are ignored for a filter

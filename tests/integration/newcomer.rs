@@ -738,3 +738,35 @@ fn a_filter_built_again_keeps_its_key_options() {
     seen_io(p, ["build", "-q", "--force", "-o", "new.seen"], lines).ok();
     seen_io(p, ["build", "-q", "--force", "-o", "new.seen"], lines).ok();
 }
+
+/// Issue 43, item 5: the README's daily window job (`dedup -f popup.seen
+/// --window 6d -n 30M -p 1e-2`) was warned on every run after the first
+/// that its sizing flags and --window were ignored. Flags the filter was
+/// made with are no longer warned about; others still are.
+#[test]
+fn the_flags_a_filter_was_made_with_are_not_warned_about() {
+    let d = tmp();
+    let p = d.path();
+    let job = [
+        "dedup",
+        "-f",
+        "popup.seen",
+        "--window",
+        "6d",
+        "-n",
+        "30M",
+        "-p",
+        "1e-2",
+    ];
+    seen_io(p, job, b"u1\n").ok().stdout(b"u1\n");
+    seen_io(p, job, b"u1\nu2\n").ok().stdout(b"u2\n");
+    seen_io(p, ["dedup", "-f", "popup.seen", "-n", "30M"], b"u3\n")
+        .ok()
+        .stdout(b"u3\n");
+    seen_io(p, ["dedup", "-f", "popup.seen", "--window", "7d"], b"u4\n")
+        .code(0)
+        .stderr_has("--window too");
+    seen_io(p, ["dedup", "-f", "popup.seen", "-p", "1e-3"], b"u5\n")
+        .code(0)
+        .stderr_has("sizing flags are ignored");
+}
