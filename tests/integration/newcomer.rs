@@ -770,3 +770,53 @@ fn the_flags_a_filter_was_made_with_are_not_warned_about() {
         .code(0)
         .stderr_has("sizing flags are ignored");
 }
+
+/// Issue 43, item 8: after the README's install step (`cp man/*.1
+/// ~/.local/share/man/man1/`, the binary in `~/.cargo/bin`) `man seen` said
+/// "No manual entry". The README's command, run as written in a home of its
+/// own with `~/.cargo/bin` on the `PATH` and no `MANPATH`, now lets `man`
+/// find every page. (Skipped where `man` is not installed, except in CI.)
+#[test]
+fn the_readme_man_install_step_works_as_written() {
+    let has_man = std::process::Command::new("man")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_man {
+        assert!(std::env::var_os("CI").is_none(), "CI needs man (man-db)");
+        return;
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let step = readme
+        .lines()
+        .find(|l| l.starts_with("mkdir -p ~/") && l.contains("cp man/*.1"))
+        .expect("the README's man install step");
+    let home = tmp();
+    let bin = home.path().join(".cargo/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy(crate::common::BIN, bin.join("seen")).unwrap();
+    let st = std::process::Command::new("sh")
+        .args(["-c", step])
+        .current_dir(root)
+        .env("HOME", home.path())
+        .status()
+        .unwrap();
+    assert!(st.success(), "{step}");
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    for page in ["seen", "seen-dedup", "seen-forget"] {
+        let o = std::process::Command::new("man")
+            .args(["-w", page])
+            .env_remove("MANPATH")
+            .env("HOME", home.path())
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        let at = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success() && at.trim().starts_with(&home.path().display().to_string()),
+            "man -w {page}: {at} {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
