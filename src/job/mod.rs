@@ -104,6 +104,16 @@ impl Output for Nothing {
 pub(crate) fn execute<O: Output>(job: Job, out: &mut O) -> Result<Counts> {
     refuse_filters_as_lines(&job.sources)?;
     let store = Opened::open(&job.store, job.keys)?;
+    if crate::clock::is_fixed() && store.header().window.is_none() {
+        let name = match &job.store {
+            Where::At { at, .. } => at.to_string(),
+            Where::Memory(_) => "the in-memory filter".into(),
+        };
+        eprintln!(
+            "seen: note: --now is ignored: {name} has no time window (the time only \
+             matters to a filter made with --window)"
+        );
+    }
     run_on(job, store, out)
 }
 

@@ -820,3 +820,33 @@ fn the_readme_man_install_step_works_as_written() {
         );
     }
 }
+
+/// Issue 43, item 6 (in part): `--now` on a filter without a time window
+/// was silently ignored; it is now said. A filter with a window takes it
+/// without a note.
+#[test]
+fn now_on_a_filter_without_a_window_is_said_to_be_ignored() {
+    let d = tmp();
+    let p = d.path();
+    let now = "2026-12-01T09:00:00Z";
+    seen_io(
+        p,
+        ["dedup", "-q", "-n", "1k", "-f", "plain.seen", "--now", now],
+        b"a\n",
+    )
+    .code(0)
+    .stderr_has("--now is ignored: plain.seen has no time window");
+    seen_io(p, ["dedup", "--now", now], b"a\n")
+        .code(0)
+        .stderr_has("--now is ignored: the in-memory filter has no time window");
+    seen_io(
+        p,
+        [
+            "dedup", "-n", "1k", "--window", "6d", "-f", "w.seen", "--now", now,
+        ],
+        b"a\n",
+    )
+    .ok()
+    .stdout(b"a\n");
+    seen_io(p, ["query", "w.seen", "--now", now], b"a\n").ok();
+}
