@@ -103,9 +103,10 @@ impl Place for Location {
     ) -> Result<()> {
         if !forget.is_empty() {
             bail!(
-                "{self}: a Redis filter cannot keep a forget list yet, and this filter has \
-                 forgotten {} keys (`seen forget`): copied without it, they would be present \
-                 again; nothing was written",
+                "{self}: a filter copied to Redis takes the Bloom layout, which keeps no \
+                 forget list, and this filter has forgotten {} keys (`seen forget`): copied \
+                 without it, they would be present again; nothing was written (a Redis filter \
+                 of fingerprint sets, the default of `dedup -f`, can forget keys)",
                 forget.len()
             );
         }
