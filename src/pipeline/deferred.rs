@@ -17,28 +17,8 @@ use crate::hash::Hash128;
 use anyhow::{Context, Result};
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
-use std::hash::BuildHasherDefault;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
-
-/// Hashes the keys of the pending map: the key's own 128 bits are already
-/// uniformly random, so nothing more than a fold is needed.
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl std::hash::Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 ^= v;
-    }
-}
 
 /// The exact set of keys judged new and not yet recorded, as a map from key to
 /// the number of the chunk that judged it new: an entry counts only while that
@@ -49,7 +29,7 @@ impl std::hash::Hasher for KeyHasher {
 ///
 /// Keys are `(lo, hi)` rather than `u128`, whose 16-byte alignment would pad
 /// every entry to 32 bytes instead of 24.
-type Pending = HashMap<(u64, u64), u64, BuildHasherDefault<KeyHasher>>;
+type Pending = HashMap<(u64, u64), u64, crate::hash::BuildKeyHasher>;
 
 /// Pending entries at which stale ones are first pruned.
 const PRUNE_AT: usize = 1 << 17;
