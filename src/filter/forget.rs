@@ -144,52 +144,20 @@ impl ForgetList {
         Ok(list)
     }
 
-    /// The list of `entries` (in stored order), its table built in the
-    /// order of the entries' home slots, so that the writes to it run
-    /// through the table once instead of landing at random (a counting
-    /// sort on the slots' top bits). `Err` gives the entries back when one
-    /// is listed twice.
+    /// The list of `entries` (in stored order), its table built once (see
+    /// [`ForgetList::rebuild`]). `Err` gives the entries back when one is
+    /// listed twice.
     fn indexed(entries: Vec<Hash128>) -> Result<ForgetList, Vec<Hash128>> {
-        let mut list = ForgetList::new();
-        list.reserve(entries.len());
-        let bits = list.slots.len().trailing_zeros().min(12);
-        let bucket = |h: &Hash128| (h.lo >> (64 - bits)) as usize;
-        let mut starts = vec![0u32; (1 << bits) + 1];
-        for h in &entries {
-            starts[bucket(h) + 1] += 1;
+        let mut list = ForgetList {
+            entries,
+            ..ForgetList::default()
+        };
+        let want = list.entries.len().max(1) * 2;
+        if list.rebuild(want) {
+            Ok(list)
+        } else {
+            Err(std::mem::take(&mut list.entries))
         }
-        for b in 1..starts.len() {
-            starts[b] += starts[b - 1];
-        }
-        let mut order = vec![0u32; entries.len()];
-        for (i, h) in entries.iter().enumerate() {
-            let at = &mut starts[bucket(h)];
-            order[*at as usize] = u32::try_from(i).expect("fewer than 2^32 entries");
-            *at += 1;
-        }
-        list.gone = vec![0; entries.len().div_ceil(64) + 1];
-        list.dropped.clone_from(&list.gone);
-        list.entries = entries;
-        let mask = list.slots.len() - 1;
-        for &i in &order {
-            let h = list.entries[i as usize];
-            let mut s = list.home(h);
-            loop {
-                match list.slots[s] {
-                    0 => break,
-                    p if list.entries[p as usize - 1] == h => {
-                        return Err(std::mem::take(&mut list.entries));
-                    }
-                    _ => s = (s + 1) & mask,
-                }
-            }
-            list.slots[s] = i + 1;
-        }
-        for i in 0..list.entries.len() {
-            let (w, b) = list.seen_bits(list.entries[i]);
-            list.seen[w] |= b;
-        }
-        Ok(list)
     }
 
     /// Entries listed.
@@ -420,9 +388,17 @@ impl ForgetList {
         if self.slots.len() >= want {
             return;
         }
+        let unique = self.rebuild(want);
+        debug_assert!(unique, "an entry in memory is listed once");
+    }
+
+    /// Builds the table again for `want` slots or more (removed entries go
+    /// for good, the others keep their order), filling it bucket by bucket
+    /// of home slots (a counting sort on their top bits), so that its
+    /// writes walk the table once instead of landing at random. `false`
+    /// when an entry is listed twice (the table is then not usable).
+    fn rebuild(&mut self, want: usize) -> bool {
         if self.gone_count > 0 {
-            // Rebuilt: removed entries go for good, the others keep their
-            // order.
             self.entries = self.live().collect();
             self.gone_count = 0;
         }
@@ -432,15 +408,38 @@ impl ForgetList {
         self.slots = vec![0; len];
         // Eight bits per slot.
         self.seen = vec![0; len / 8];
-        for (i, &h) in self.entries.iter().enumerate() {
+        let bits = len.trailing_zeros().min(12);
+        let bucket = |h: &Hash128| (h.lo >> (64 - bits)) as usize;
+        let mut starts = vec![0u32; (1 << bits) + 1];
+        for h in &self.entries {
+            starts[bucket(h) + 1] += 1;
+        }
+        for b in 1..starts.len() {
+            starts[b] += starts[b - 1];
+        }
+        let mut order = vec![0u32; self.entries.len()];
+        for (i, h) in self.entries.iter().enumerate() {
+            let at = &mut starts[bucket(h)];
+            order[*at as usize] = u32::try_from(i).expect("fewer than 2^32 entries");
+            *at += 1;
+        }
+        for &i in &order {
+            let h = self.entries[i as usize];
             let mut s = self.home(h);
-            while self.slots[s] != 0 {
-                s = (s + 1) & (len - 1);
+            loop {
+                match self.slots[s] {
+                    0 => break,
+                    p if self.entries[p as usize - 1] == h => return false,
+                    _ => s = (s + 1) & (len - 1),
+                }
             }
-            self.slots[s] = u32::try_from(i + 1).expect("fewer than 2^32 entries");
-            let (w, b) = self.seen_bits(h);
+            self.slots[s] = i + 1;
+        }
+        for i in 0..self.entries.len() {
+            let (w, b) = self.seen_bits(self.entries[i]);
             self.seen[w] |= b;
         }
+        true
     }
 
     /// The slot of `h`'s probe sequence start.
