@@ -326,10 +326,10 @@ pub(super) fn each_count(v: &Value, f: &mut dyn FnMut(&[u8], u64)) {
     }
 }
 
-/// The counters of a filter of fingerprint sets: its lines recorded as
-/// new, and whether keys are on its forget lists (the `forget` runs listed
-/// more than writers took off), with the time of the last change read into
-/// `header`.
+/// The counters of a filter of fingerprint sets, read on open: its lines
+/// recorded as new, and whether keys are on its forget lists (the `forget`
+/// runs listed more than writers took off), with the time of the last
+/// change read into `header`.
 pub(super) fn read_counters(
     client: &mut Client,
     loc: &Location,
@@ -342,18 +342,39 @@ pub(super) fn read_counters(
             redis::cmd("HGETALL").arg(loc.count_key()).clone(),
         )
         .context("cannot read the counters")?;
+    let c = sets_counters(&v, meta, header);
+    Ok((c.inserts, c.listed > c.unlisted))
+}
+
+/// What the count key of a filter of fingerprint sets holds.
+pub(super) struct SetsCounters {
+    /// Lines recorded as new.
+    pub inserts: u64,
+    /// Keys `forget` runs listed.
+    pub listed: u64,
+    /// Keys writers took off the lists (recorded again).
+    pub unlisted: u64,
+}
+
+/// The counters in `v`, an `HGETALL` of the count key of the filter `meta`
+/// describes, with the time of the last change read into `header`.
+pub(super) fn sets_counters(v: &Value, meta: &SetsMeta, header: &mut Header) -> SetsCounters {
     let (field, [forgets, unforgets]) = (meta.count_field(), meta.list_fields());
-    let (mut inserts, mut listed, mut unlisted) = (0u64, 0u64, 0u64);
-    each_count(&v, &mut |k, n| {
+    let mut c = SetsCounters {
+        inserts: 0,
+        listed: 0,
+        unlisted: 0,
+    };
+    each_count(v, &mut |k, n| {
         if k == b"updated" {
             header.updated = n;
         } else if k == field.as_bytes() {
-            inserts = n;
+            c.inserts = n;
         } else if k == forgets.as_bytes() {
-            listed = n;
+            c.listed = n;
         } else if k == unforgets.as_bytes() {
-            unlisted = n;
+            c.unlisted = n;
         }
     });
-    Ok((inserts, listed > unlisted))
+    c
 }

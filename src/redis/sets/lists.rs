@@ -45,31 +45,20 @@ impl SetsFilter {
     /// A server that cannot be reached.
     pub(crate) fn list_counts(&mut self) -> Result<(u64, u64)> {
         let loc = self.client.location().clone();
-        let [forgets, unforgets] = self.meta.list_fields();
         let v = self
             .client
             .query(
                 slot(loc.meta_key().as_bytes()),
-                redis::cmd("HMGET")
-                    .arg(loc.count_key())
-                    .arg(&forgets)
-                    .arg(&unforgets)
-                    .clone(),
+                redis::cmd("HGETALL").arg(loc.count_key()).clone(),
             )
             .context("cannot read the counters")?;
-        if let Some(e) = server_error("HMGET of the counters", &loc, &v) {
+        if let Some(e) = server_error("HGETALL of the counters", &loc, &v) {
             return Err(e);
         }
-        let n = |v: &Value| match v {
-            Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse::<u64>().ok(),
-            _ => None,
-        };
-        Ok(match v {
-            Value::Array(items) if items.len() == 2 => {
-                (n(&items[0]).unwrap_or(0), n(&items[1]).unwrap_or(0))
-            }
-            _ => (0, 0),
-        })
+        // The time of the last change stays as the run found it.
+        let mut scratch = self.meta.header();
+        let c = crate::redis::meta::sets_counters(&v, &self.meta, &mut scratch);
+        Ok((c.listed, c.unlisted))
     }
 
     /// Which keys' forget lists a batch must check: none while the
