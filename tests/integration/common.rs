@@ -468,16 +468,7 @@ pub fn run_killed_env(
     args: &[&str],
     kill_after: usize,
 ) -> (Vec<u8>, bool) {
-    let mut child = command(dir)
-        .env("SEEN_CHUNK_BYTES", "65536")
-        .envs(env.iter().copied())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = child.stdout.take().unwrap();
+    let (mut child, mut stdout) = spawn_killable(dir, env, args);
     let mut out = Vec::new();
     let mut buf = vec![0u8; 1 << 16];
     while out.len() < kill_after {
@@ -492,21 +483,7 @@ pub fn run_killed_env(
     if killed {
         let _ = child.kill();
     }
-    // What the process wrote before it died is still in the pipe.
-    stdout.read_to_end(&mut out).unwrap();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    let status = child.wait().unwrap();
-    if !killed {
-        assert_eq!(status.code(), Some(0), "{args:?}: {err}");
-    }
-    assert!(!err.contains("panicked"), "{err}");
-    (out, killed)
+    end_killable(child, stdout, out, killed, args)
 }
 
 /// Runs `seen ARGS` with stdout piped and never read until the child is
@@ -517,16 +494,7 @@ pub fn run_killed_env(
 /// written. Returns what it wrote and whether it was killed (not: it ended
 /// first).
 pub fn run_killed_blocked_env(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> (Vec<u8>, bool) {
-    let mut child = command(dir)
-        .env("SEEN_CHUNK_BYTES", "65536")
-        .envs(env.iter().copied())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = child.stdout.take().unwrap();
+    let (mut child, stdout) = spawn_killable(dir, env, args);
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     let killed = loop {
         if blocked_writing_stdout(child.id()) {
@@ -542,7 +510,39 @@ pub fn run_killed_blocked_env(dir: &Path, env: &[(&str, &str)], args: &[&str]) -
         );
         std::thread::sleep(Duration::from_millis(1));
     };
-    let mut out = Vec::new();
+    end_killable(child, stdout, Vec::new(), killed, args)
+}
+
+/// Starts `seen ARGS` for the `run_killed_*` helpers: chunks of 64 KiB,
+/// stdin empty, stdout and stderr piped (stdout taken).
+fn spawn_killable(
+    dir: &Path,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> (std::process::Child, std::process::ChildStdout) {
+    let mut child = command(dir)
+        .env("SEEN_CHUNK_BYTES", "65536")
+        .envs(env.iter().copied())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    (child, stdout)
+}
+
+/// Ends a `run_killed_*` run: what the child wrote before it died (still in
+/// the pipe) after `out`; a child not `killed` must have exited 0, and none
+/// may have panicked.
+fn end_killable(
+    mut child: std::process::Child,
+    mut stdout: std::process::ChildStdout,
+    mut out: Vec<u8>,
+    killed: bool,
+    args: &[&str],
+) -> (Vec<u8>, bool) {
     stdout.read_to_end(&mut out).unwrap();
     let mut err = String::new();
     child

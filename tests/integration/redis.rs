@@ -18,12 +18,12 @@ use std::process::Stdio;
 use crate::common::redis_server as server;
 
 /// A filter location on the standalone server, named for `test`.
-fn standalone(test: &str) -> Option<String> {
+pub(crate) fn standalone(test: &str) -> Option<String> {
     server("SEEN_TEST_REDIS").map(|a| format!("redis://{a}/{}", unique(test)))
 }
 
 /// A filter location on the Cluster, named for `test`.
-fn cluster(test: &str) -> Option<String> {
+pub(crate) fn cluster(test: &str) -> Option<String> {
     server("SEEN_TEST_REDIS_CLUSTER").map(|a| format!("redis+cluster://{a}/{}", unique(test)))
 }
 

@@ -230,7 +230,7 @@ fn an_ipv6_server_is_reached() {
 }
 
 /// The lines printed over several outputs, each line with how many times.
-fn tally(outs: &[&[u8]]) -> std::collections::HashMap<Vec<u8>, usize> {
+pub(crate) fn tally(outs: &[&[u8]]) -> std::collections::HashMap<Vec<u8>, usize> {
     let mut n = std::collections::HashMap::new();
     for out in outs {
         for l in out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
@@ -241,7 +241,7 @@ fn tally(outs: &[&[u8]]) -> std::collections::HashMap<Vec<u8>, usize> {
 }
 
 /// Asserts that `outs` together print every line of `want` exactly once.
-fn exactly_once(outs: &[&[u8]], want: &[u8], ctx: &str) {
+pub(crate) fn exactly_once(outs: &[&[u8]], want: &[u8], ctx: &str) {
     let n = tally(outs);
     let lines: Vec<&[u8]> = want
         .split(|&b| b == b'\n')

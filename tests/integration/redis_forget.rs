@@ -7,30 +7,13 @@
 use crate::common::{
     command, numbered, redis_server, run_killed_blocked_env, seen_env, tmp, unique_name, write,
 };
-use std::collections::HashMap;
+use crate::redis::{cluster, standalone};
+use crate::redis_edges::{exactly_once, tally};
 use std::process::Stdio;
 
 /// The test's filter on the standalone server and on the Cluster.
-fn locations(test: &str) -> Vec<String> {
-    let mut v = Vec::new();
-    if let Some(a) = redis_server("SEEN_TEST_REDIS") {
-        v.push(format!("redis://{a}/{}", unique_name(test)));
-    }
-    if let Some(a) = redis_server("SEEN_TEST_REDIS_CLUSTER") {
-        v.push(format!("redis+cluster://{a}/{}", unique_name(test)));
-    }
-    v
-}
-
-/// Each line printed over `outs`, with how many times.
-fn tally(outs: &[&[u8]]) -> HashMap<Vec<u8>, usize> {
-    let mut n = HashMap::new();
-    for out in outs {
-        for l in out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-            *n.entry(l.to_vec()).or_insert(0) += 1;
-        }
-    }
-    n
+fn locations(test: &str) -> impl Iterator<Item = String> {
+    [standalone(test), cluster(test)].into_iter().flatten()
 }
 
 /// The keys on the filter's forget lists, as `stats --json` counts them.
@@ -136,19 +119,8 @@ fn forgotten_lines_are_absent_then_printed_once_across_writers() {
             })
             .collect();
         let outs = writers(&d, &env, &loc, &inputs);
-        let n = tally(&outs.iter().map(Vec::as_slice).collect::<Vec<_>>());
-        let want: Vec<&[u8]> = gone
-            .split(|&b| b == b'\n')
-            .chain(new.split(|&b| b == b'\n'))
-            .filter(|l| !l.is_empty())
-            .collect();
-        let twice = n.values().filter(|&&c| c > 1).count();
-        let lost = want.iter().filter(|l| !n.contains_key(**l)).count();
-        assert_eq!(
-            (lost, twice, n.len()),
-            (0, 0, want.len()),
-            "{loc}: (lost, twice, printed)"
-        );
+        let outs: Vec<&[u8]> = outs.iter().map(Vec::as_slice).collect();
+        exactly_once(&outs, &[gone.clone(), new.clone()].concat(), &loc);
         assert_eq!(listed(d.path(), &env, &loc), 0);
         let all = [old.clone(), new.clone()].concat();
         run(&["query", "-c", &loc], &all).ok().stdout(b"23000\n");
