@@ -582,7 +582,7 @@ impl SetsFilter {
         if self.meta.lists {
             self.for_every_set(true, &["TYPE"], &mut |start, replies| {
                 for (i, v) in replies.into_iter().enumerate() {
-                    if !is(&v, "set") && !is(&v, "none") {
+                    if !matches!(type_name(&v).as_str(), "set" | "none") {
                         bad.push((
                             names.list_name(start + i as u64),
                             format!(
@@ -598,15 +598,6 @@ impl SetsFilter {
             })?;
         }
         Ok(bad)
-    }
-}
-
-/// Whether a `TYPE` reply is `t`.
-fn is(v: &Value, t: &str) -> bool {
-    match v {
-        Value::SimpleString(s) => s == t,
-        Value::BulkString(b) => b == t.as_bytes(),
-        _ => false,
     }
 }
 

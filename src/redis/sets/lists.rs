@@ -194,11 +194,28 @@ impl Forgets for SetsFilter {
         }
         self.lookup(hashes, &Check::Every, out)?;
         let present: Vec<usize> = (0..hashes.len()).filter(|&i| out[i]).collect();
-        if present.is_empty() {
-            let (l, u) = self.list_counts()?;
-            self.listed_now = l.saturating_sub(u);
-            return Ok(0);
-        }
+        let listed = if present.is_empty() {
+            0
+        } else {
+            self.list(hashes, &present, out)?
+        };
+        let (l, u) = self.list_counts()?;
+        self.listed_now = l.saturating_sub(u);
+        Ok(listed)
+    }
+
+    fn forgotten(&self) -> u64 {
+        self.listed_now
+    }
+}
+
+impl SetsFilter {
+    /// Lists the keys `present` (positions in `hashes`, present when looked
+    /// up): `out[i]` stays true for those this run listed. Returns how many.
+    ///
+    /// # Errors
+    /// A server error or a lost connection.
+    fn list(&mut self, hashes: &[Hash128], present: &[usize], out: &mut [bool]) -> Result<u64> {
         // The counter and the sets' bits first: a writer that reads them
         // after this checks these keys' lists; one that read them before
         // sees these keys as forgotten after its batch.
@@ -233,7 +250,7 @@ impl Forgets for SetsFilter {
         }
         let mut key = Vec::new();
         let mut listed = 0i64;
-        let mut mine = std::collections::HashSet::new();
+        let mut mine = crate::filter::forget::KeySet::default();
         for part in present.chunks(PART_KEYS) {
             let cmds = part
                 .iter()
@@ -268,12 +285,6 @@ impl Forgets for SetsFilter {
                 &self.marked,
             )?;
         }
-        let (l, u) = self.list_counts()?;
-        self.listed_now = l.saturating_sub(u);
         Ok(listed as u64)
-    }
-
-    fn forgotten(&self) -> u64 {
-        self.listed_now
     }
 }
