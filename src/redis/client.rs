@@ -12,55 +12,10 @@
 //! lost reply (see docs/REDIS.md).
 
 use super::location::Location;
+use super::slot::SLOTS;
 use anyhow::{Context, Result, anyhow, bail};
 use redis::{Cmd, Connection, ServerErrorKind, Value};
 use std::time::{Duration, Instant};
-
-/// Slots of a Redis Cluster.
-pub(super) const SLOTS: usize = 16384;
-
-/// The Cluster slot of a key: CRC16 (XMODEM) of its hash tag (the text
-/// between the first `{` and the next `}`, when not empty), else of the key.
-pub(super) fn slot(key: &[u8]) -> u16 {
-    let tagged = key.iter().position(|&b| b == b'{').and_then(|open| {
-        let rest = &key[open + 1..];
-        rest.iter()
-            .position(|&b| b == b'}')
-            .filter(|&close| close > 0)
-            .map(|close| &rest[..close])
-    });
-    (crc16(tagged.unwrap_or(key)) as usize % SLOTS) as u16
-}
-
-/// CRC16-CCITT (XMODEM: polynomial 0x1021, initial 0), as Redis Cluster
-/// uses, a byte at a time from [`CRC16_TABLE`] (a key's slot is computed
-/// per line in the fingerprint-set layout).
-fn crc16(data: &[u8]) -> u16 {
-    data.iter().fold(0u16, |crc, &b| {
-        (crc << 8) ^ CRC16_TABLE[usize::from((crc >> 8) as u8 ^ b)]
-    })
-}
-
-/// The CRC16 (XMODEM) of every byte value, bit by bit.
-const CRC16_TABLE: [u16; 256] = {
-    let mut t = [0u16; 256];
-    let mut i = 0;
-    while i < 256 {
-        let mut crc = (i as u16) << 8;
-        let mut bit = 0;
-        while bit < 8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-            bit += 1;
-        }
-        t[i] = crc;
-        i += 1;
-    }
-    t
-};
 
 /// A command, packed, and the slot of its key.
 pub(super) struct Routed {
@@ -251,17 +206,26 @@ impl Client {
         &self.loc
     }
 
-    /// Opens a connection to `addr`.
+    /// Opens a connection to `addr` and sees the server answer, within the
+    /// timeout.
     fn open(&self, addr: &(String, u16)) -> Result<Connection> {
-        let mut settings = redis::RedisConnectionInfo::default();
-        if !self.loc.cluster {
+        // No `CLIENT SETINFO`: the crate reads each set-up reply with the
+        // whole timeout it is given, so a server that accepts and never
+        // answers held a connection attempt for one timeout per set-up
+        // command. The set-up left (AUTH, SELECT, or a PING) shares it.
+        let start = Instant::now();
+        let mut settings = redis::RedisConnectionInfo::default().set_skip_set_lib_name();
+        let mut steps: u32 = 0;
+        if !self.loc.cluster && self.loc.db != 0 {
             settings = settings.set_db(self.loc.db);
+            steps += 1;
         }
         if let Some(u) = &self.loc.user {
             settings = settings.set_username(u);
         }
         if let Some(p) = &self.loc.password {
             settings = settings.set_password(p);
+            steps += 1;
         }
         let info = if self.loc.tls {
             redis::ConnectionAddr::TcpTls {
@@ -280,21 +244,47 @@ impl Client {
             Some(certs) => redis::Client::build_with_tls(info, (**certs).clone()),
             None => redis::Client::open(info),
         };
+        let left = || {
+            self.timeout
+                .saturating_sub(start.elapsed())
+                .max(Duration::from_millis(1))
+        };
+        // The crate reads each of its set-up replies with the whole of its
+        // share; the PING has what is left.
+        let share = self.timeout / steps.max(1);
         let conn = client
-            .and_then(|c| c.get_connection_with_timeout(self.timeout))
-            .map_err(|e| {
-                anyhow!(
-                    "cannot connect to Redis at {}:{} ({}): {e}: {}",
-                    addr.0,
-                    addr.1,
-                    self.loc,
-                    self.connect_hint(&e.to_string())
-                )
-            })?;
+            .and_then(|c| c.get_connection_with_timeout(share))
+            .and_then(|mut conn| {
+                // Without set-up, the first command is where a TLS
+                // handshake or a server speaking something else fails:
+                // make that here, a connection error with what to do.
+                if steps == 0 {
+                    conn.set_read_timeout(Some(left()))?;
+                    conn.set_write_timeout(Some(left()))?;
+                    redis::cmd("PING").query::<Value>(&mut conn)?;
+                }
+                Ok(conn)
+            })
+            .map_err(|e| self.not_connected(addr, &e))?;
         conn.set_read_timeout(Some(self.timeout))
             .and_then(|()| conn.set_write_timeout(Some(self.timeout)))
             .with_context(|| self.at(addr))?;
         Ok(conn)
+    }
+
+    /// Why a connection to `addr` could not be opened, and what to do.
+    fn not_connected(&self, addr: &(String, u16), e: &redis::RedisError) -> anyhow::Error {
+        let (host, port, loc) = (&addr.0, addr.1, &self.loc);
+        if e.is_timeout() {
+            return anyhow!(
+                "cannot connect to Redis at {host}:{port} ({loc}): no answer within {:?} \
+                 (--redis-timeout): check that a Redis server listens there, not another \
+                 service, and that the network lets its replies through",
+                self.timeout
+            );
+        }
+        let hint = self.connect_hint(&e.to_string());
+        anyhow!("cannot connect to Redis at {host}:{port} ({loc}): {e}: {hint}")
     }
 
     /// What to do about a connection that failed with `e`.
@@ -741,7 +731,18 @@ impl Client {
                         v
                     }
                     Err(e) => {
-                        let e = anyhow!("{}: {e}", at(&self.loc, &self.nodes[n].addr));
+                        let here = at(&self.loc, &self.nodes[n].addr);
+                        let e = if e
+                            .downcast_ref::<redis::RedisError>()
+                            .is_some_and(redis::RedisError::is_timeout)
+                        {
+                            anyhow!(
+                                "{here}: no answer within {:?} (--redis-timeout)",
+                                self.timeout
+                            )
+                        } else {
+                            anyhow!("{here}: {e}")
+                        };
                         self.reset();
                         return Err(Failure::Lost(e));
                     }
@@ -871,21 +872,5 @@ pub(super) fn server_error(what: &str, loc: &Location, v: &Value) -> Option<anyh
             e.details().unwrap_or("")
         )),
         _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slots_follow_the_cluster_rule() {
-        // Values from `CLUSTER KEYSLOT` on Redis 7.0.
-        assert_eq!(slot(b"foo"), 12182);
-        assert_eq!(slot(b"seen:{crawl:17}:s"), 9521);
-        assert_eq!(slot(b"{user1000}.following"), slot(b"user1000"));
-        // An empty tag: the whole key counts.
-        assert_eq!(slot(b"foo{}{bar}"), crc16(b"foo{}{bar}") % 16384);
-        assert_eq!(crc16(b"123456789"), 0x31C3);
     }
 }

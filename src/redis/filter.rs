@@ -23,11 +23,12 @@
 //! the input, costs the server nothing. Lookups answer from those copies.
 
 use super::bitfield::{MAX_OPS, PART_KEYS, Parts, pack_bitfield_set};
-use super::client::{Client, Failure, Link, Routed, server_error, slot};
+use super::client::{Client, Failure, Link, Routed, server_error};
 use super::journal::Journal;
 use super::location::Location;
 use super::meta::{Meta, add_counts, delete, encode_meta, read_any, read_meta};
 use super::shards::{Layer, pages_per_shard};
+use super::slot::slot;
 use crate::filter::sizing::{Plan, Spec};
 use crate::filter::{BLOCK_BYTES, BLOCKS_PER_PAGE, KindId};
 use crate::format::Header;

@@ -3,10 +3,11 @@
 //! the filter has as a file) and its counters (`seen:{NAME}:count`): their
 //! encoding, and reading them from the server.
 
-use super::client::{Client, Failure, Routed, server_error, slot};
+use super::client::{Client, Failure, Routed, server_error};
 use super::location::{Location, META_LEN, META_MAGIC};
 use super::set_keys::SetsMeta;
 use super::shards::{MAX_SHARD_PAGES, shard_keys};
+use super::slot::slot;
 use crate::format::{HEADER_LEN, Header};
 use anyhow::{Context, Result, anyhow, bail};
 use redis::Value;

@@ -22,6 +22,7 @@ mod open;
 mod set_keys;
 mod sets;
 mod shards;
+mod slot;
 
 pub(crate) use client::Link;
 pub(crate) use filter::{RedisFilter, first_layer};

@@ -4,8 +4,9 @@
 //! fingerprint, the command packed by hand), and the server's limit
 //! read and the sets removed. The filter itself is `sets.rs`'s.
 
-use super::client::{Client, Failure, Routed, server_error, slot};
+use super::client::{Client, Failure, Routed, server_error};
 use super::location::{Location, META_LEN, META_MAGIC};
+use super::slot::slot;
 use crate::format::{HEADER_LEN, Header, MAGIC};
 use crate::hash::Hash128;
 use crate::keys::KeySpec;

@@ -21,10 +21,11 @@
 //! `intset`, 4 bytes per 32-bit fingerprint) rather than a hash table.
 
 use super::bitfield::{PART_KEYS, Parts};
-use super::client::{Client, Failure, Routed, server_error, slot};
+use super::client::{Client, Failure, Routed, server_error};
 use super::journal::Journal;
 use super::location::Location;
 use super::set_keys::{SetKeys, SetsMeta, unlink_all};
+use super::slot::slot;
 use crate::format::Header;
 use crate::hash::Hash128;
 use crate::pipeline::{Chunk, Forgets, Journals, Store};

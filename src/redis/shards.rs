@@ -2,8 +2,8 @@
 //! 4 KiB pages (`seen:{NAME:L:j}:b`), their key names and slots, and what a
 //! run knows of their bits ([`Layer`]).
 
-use super::client::slot;
 use super::location::Location;
+use super::slot::slot;
 use crate::filter::{BLOCK_BYTES, BLOCKS_PER_PAGE};
 use crate::format::LayerEntry;
 use anyhow::{Context, Result};

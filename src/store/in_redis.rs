@@ -289,11 +289,14 @@ fn verify_redis(loc: &Location, repair: bool, link: Link, out: &mut dyn Write) -
 }
 
 /// A filter of fingerprint sets: its meta key decodes (checked on open),
-/// and every set is an intset or absent (see [`SetsFilter::check_sets`]).
+/// every set is an intset or absent (see [`SetsFilter::check_sets`]), and
+/// the sets still hold a fingerprint for every line recorded (see
+/// [`missing_lines`]).
 fn verify_sets(mut f: SetsFilter, out: &mut dyn Write) -> Result<Verified> {
     let loc = f.location().clone();
     let sets = f.meta().sets;
     let bad = f.check_sets()?;
+    let missing = missing_lines(&mut f)?;
     let damaged = bad.iter().filter(|b| b.2).count();
     for (key, what, _) in bad.iter().take(20) {
         writeln!(out, "{loc}: set {key} {what}").context("cannot write output")?;
@@ -302,7 +305,16 @@ fn verify_sets(mut f: SetsFilter, out: &mut dyn Write) -> Result<Verified> {
         writeln!(out, "{loc}: … and {} more sets", bad.len() - 20)
             .context("cannot write output")?;
     }
-    if bad.is_empty() {
+    if let Some((lines, held)) = missing {
+        writeln!(
+            out,
+            "{loc}: its sets hold {} fingerprints, fewer than the {} lines recorded",
+            indicatif::HumanCount(held),
+            indicatif::HumanCount(lines)
+        )
+        .context("cannot write output")?;
+    }
+    if bad.is_empty() && missing.is_none() {
         writeln!(
             out,
             "{loc}: ok (meta key and {} sets, each compact or empty)",
@@ -317,6 +329,15 @@ fn verify_sets(mut f: SetsFilter, out: &mut dyn Write) -> Result<Verified> {
              them, and the lines they held read as new; rebuild the filter"
         );
     }
+    if let Some((lines, held)) = missing {
+        eprintln!(
+            "seen: {loc}: at least {} recorded lines lost their fingerprints (sets deleted, \
+             evicted under maxmemory, or lost in a failover or a restart), and read as new: \
+             rebuild the filter from its lines, or copy a snapshot back; keep the server \
+             from evicting (maxmemory-policy noeviction)",
+            indicatif::HumanCount(lines - held)
+        );
+    }
     let loose = bad.len() - damaged;
     if loose > 0 {
         eprintln!(
@@ -327,11 +348,29 @@ fn verify_sets(mut f: SetsFilter, out: &mut dyn Write) -> Result<Verified> {
             f.meta().limit.max(512)
         );
     }
-    Ok(if bad.is_empty() {
+    Ok(if bad.is_empty() && missing.is_none() {
         Verified::Ok
     } else {
         Verified::Damaged
     })
+}
+
+/// Whether a filter of fingerprint sets lost data under its meta key: each
+/// line a writer counted as new either added its fingerprint to a set
+/// (`SADD` 1) or was taken off a forget list (`SREM` 1), and nothing else
+/// removes a fingerprint, so the sets hold at least the lines counted less
+/// those taken off lists. The counters are read before the sets, and both
+/// only grow, so writers running meanwhile cannot make a shortfall. Returns
+/// (lines counted less those, fingerprints held) when they hold fewer.
+fn missing_lines(f: &mut SetsFilter) -> Result<Option<(u64, u64)>> {
+    let unlisted = if f.meta().lists {
+        f.list_counts()?.1
+    } else {
+        0
+    };
+    let c = f.census(&mut |_| {})?;
+    let lines = c.inserts.saturating_sub(unlisted);
+    Ok((c.fingerprints < lines).then_some((lines, c.fingerprints)))
 }
 
 /// A filter of fingerprint sets has no bits: `stats` counts its sets,

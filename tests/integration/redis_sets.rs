@@ -135,7 +135,9 @@ fn a_short_run_costs_per_line_not_per_filter() {
     .ok()
     .stdout(b"https://b.example/7/a/b?q=7\n");
     let after = traffic(&mut c);
-    assert!(after[2] - before[2] <= 6, "{:?} {:?}", before, after);
+    // PING (on connecting), GET meta, HGETALL counters, SISMEMBER, and the
+    // three INFO of `traffic`.
+    assert!(after[2] - before[2] <= 7, "{:?} {:?}", before, after);
     assert!(after[0] - before[0] < 16 << 10, "{:?} {:?}", before, after);
 }
 

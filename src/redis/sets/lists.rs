@@ -8,7 +8,8 @@ use super::SetsFilter;
 use crate::hash::Hash128;
 use crate::pipeline::Forgets;
 use crate::redis::bitfield::{MAX_OPS, PART_KEYS, pack_bitfield_set};
-use crate::redis::client::{Failure, Routed, server_error, slot};
+use crate::redis::client::{Failure, Routed, server_error};
+use crate::redis::slot::slot;
 use anyhow::{Context, Result, anyhow, bail};
 use redis::Value;
 
