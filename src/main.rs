@@ -47,6 +47,10 @@ fn main() -> ExitCode {
             let printed = e.print().and_then(|()| std::io::stdout().flush());
             return match printed {
                 Ok(()) => ExitCode::from(e.exit_code() as u8),
+                // `seen dedup --help | head -3`: the reader had enough.
+                Err(w) if w.kind() == std::io::ErrorKind::BrokenPipe => {
+                    ExitCode::from(e.exit_code() as u8)
+                }
                 Err(w) => {
                     eprintln!("seen: error: cannot write output: {w}");
                     ExitCode::from(2)

@@ -231,8 +231,8 @@ pub(crate) fn refuse_filters_as_lines(sources: &[Source]) -> Result<()> {
         if holds {
             anyhow::bail!(
                 "{} is a seen filter, not a file of lines: give it where a filter goes \
-                 (`query FILTER`, `dedup -f FILTER`, `build --add -o FILTER`); filters \
-                 cannot be combined yet, so add the lines of one to the other",
+                 (`query FILTER`, `dedup -f FILTER`, `build --add -o FILTER`); to combine \
+                 two filters, `seen merge A B -o BOTH`",
                 source.name()
             );
         }

@@ -807,3 +807,50 @@ fn now_on_a_filter_without_a_window_is_said_to_be_ignored() {
     .stdout(b"a\n");
     seen_io(p, ["query", "w.seen", "--now", now], b"a\n").ok();
 }
+
+/// Issue 43, item 9: help and version into a pipe whose reader is gone
+/// (`seen dedup --help | head -3` once `head` has its lines) end quietly
+/// with exit 0, as the README promises; it was exit 2, "cannot write
+/// output: Broken pipe", whenever the reader left first. The reader here is
+/// gone before `seen` starts, so every run meets the closed pipe.
+#[test]
+fn help_into_a_closed_pipe_is_a_quiet_exit_0() {
+    let d = tmp();
+    for args in [
+        &["dedup", "--help"][..],
+        &["plan", "--help"],
+        &["--version"],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = crate::common::command(d.path())
+            .args(args)
+            .stdout(writer)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+        assert!(out.stderr.is_empty(), "{args:?}: {out:?}");
+    }
+}
+
+/// Issue 43, item 9: a filter given as lines (`seen dedup < f.seen`) is
+/// refused with what to do, and that names `merge`, which exists, rather
+/// than saying filters "cannot be combined yet".
+#[test]
+fn a_filter_given_as_lines_points_to_merge() {
+    let d = tmp();
+    seen_io(d.path(), ["build", "-q", "-o", "f.seen"], b"a\nb\n").ok();
+    let out = crate::common::command(d.path())
+        .arg("dedup")
+        .stdin(std::fs::File::open(d.path().join("f.seen")).unwrap())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(out.stdout.is_empty(), "{err}");
+    assert!(
+        err.contains("standard input is a seen filter, not a file of lines")
+            && err.contains("seen merge A B -o BOTH"),
+        "{err}"
+    );
+}
