@@ -854,3 +854,70 @@ fn a_filter_given_as_lines_points_to_merge() {
         "{err}"
     );
 }
+
+/// Issue 43, item 11: docs/REDIS.md's recipe for trying a Cluster on one
+/// machine works as written (on free ports instead of 7000-7002): it makes
+/// the Cluster, dedups 100,000 lines on it twice (all new, then none), and
+/// stops the servers. Needs `redis-server` (CI installs it).
+#[test]
+fn the_cluster_recipe_works_as_written() {
+    let has_redis = std::process::Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_redis {
+        assert!(std::env::var_os("CI").is_none(), "CI needs redis-server");
+        return;
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/REDIS.md")).unwrap();
+    let block = doc
+        .split("the_cluster_recipe_works_as_written runs this block")
+        .nth(1)
+        .and_then(|rest| rest.split("```sh\n").nth(1))
+        .and_then(|rest| rest.split("\n```").next())
+        .expect("docs/REDIS.md's Cluster recipe");
+    // Three free ports whose bus ports (+10000) are free too.
+    let free = |p: u16| {
+        std::net::TcpListener::bind(("127.0.0.1", p)).is_ok()
+            && std::net::TcpListener::bind(("127.0.0.1", p + 10_000)).is_ok()
+    };
+    let base = (20_000..29_000)
+        .step_by(7)
+        .map(|b| b + (std::process::id() % 7) as u16)
+        .find(|&b| (b..b + 3).all(free))
+        .expect("three free ports");
+    let script = (0..3).fold(block.to_string(), |s, i| {
+        s.replace(&format!("700{i}"), &(base + i).to_string())
+    });
+    /// Stops the servers however the test ends.
+    struct Stop(u16);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            for p in self.0..self.0 + 3 {
+                let _ = std::process::Command::new("redis-cli")
+                    .args(["-p", &p.to_string(), "shutdown", "nosave"])
+                    .output();
+            }
+        }
+    }
+    let _stop = Stop(base);
+    let bin = std::path::Path::new(crate::common::BIN).parent().unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let home = tmp();
+    let out = std::process::Command::new("bash")
+        .args(["-e", "-c", &script])
+        .env("PATH", path)
+        .env("TMPDIR", home.path())
+        .env("SEEN_JOURNAL_DIR", home.path().join("j"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{script}\n{out:?}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[..2], ["100000", "0"], "{text}");
+    assert!(
+        lines[2].starts_with("inserts") && lines[2].contains("100,000"),
+        "{text}"
+    );
+}
