@@ -215,12 +215,16 @@ _seen() {
             return 0
             ;;
         seen__subcmd__copy)
-            opts="-q -h --force --wait --redis-timeout --redis-wait --now --progress --quiet --help"
+            opts="-q -h --zstd --force --wait --redis-timeout --redis-wait --now --progress --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --zstd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --wait)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

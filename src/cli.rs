@@ -13,15 +13,8 @@ use std::path::PathBuf;
 
 pub use crate::filter::sizing::policy::{DEFAULT_CAPACITY, DEFAULT_FPP};
 
-const EXIT_CODES: &str = "\
-Exit status:
-  0  success; for `query`, at least one item was selected
-  1  `query`: no item was selected (with --all: not every item);
-     `stats`: past --max-fpp/--max-fill; `verify`: a data segment is damaged
-  2  error (bad flag, unreadable input, corrupt filter, ...)
-  130/143  `build`/`dedup` stopped by SIGINT/SIGTERM (what was printed is recorded)
-
-A closed standard output (`seen dedup big.txt | head`) ends the run quietly.";
+/// The "Exit status" section of every `--help`.
+const EXIT_CODES: &str = include_str!("exit_codes.txt");
 
 /// Deduplicate huge streams of lines with a Bloom filter kept in a memory-mapped file.
 ///
@@ -149,6 +142,7 @@ Examples:
   seen copy crawled.seen redis://cache:6379/crawl        # publish to a fleet
   seen copy redis+cluster://n1:7000,n2:7000/crawl snap.seen  # snapshot to a file
   seen copy --force built.seen redis://cache/blocklist   # replace one there
+  seen copy --zstd crawled.seen - | ssh host seen copy - crawled.seen  # another machine
 
 The copy holds the same bits at the same positions: it answers every query as
 the original does. A file is written to a temporary file and renamed into
@@ -208,7 +202,8 @@ impl Command {
             }
             Command::Query(a) => !a.quiet,
             Command::Stats(a) => a.max_fpp.is_none() && a.max_fill.is_none(),
-            Command::Build(_) | Command::Copy(_) | Command::Merge(_) | Command::Forget(_) => false,
+            Command::Copy(a) => a.to.path() == Some(std::path::Path::new("-")),
+            Command::Build(_) | Command::Merge(_) | Command::Forget(_) => false,
         }
     }
 
@@ -808,13 +803,17 @@ pub struct StatsArgs {
 /// Options of `seen copy`.
 #[derive(Debug, Args)]
 pub struct CopyArgs {
-    /// Filter to copy: a file, or a Redis location (redis://... or redis+cluster://...).
+    /// Filter to copy: a file, a Redis location (redis://... or redis+cluster://...), or - for standard input (from `seen copy F -`, zstd-compressed or not).
     #[arg(value_name = "FROM", value_hint = clap::ValueHint::AnyPath, value_parser = crate::store::FilterAtParser)]
     pub from: FilterAt,
 
-    /// Where the copy goes: a new file, or a Redis location (redis://... or redis+cluster://...).
+    /// Where the copy goes: a new file (compressed when its name ends in .zst), a Redis location, or - for standard output.
     #[arg(value_name = "TO", value_hint = clap::ValueHint::AnyPath, value_parser = crate::store::FilterAtParser)]
     pub to: FilterAt,
+
+    /// Compress a copy into a file or through a pipe with zstd (--zstd=LEVEL: 1-19) [default: 3].
+    #[arg(long, value_name = "LEVEL", num_args = 0..=1, require_equals = true, default_missing_value = "3", value_parser = clap::value_parser!(i32).range(1..=19))]
+    pub zstd: Option<i32>,
 
     /// Replace a filter already at TO.
     #[arg(long)]

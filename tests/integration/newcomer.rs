@@ -921,3 +921,59 @@ fn the_cluster_recipe_works_as_written() {
         "{text}"
     );
 }
+
+/// Issue 43, item 1: a filter travels through a pipe (`seen copy F - |
+/// seen copy - G`, as over ssh), plain or zstd-compressed (`--zstd`, or a
+/// file named `.zst`), and arrives byte for byte, forget list and all. It
+/// wrote a file named `-` before. A stream cut short or empty is refused,
+/// naming standard input.
+#[test]
+fn a_filter_travels_through_a_pipe_plain_or_compressed() {
+    let d = tmp();
+    let p = d.path();
+    // Young (1 % of its capacity): zstd pays.
+    let lines = numbered("https://example.com/", 0..10_000);
+    seen_io(p, ["build", "-q", "-n", "1M", "-o", "f.seen"], &lines).ok();
+    seen_io(p, ["forget", "f.seen", "https://example.com/7"], b"").ok();
+    let f = std::fs::read(p.join("f.seen")).unwrap();
+    let plain = seen(p, ["copy", "f.seen", "-"]);
+    plain.ok();
+    assert!(!p.join("-").exists(), "a file named - was written");
+    let plain = plain.stdout;
+    assert_eq!(plain, f, "the plain stream is the file");
+    let packed = seen(p, ["copy", "--zstd", "f.seen", "-"]);
+    let packed = packed.ok().stdout.clone();
+    assert!(
+        packed.len() * 4 < f.len(),
+        "{} compressed bytes for a {}-byte filter at 1 % of capacity",
+        packed.len(),
+        f.len()
+    );
+    for (stream, name) in [(&plain, "g.seen"), (&packed, "h.seen")] {
+        seen_io(p, ["copy", "-", name], stream).ok();
+        assert_eq!(std::fs::read(p.join(name)).unwrap(), f, "{name}");
+        seen_io(p, ["query", "-c", name], &lines)
+            .ok()
+            .stdout(b"9999\n");
+    }
+    // By the destination's name, and back.
+    seen(p, ["copy", "f.seen", "f.seen.zst"]).ok();
+    let zst = std::fs::read(p.join("f.seen.zst")).unwrap();
+    assert!(zst.starts_with(&[0x28, 0xB5, 0x2F, 0xFD]) && zst.len() * 4 < f.len());
+    seen(p, ["copy", "f.seen", "f.seen.zst"])
+        .code(2)
+        .stderr_has("--force");
+    seen(p, ["copy", "f.seen.zst", "k.seen"]).ok();
+    assert_eq!(std::fs::read(p.join("k.seen")).unwrap(), f);
+    // Damage in transit.
+    seen_io(p, ["copy", "-", "x.seen"], &packed[..packed.len() / 2])
+        .code(2)
+        .stderr_has("standard input: not a whole zstd stream");
+    seen_io(p, ["copy", "-", "x.seen"], &plain[..1000])
+        .code(2)
+        .stderr_has("standard input is not a usable filter");
+    seen_io(p, ["copy", "-", "x.seen"], b"")
+        .code(2)
+        .stderr_has("standard input is empty");
+    assert!(!p.join("x.seen").exists());
+}
