@@ -202,7 +202,7 @@ impl Command {
             }
             Command::Query(a) => !a.quiet,
             Command::Stats(a) => a.max_fpp.is_none() && a.max_fill.is_none(),
-            Command::Copy(a) => a.to.path() == Some(std::path::Path::new("-")),
+            Command::Copy(a) => a.to.is_stdio(),
             Command::Build(_) | Command::Merge(_) | Command::Forget(_) => false,
         }
     }

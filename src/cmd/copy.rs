@@ -34,7 +34,7 @@ pub fn run(mut a: CopyArgs) -> Result<ExitCode> {
         a.to = FilterAt::File(stage.dir()?.join("to.seen"));
     }
     let mut named = None;
-    if is_pipe(&a.from) || is_zst(&a.from) {
+    if a.from.is_stdio() || is_zst(&a.from) {
         let staged = stage.dir()?.join("from.seen");
         unpack(&a.from, &staged)?;
         named = Some((staged.display().to_string(), name(&a.from)));
@@ -74,11 +74,6 @@ fn copy(a: &CopyArgs) -> Result<()> {
     a.to.write_whole(link, &header, &bits, &forget, a.force)
 }
 
-/// `-`: standard input or output.
-fn is_pipe(at: &FilterAt) -> bool {
-    at.path() == Some(Path::new("-"))
-}
-
 /// A file whose name ends in `.zst`.
 fn is_zst(at: &FilterAt) -> bool {
     at.path()
@@ -99,7 +94,7 @@ fn packing(a: &CopyArgs) -> Result<Option<i32>> {
         }
         return Ok(None);
     }
-    if is_pipe(&a.to) {
+    if a.to.is_stdio() {
         return Ok(Some(asked.unwrap_or(0)));
     }
     Ok(asked
@@ -110,7 +105,7 @@ fn packing(a: &CopyArgs) -> Result<Option<i32>> {
 /// Refuses a terminal for a filter's bytes, and a file already there
 /// without `--force`, before anything is read.
 fn refuse_target(at: &FilterAt, force: bool) -> Result<()> {
-    if is_pipe(at) {
+    if at.is_stdio() {
         if io::stdout().is_terminal() {
             bail!(
                 "standard output is a terminal: a filter is binary; pipe it (`seen copy F - | \
@@ -131,7 +126,7 @@ fn refuse_target(at: &FilterAt, force: bool) -> Result<()> {
 fn pack(from: &Path, to: &FilterAt, level: i32) -> Result<()> {
     let mut src = File::open(from).with_context(|| format!("cannot read {}", from.display()))?;
     let cannot = || format!("cannot write {to}");
-    if is_pipe(to) {
+    if to.is_stdio() {
         let out = io::stdout().lock();
         return write_packed(&mut src, out, level)
             .map(drop)
@@ -169,7 +164,7 @@ fn write_packed<W: Write>(src: &mut File, mut out: W, level: i32) -> io::Result<
 
 /// How messages name a source.
 fn name(from: &FilterAt) -> String {
-    if is_pipe(from) {
+    if from.is_stdio() {
         "standard input".to_string()
     } else {
         from.to_string()
@@ -179,7 +174,7 @@ fn name(from: &FilterAt) -> String {
 /// Stages the filter at `from` (standard input or a file, compressed with
 /// zstd or not: its first bytes tell) as a plain file at `to`.
 fn unpack(from: &FilterAt, to: &Path) -> Result<()> {
-    let input: Box<dyn Read> = if is_pipe(from) {
+    let input: Box<dyn Read> = if from.is_stdio() {
         Box::new(io::stdin().lock())
     } else {
         let path = from.path().expect("a file");

@@ -277,14 +277,19 @@ impl Client {
         let (host, port, loc) = (&addr.0, addr.1, &self.loc);
         if e.is_timeout() {
             return anyhow!(
-                "cannot connect to Redis at {host}:{port} ({loc}): no answer within {:?} \
-                 (--redis-timeout): check that a Redis server listens there, not another \
-                 service, and that the network lets its replies through",
-                self.timeout
+                "cannot connect to Redis at {host}:{port} ({loc}): {}: check that a Redis \
+                 server listens there, not another service, and that the network lets its \
+                 replies through",
+                self.no_answer()
             );
         }
         let hint = self.connect_hint(&e.to_string());
         anyhow!("cannot connect to Redis at {host}:{port} ({loc}): {e}: {hint}")
+    }
+
+    /// What a read that timed out is told as.
+    fn no_answer(&self) -> String {
+        format!("no answer within {:?} (--redis-timeout)", self.timeout)
     }
 
     /// What to do about a connection that failed with `e`.
@@ -736,10 +741,7 @@ impl Client {
                             .downcast_ref::<redis::RedisError>()
                             .is_some_and(redis::RedisError::is_timeout)
                         {
-                            anyhow!(
-                                "{here}: no answer within {:?} (--redis-timeout)",
-                                self.timeout
-                            )
+                            anyhow!("{here}: {}", self.no_answer())
                         } else {
                             anyhow!("{here}: {e}")
                         };

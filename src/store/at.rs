@@ -46,6 +46,11 @@ impl FilterAt {
         self.place().path()
     }
 
+    /// Whether the location is `-`: standard input or output.
+    pub fn is_stdio(&self) -> bool {
+        self.path() == Some(Path::new("-"))
+    }
+
     /// Whether a filter is there already: `None` when that cannot be told
     /// without reaching a server (the store finds out when it opens it).
     pub fn exists(&self) -> Option<bool> {

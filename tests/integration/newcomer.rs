@@ -728,6 +728,20 @@ fn the_flags_a_filter_was_made_with_are_not_warned_about() {
         .stderr_has("sizing flags are ignored");
 }
 
+/// Whether `tool` runs (`tool --version`); a test that needs it skips
+/// without it, except in CI, which must have installed `package`.
+fn installed(tool: &str, package: &str) -> bool {
+    let runs = std::process::Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        runs || std::env::var_os("CI").is_none(),
+        "CI needs {tool} ({package})"
+    );
+    runs
+}
+
 /// Issue 43, item 8: after the README's install step (`cp man/*.1
 /// ~/.local/share/man/man1/`, the binary in `~/.cargo/bin`) `man seen` said
 /// "No manual entry". The README's command, run as written in a home of its
@@ -735,12 +749,7 @@ fn the_flags_a_filter_was_made_with_are_not_warned_about() {
 /// find every page. (Skipped where `man` is not installed, except in CI.)
 #[test]
 fn the_readme_man_install_step_works_as_written() {
-    let has_man = std::process::Command::new("man")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_man {
-        assert!(std::env::var_os("CI").is_none(), "CI needs man (man-db)");
+    if !installed("man", "man-db") {
         return;
     }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -861,12 +870,7 @@ fn a_filter_given_as_lines_points_to_merge() {
 /// stops the servers. Needs `redis-server` (CI installs it).
 #[test]
 fn the_cluster_recipe_works_as_written() {
-    let has_redis = std::process::Command::new("redis-server")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_redis {
-        assert!(std::env::var_os("CI").is_none(), "CI needs redis-server");
+    if !installed("redis-server", "redis-server") {
         return;
     }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
