@@ -152,23 +152,23 @@ first).
 
 Exit status: 0 copied, 2 error.")]
     Copy(CopyArgs),
-    /// Merge filters into one (the union of their lines): the OR of their bits.
+    /// Merge filters into one (the union of their lines), of any sizes.
     #[command(after_help = "\
 Examples:
   seen merge -o all.seen host1.seen host2.seen host3.seen
   seen merge -o crawled.seen crawled.seen today.seen   # add today's into crawled
   seen merge -o redis://cache/crawl-2 redis://cache/crawl host4.seen
 
-The filters must have the same shape: seed, layout, key options and sizing (as
-when made with the same -n, -p, --seed and key flags). Growing filters merge
-layer by layer; the result has as many layers as the input with the most. The
-result answers as one filter built from all their lines would (the same bits),
-and its estimated false-positive rate is printed on stderr, with a warning when
-it is past the target. OUT is written to a temporary file and renamed into
-place; a file OUT may be one of the inputs (a Redis one needs --force).
+The filters must hash keys alike: the same --seed and key flags. Layers of one
+size at one depth are ORed (filters made with the same -n and -p merge into one
+of that size, the same bits as one built from all their lines); other layers
+are kept side by side. The union answers for every line of every input; its
+false-positive rate is its layers' compound rate, printed on stderr with a
+warning past the target. It keeps the first filter's -n, -p and growth. OUT is
+written to a temporary file and renamed; it may be an input (Redis: --force).
 
-Exit status: 0 merged, 2 error (the first difference between the filters is
-named; nothing is left at -o but what was there).")]
+Exit status: 0 merged, 2 error (a difference in seed or key flags is named;
+nothing is left at -o but what was there).")]
     Merge(MergeArgs),
     /// Show the layout, size and false-positive rate a filter would have, without writing anything.
     #[command(after_help = "\

@@ -1,10 +1,10 @@
-//! `seen merge`: the union of filters of one shape, as the OR of their bits,
-//! layer by layer (see the subcommand's help and docs/HOW-IT-WORKS.md,
-//! "Merging filters").
+//! `seen merge`: the union of filters of one hash, seed and key rule: layers
+//! of one shape at one depth are joined by OR, the others sit side by side
+//! (see the subcommand's help and docs/HOW-IT-WORKS.md, "Merging filters").
 
 use crate::cli::MergeArgs;
 use crate::filter::forget::ForgetList;
-use crate::format::Header;
+use crate::format::{Header, LayerEntry};
 use crate::pipeline::Store;
 use crate::progress::Progress;
 use crate::store::{FilterAt, Identity, Link, Opened};
@@ -50,8 +50,8 @@ pub fn run(a: MergeArgs) -> Result<ExitCode> {
         " (or name it among the inputs to merge into it)",
     )?;
     let mut inputs = open_inputs(&a.inputs, link)?;
-    let shape = check_shapes(&inputs)?;
-    let header = merged_header(&inputs, shape);
+    check_alike(&inputs)?;
+    let (header, parts) = merged_header(&inputs);
     // The output's own header as read: a file output that is an input must
     // be unchanged when it is replaced.
     let was = out_is_input
@@ -59,17 +59,35 @@ pub fn run(a: MergeArgs) -> Result<ExitCode> {
         .flatten()
         .map(|i| inputs[i].header().clone());
     let forget = merged_list(&mut inputs)?;
+    let room = crate::format::MAX_LAYERS - usize::from(!forget.is_empty());
+    if parts.len() > room {
+        bail!(
+            "the union would have {} layers, more than the {room} a filter holds{}: merge \
+             fewer filters, or build one filter from their lines",
+            parts.len(),
+            if forget.is_empty() {
+                ""
+            } else {
+                " beside its forget list"
+            }
+        );
+    }
     let total: u64 = header.bit_bytes();
     let progress = Progress::start(a.progress.into(), Some(total), "", false);
     let layers: Vec<Vec<&[u8]>> = inputs
         .iter_mut()
         .map(|i| i.opened.bits(&mut |_| {}))
         .collect::<Result<_>>()?;
+    let sources: Vec<Vec<&[u8]>> = parts
+        .iter()
+        .map(|p| p.from.iter().map(|&(i, n)| layers[i][n]).collect())
+        .collect();
     let done = |n: u64| crate::progress::advance(n, 0);
-    let made = a.output.union_of(&header, &layers, &forget, &done)?;
+    let made = a.output.union_of(&header, &sources, &forget, &done)?;
     let stats = super::stats::compute_from(&header, &made.bits(), a.output.to_string());
     drop(progress);
     // The inputs' shared locks go before the output's is taken.
+    drop(sources);
     drop(layers);
     drop(inputs);
     made.finish(link, replace, was.as_ref())?;
@@ -156,24 +174,13 @@ fn tell(a: &MergeArgs, header: &Header, estimated_fpp: f64) {
     }
 }
 
-/// Which input gives the merged filter its shape (the first with the most
-/// layers), once every input is checked against it.
+/// Checks that every input hashes keys as the first: the same hash, seed
+/// and key options, and no time window. Sizes, growth and layouts may
+/// differ ([`merged_header`]).
 ///
 /// # Errors
 /// The first difference between two inputs, and what to do.
-fn check_shapes(inputs: &[Input]) -> Result<usize> {
-    let most = inputs
-        .iter()
-        .map(|i| i.header().layers.len())
-        .max()
-        .unwrap_or(0);
-    let t = inputs
-        .iter()
-        .position(|i| i.header().layers.len() == most)
-        .expect("at least one input");
-    let th = inputs[t].header();
-    let redo = "merge needs filters made alike: the same -n, -p, --seed, growth and key \
-                flags (`seen stats` shows them); rebuild one to match the other";
+fn check_alike(inputs: &[Input]) -> Result<()> {
     if let Some(i) = inputs.iter().find(|i| i.header().window.is_some()) {
         bail!(
             "{} has a time window (--window): merging filters that forget is not supported \
@@ -181,77 +188,110 @@ fn check_shapes(inputs: &[Input]) -> Result<usize> {
             i.name()
         );
     }
-    for i in inputs {
+    let first = &inputs[0];
+    let fh = first.header();
+    for i in &inputs[1..] {
         let h = i.header();
-        let differ = |what: &str, a: String, b: String| {
+        let differ = |what: &str, a: String, b: String, redo: &str| {
             anyhow::anyhow!(
-                "{} and {} differ in their {what} ({a} and {b}): {redo}",
-                inputs[t].name(),
+                "{} and {} differ in their {what} ({a} and {b}): a key has other bits in \
+                 each, so their bits cannot answer together; {redo}",
+                first.name(),
                 i.name()
             )
         };
-        if h.hash_algorithm != th.hash_algorithm {
+        if h.hash_algorithm != fh.hash_algorithm {
             return Err(differ(
                 "hash algorithm",
-                th.hash_algorithm.to_string(),
+                fh.hash_algorithm.to_string(),
                 h.hash_algorithm.to_string(),
+                "rebuild the older filter from its lines with this seen",
             ));
         }
-        if h.seed != th.seed {
+        if h.seed != fh.seed {
             return Err(differ(
                 "seed",
-                format!("{:#018x}", th.seed),
+                format!("{:#018x}", fh.seed),
                 format!("{:#018x}", h.seed),
+                &format!(
+                    "rebuild one from its lines with --seed {} (or the other's)",
+                    fh.seed
+                ),
             ));
         }
-        if h.keys != th.keys {
+        if h.keys != fh.keys {
             return Err(differ(
                 "key options",
-                format!("`{}`", th.keys),
+                format!("`{}`", fh.keys),
                 format!("`{}`", h.keys),
+                &format!(
+                    "rebuild one from its lines with `{}` (`seen stats` shows each \
+                     filter's)",
+                    fh.keys.flags()
+                ),
             ));
         }
-        if h.growth != th.growth {
-            let g = |h: &Header| match h.growth {
-                Some(g) => format!("x{} per layer, fpp ratio {}", g.factor, g.ratio),
-                None => "fixed".into(),
+    }
+    Ok(())
+}
+
+/// A layer of the merged filter: its table entry (the inputs' insert counts
+/// added) and the inputs' layers joined into it, as (input, layer).
+struct Part {
+    entry: LayerEntry,
+    /// The depth of the joined layers in their filters.
+    depth: usize,
+    from: Vec<(usize, usize)>,
+}
+
+/// The merged filter's header and layers. Layers of one kind, layout and
+/// capacity at one depth are joined (the OR of their bits: their insert
+/// counts are added, an upper bound when a key is in two); each other layer
+/// is kept beside them, as a lookup tests every layer. Inputs of one shape
+/// thus merge layer by layer, as one filter given all their lines. The
+/// sizing and growth are the first input's; created when the oldest input
+/// was. When layers were set side by side, the one with the most room
+/// left goes last, where new lines are recorded.
+fn merged_header(inputs: &[Input]) -> (Header, Vec<Part>) {
+    let mut parts: Vec<Part> = Vec::new();
+    let mut beside = false;
+    for (i, input) in inputs.iter().enumerate() {
+        for (n, l) in input.header().layers.iter().enumerate() {
+            let joins = |p: &&mut Part| {
+                p.depth == n
+                    && (p.entry.kind, p.entry.layout, p.entry.capacity)
+                        == (l.kind, l.layout, l.capacity)
             };
-            return Err(differ("growth", g(th), g(h)));
-        }
-        for (n, (l, tl)) in h.layers.iter().zip(&th.layers).enumerate() {
-            if l.layout != tl.layout || l.capacity != tl.capacity {
-                let d = |l: &crate::format::LayerEntry| {
-                    format!(
-                        "{} bytes, {} keys, {} blocks per key, k {}, {} positions",
-                        l.layout.bytes(),
-                        HumanCount(l.capacity),
-                        l.layout.blocks_per_key,
-                        l.layout.k,
-                        l.layout.scheme.name()
-                    )
-                };
-                return Err(differ(&format!("layer {n}"), d(tl), d(l)));
+            if let Some(p) = parts.iter_mut().find(|p| joins(p)) {
+                p.entry.inserts = p.entry.inserts.saturating_add(l.inserts);
+                p.from.push((i, n));
+            } else {
+                beside |= parts.len() != n;
+                parts.push(Part {
+                    entry: *l,
+                    depth: n,
+                    from: vec![(i, n)],
+                });
             }
         }
     }
-    Ok(t)
-}
-
-/// The merged filter's header: the shape of input `t`, the inputs' insert
-/// counts added layer by layer (an upper bound: a key recorded in two
-/// inputs counts twice), created when the oldest input was.
-fn merged_header(inputs: &[Input], t: usize) -> Header {
-    let mut h = inputs[t].header().clone();
-    for (n, l) in h.layers.iter_mut().enumerate() {
-        l.inserts = inputs
-            .iter()
-            .filter_map(|i| i.header().layers.get(n))
-            .fold(0u64, |acc, l| acc.saturating_add(l.inserts));
+    let mut h = inputs[0].header().clone();
+    if beside {
+        let room = |p: &Part| p.entry.capacity.saturating_sub(p.entry.inserts);
+        let roomiest = (0..parts.len())
+            .max_by_key(|&j| room(&parts[j]))
+            .expect("every filter has a layer");
+        let last = parts.remove(roomiest);
+        parts.push(last);
+    }
+    h.layers = parts.iter().map(|p| p.entry).collect();
+    if beside {
+        h = h.laid_out();
     }
     h.created = inputs
         .iter()
         .map(|i| i.header().created)
         .min()
         .unwrap_or(h.created);
-    h
+    (h, parts)
 }

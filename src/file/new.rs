@@ -96,18 +96,17 @@ impl NewFilter {
         Ok(f)
     }
 
-    /// A new filter file at `target` holding the union of filters of one
-    /// shape: `header` describes it (a filter with the most layers), and
-    /// `inputs[j][i]` is layer `i` of filter `j` (a filter may have fewer
-    /// layers). Layer `i` is the OR of every filter's layer `i`; checksums
-    /// are written afresh. `done` hears the bytes finished.
+    /// A new filter file at `target` holding the union of filters: `header`
+    /// describes it, and layer `i` is the OR of `sources[i]` (layers of its
+    /// shape); checksums are written afresh. `done` hears the bytes
+    /// finished.
     ///
     /// # Errors
     /// As [`NewFilter::create`].
     pub(crate) fn union_of(
         target: &Path,
         header: &Header,
-        inputs: &[Vec<&[u8]>],
+        sources: &[Vec<&[u8]>],
         forget: &ForgetList,
         done: &(dyn Fn(u64) + Sync),
     ) -> Result<NewFilter> {
@@ -115,11 +114,17 @@ impl NewFilter {
         h.flags = 0;
         let mut f = NewFilter::with_header(target, with_room_for(h, forget), false)?;
         f.take_list(forget);
-        for (i, (m, l)) in f.layers.maps.iter_mut().zip(&header.layers).enumerate() {
-            let srcs: Vec<&[u8]> = inputs.iter().filter_map(|l| l.get(i).copied()).collect();
+        for (i, ((m, l), srcs)) in f
+            .layers
+            .maps
+            .iter_mut()
+            .zip(&header.layers)
+            .zip(sources)
+            .enumerate()
+        {
             l.filter_kind()
                 .as_kind()
-                .union(m, &srcs, done)
+                .union(m, srcs, done)
                 .with_context(|| format!("cannot join layer {i} of the filters"))?;
         }
         if let Some(s) = &mut f.layers.stale {

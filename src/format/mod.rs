@@ -420,6 +420,20 @@ impl Header {
         self.forget.map_or(layers, |f| layers.max(f.end()))
     }
 
+    /// The header with its layers placed one after another from the first
+    /// page after the header, each bit array followed by its checksum table
+    /// (a forget list's region goes after them when the file is made).
+    pub(crate) fn laid_out(mut self) -> Header {
+        let mut end = HEADER_LEN as u64;
+        for l in &mut self.layers {
+            l.offset = end.next_multiple_of(ALIGN);
+            l.checksums = l.offset + l.layout.bytes();
+            end = l.end();
+        }
+        self.forget = None;
+        self
+    }
+
     /// Layers the table has room for: its entries but the forget list's.
     pub(crate) fn layer_room(&self) -> usize {
         MAX_LAYERS - usize::from(self.forget.is_some())

@@ -98,12 +98,12 @@ impl Place for PathBuf {
     fn union_in_place(
         &self,
         header: &Header,
-        inputs: &[Vec<&[u8]>],
+        sources: &[Vec<&[u8]>],
         forget: &ForgetList,
         done: &(dyn Fn(u64) + Sync),
     ) -> Result<Option<Made>> {
         Ok(Some(Made::File(NewFilter::union_of(
-            self, header, inputs, forget, done,
+            self, header, sources, forget, done,
         )?)))
     }
 

@@ -187,7 +187,7 @@ pub(crate) trait Place {
         replace: bool,
     ) -> Result<()>;
 
-    /// The union of `inputs` made where it will stay (a file beside its
+    /// The union of `sources` ([`FilterAt::union_of`]) made where it will stay (a file beside its
     /// path), or `None` to make it in memory and [`Place::write_whole`] it.
     ///
     /// # Errors
@@ -195,11 +195,11 @@ pub(crate) trait Place {
     fn union_in_place(
         &self,
         header: &Header,
-        inputs: &[Vec<&[u8]>],
+        sources: &[Vec<&[u8]>],
         forget: &ForgetList,
         done: &(dyn Fn(u64) + Sync),
     ) -> Result<Option<Made>> {
-        let _ = (header, inputs, forget, done);
+        let _ = (header, sources, forget, done);
         Ok(None)
     }
 
@@ -343,27 +343,27 @@ pub(crate) enum Made {
 }
 
 impl FilterAt {
-    /// The union of `inputs` (each a filter's layers, all of `header`'s
-    /// shape), made for this location; `done` is told the bytes merged.
+    /// The filter `header` describes, layer `i` the OR of `sources[i]`
+    /// (layers of its shape), made for this location; `done` is told the
+    /// bytes merged.
     ///
     /// # Errors
     /// A file that cannot be made.
     pub(crate) fn union_of(
         &self,
         header: &Header,
-        inputs: &[Vec<&[u8]>],
+        sources: &[Vec<&[u8]>],
         forget: &ForgetList,
         done: &(dyn Fn(u64) + Sync),
     ) -> Result<Made> {
-        if let Some(made) = self.place().union_in_place(header, inputs, forget, done)? {
+        if let Some(made) = self.place().union_in_place(header, sources, forget, done)? {
             return Ok(made);
         }
         let mut bits = Vec::with_capacity(header.layers.len());
         for (i, l) in header.layers.iter().enumerate() {
             let kind = l.filter_kind();
             let mut out = vec![0u8; usize::try_from(kind.as_kind().bytes())?];
-            let srcs: Vec<&[u8]> = inputs.iter().filter_map(|l| l.get(i).copied()).collect();
-            kind.as_kind().union(&mut out, &srcs, done)?;
+            kind.as_kind().union(&mut out, &sources[i], done)?;
             bits.push(out);
         }
         Ok(Made::Bits(

@@ -90,8 +90,96 @@ fn growing_filters_merge_layer_by_layer() {
     assert!(layers("m.seen") > before);
 }
 
+/// Issue 43, item 2: filters of any size, rate and growth merge (before,
+/// "a.seen and b.seen differ in their layer 0 (…)" and exit 2); the layers
+/// of other shapes sit side by side, and the union answers for every line.
 #[test]
-fn filters_of_other_shapes_are_refused_naming_the_difference() {
+fn filters_of_any_shape_merge_into_their_union() {
+    let d = tmp();
+    let mk = |out: &str, flags: &[&str], lines: std::ops::Range<u32>| {
+        let input = write(&d, &format!("{out}.txt"), &numbered("s", lines));
+        let mut args = vec!["build", "-o", out, input.to_str().unwrap()];
+        args.extend_from_slice(flags);
+        seen(d.path(), args).ok();
+    };
+    // Sized for their files' lines (as `build -o FILE` does), fixed, growing:
+    // four shapes.
+    mk("a.seen", &[], 0..5_000);
+    mk("b.seen", &[], 4_000..10_000);
+    mk(
+        "c.seen",
+        &["--fixed", "-n", "2k", "-p", "1e-2"],
+        10_000..12_000,
+    );
+    mk("d.seen", &["-n", "1k"], 12_000..17_000);
+    let layers = |f: &str| {
+        stats_json(d.path(), f)["layers"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let d_layers = layers("d.seen").len();
+    assert!(d_layers >= 3, "{d_layers}");
+    let run = seen(
+        d.path(),
+        [
+            "merge", "-o", "m.seen", "d.seen", "a.seen", "b.seen", "c.seen",
+        ],
+    );
+    run.code(0).stderr_has("merged 4 filters into m.seen");
+    // No false negative: every line of every input.
+    seen_io(
+        d.path(),
+        ["query", "-c", "m.seen"],
+        &numbered("s", 0..17_000),
+    )
+    .ok()
+    .stdout(b"17000\n");
+    seen(d.path(), ["verify", "m.seen"]).code(0);
+    // Every layer kept: none of a, b and c is the shape of another.
+    let m = stats_json(d.path(), "m.seen");
+    let ml = m["layers"].as_array().unwrap();
+    assert_eq!(ml.len(), 3 + d_layers);
+    // Its rate is the layers' compound rate, and false positives follow it.
+    let compound = 1.0
+        - ml.iter()
+            .map(|l| 1.0 - l["estimated_fpp"].as_f64().unwrap())
+            .product::<f64>();
+    let est = m["estimated_fpp"].as_f64().unwrap();
+    assert!(
+        (est - compound).abs() <= 1e-9 * compound,
+        "{est} {compound}"
+    );
+    assert!(est > 3e-4, "c's full layer alone is above 3e-4: {est}");
+    let probes = 100_000;
+    let fp = seen_io(
+        d.path(),
+        ["query", "-c", "m.seen"],
+        &numbered("never", 0..probes),
+    )
+    .stdout_str();
+    let fp: f64 = fp.trim().parse().unwrap();
+    let expected = est * f64::from(probes);
+    assert!(
+        (0.5 * expected..=2.0 * expected).contains(&fp),
+        "{fp} false positives, {expected} expected"
+    );
+    // New lines go to the layer with the most room (d's newest, 2,000
+    // left), not to c's full one: no layer is added.
+    assert_eq!(ml.last().unwrap()["capacity"], 4_000);
+    seen_io(
+        d.path(),
+        ["dedup", "-f", "m.seen"],
+        &numbered("t", 0..1_000),
+    )
+    .ok()
+    .stdout(&numbered("t", 0..1_000));
+    assert_eq!(layers("m.seen").len(), 3 + d_layers);
+    seen(d.path(), ["verify", "m.seen"]).code(0);
+}
+
+#[test]
+fn filters_that_hash_keys_apart_are_refused_saying_how_to_rebuild() {
     let d = tmp();
     let lines = numbered("x", 0..1000);
     let mk = |out: &str, flags: &[&str]| {
@@ -101,20 +189,15 @@ fn filters_of_other_shapes_are_refused_naming_the_difference() {
     };
     mk("a.seen", &["-n", "10k"]);
     mk("seed.seen", &["-n", "10k", "--seed", "7"]);
-    mk("n.seen", &["-n", "20k"]);
-    mk("p.seen", &["-n", "10k", "-p", "1e-3"]);
-    mk("fixed.seen", &["-n", "10k", "--fixed"]);
     mk("keys.seen", &["-n", "10k", "--ignore-case"]);
-    for (other, what) in [
-        ("seed.seen", "seed"),
-        ("n.seen", "layer 0"),
-        ("p.seen", "layer 0"),
-        ("fixed.seen", "growth"),
-        ("keys.seen", "key options"),
+    for (other, what, fix) in [
+        ("seed.seen", "seed", "--seed "),
+        ("keys.seen", "key options", "with `--raw-keys`"),
     ] {
         seen(d.path(), ["merge", "-o", "m.seen", "a.seen", other])
             .error(&format!("differ in their {what}"))
-            .stderr_has("rebuild one");
+            .stderr_has("rebuild one from its lines")
+            .stderr_has(fix);
         assert!(
             !d.path().join("m.seen").exists(),
             "{other}: output left behind"
@@ -247,6 +330,43 @@ fn redis_filters_merge_with_files() {
     .ok()
     .stdout(b"40000\n");
     seen(d.path(), ["merge", "-o", &rm, "a.seen"]).error("already exists");
+    // Issue 43, item 2: a Redis filter is sized as Redis sizes (fewer bits
+    // per key), never like a file; it merges with files all the same, into
+    // a file or into Redis (before: "differ in their layer 0").
+    let rg = name("grown");
+    seen_io(
+        d.path(),
+        ["build", "--redis-layout", "bloom", "-n", "30k", "-o", &rg],
+        &numbered("r", 40_000..60_000),
+    )
+    .ok();
+    seen(d.path(), ["merge", "-o", "mixed.seen", &rg, "a.seen", &rb]).code(0);
+    let rmixed = name("mixed");
+    seen(d.path(), ["merge", "-o", &rmixed, "a.seen", &rg]).code(0);
+    for (m, lines) in [("mixed.seen", 0..60_000), (rmixed.as_str(), 0..20_000)] {
+        seen_io(d.path(), ["query", "-c", m], &numbered("r", lines.clone()))
+            .ok()
+            .stdout(format!("{}\n", lines.len()).as_bytes());
+    }
+    seen_io(
+        d.path(),
+        ["query", "-c", &rmixed],
+        &numbered("r", 40_000..60_000),
+    )
+    .ok()
+    .stdout(b"20000\n");
+    assert_eq!(
+        stats_json(d.path(), &rmixed)["layers"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    // A writer adds to it, and it checks out.
+    seen_io(d.path(), ["dedup", "-f", &rmixed], &numbered("n", 0..500))
+        .ok()
+        .stdout(&numbered("n", 0..500));
+    seen(d.path(), ["verify", &rmixed]).code(0);
     // A filter of fingerprint sets (the default of a new Redis filter) has
     // no bits to join: said before anything is read or written.
     let rs = name("sets");
