@@ -145,7 +145,10 @@ impl Summary {
             .enumerate()
             .map(|(i, l)| (l.layout, before.get(i).copied().unwrap_or(0), l.inserts))
             .collect();
-        let now: Vec<_> = after.layers.iter().map(|l| (l.layout, l.inserts)).collect();
+        let now = after
+            .layers
+            .iter()
+            .map(|l| l.filter_kind().as_kind().counted_fpp(l.inserts));
         Summary {
             lines_read: counts.read,
             new: counts.new,
@@ -159,7 +162,7 @@ impl Summary {
             commit_spans: (counts.spans > 0).then_some(counts.spans),
             held_spans: (counts.spans > 0).then_some(counts.staged_spans),
             layers: after.layers.len(),
-            fpp_now: sizing::compound_fpp(&now),
+            fpp_now: sizing::any_of(now),
         }
     }
 

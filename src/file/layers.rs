@@ -702,7 +702,7 @@ impl Layers {
             older
                 .clone()
                 .chain([l])
-                .map(|l| l.filter_kind().as_kind().expected_fpp(l.inserts)),
+                .map(|l| l.filter_kind().as_kind().counted_fpp(l.inserts)),
         );
         let target = self.header.target_fpp;
         if let Some(w) = self.header.window {

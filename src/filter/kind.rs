@@ -128,6 +128,13 @@ pub trait Kind {
     /// `n` distinct keys.
     fn expected_fpp(&self, n: u64) -> f64;
 
+    /// The false-positive rate the layer is expected to have once `counted`
+    /// keys were judged new by it (and inserted): for a kind whose false
+    /// positives are not inserted, the rate at the more keys it was offered.
+    fn counted_fpp(&self, counted: u64) -> f64 {
+        self.expected_fpp(counted)
+    }
+
     /// Joins the layers `inputs` (of this kind and shape) into `out`, which
     /// then holds every key of them and of what it held; `done` hears the
     /// bytes finished, from any thread.
@@ -184,6 +191,10 @@ impl Kind for Bloom {
 
     fn expected_fpp(&self, n: u64) -> f64 {
         sizing::layer_fpp(&self.0, n)
+    }
+
+    fn counted_fpp(&self, counted: u64) -> f64 {
+        sizing::counted_fpp(&self.0, counted)
     }
 
     fn union(

@@ -981,3 +981,51 @@ fn a_filter_travels_through_a_pipe_plain_or_compressed() {
         .stderr_has("standard input is empty");
     assert!(!p.join("x.seen").exists());
 }
+
+/// Issue 43, item 3: the summary of a run on an over-full filter counts the
+/// new lines it took for seen ones as they were. A false positive sets no
+/// bit, so the filter's bits (and rate) are those of more keys than it
+/// counted; the summary used the count and said 4,342 where 26,025 were
+/// dropped (file), 3,839 where 4,520 were (Redis).
+#[test]
+fn an_over_full_filters_summary_counts_its_false_positives() {
+    let d = tmp();
+    crate::common::write(&d, "old.txt", &numbered("o", 0..53_000));
+    crate::common::write(&d, "new.txt", &numbered("n", 0..30_000));
+    let check = |filter: &str, made: &[&str], slack: f64| {
+        let mut args = vec!["build", "--fixed", "-n", "10k", "-o", filter, "old.txt"];
+        args.extend_from_slice(made);
+        seen(d.path(), args).code(0);
+        let run = seen(
+            d.path(),
+            ["dedup", "-f", filter, "--summary", "--json", "new.txt"],
+        );
+        run.code(0);
+        // The summary is the last line, after the filter's warnings.
+        let last = run.stderr.lines().last().unwrap_or_default();
+        let s: serde_json::Value = serde_json::from_str(last).expect(&run.stderr);
+        let dropped = 30_000.0 - s["new"].as_f64().unwrap();
+        let said = s["expected_false_positives"].as_f64().unwrap();
+        assert!(dropped > 4_000.0, "{filter}: only {dropped} dropped");
+        assert!(
+            (said - dropped).abs() <= slack * dropped,
+            "{filter}: {said} false positives said, {dropped} dropped"
+        );
+        // Its rate now is the one `stats` counts from the bits.
+        let now = s["fpp_now"].as_f64().unwrap();
+        let stats = seen(d.path(), ["stats", "--json", filter])
+            .code(0)
+            .stdout_json()["estimated_fpp"]
+            .as_f64()
+            .unwrap();
+        assert!(
+            (now - stats).abs() <= 0.05 * stats,
+            "{filter}: {now} {stats}"
+        );
+    };
+    check("a.seen", &["-p", "1e-2"], 0.1);
+    if let Some(addr) = crate::common::redis_server("SEEN_TEST_REDIS") {
+        let r = format!("redis://{addr}/{}", crate::common::unique_name("overfull"));
+        check(&r, &["--redis-layout", "bloom"], 0.1);
+    }
+}

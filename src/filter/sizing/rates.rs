@@ -93,40 +93,77 @@ pub fn any_of(rates: impl IntoIterator<Item = f64>) -> f64 {
         .exp_m1()
 }
 
-/// Expected number of new keys wrongly taken for present ones (false positives)
-/// while layer `i` went from `before` to `after` keys, for each `(layout,
-/// before, after)` oldest first. While a layer fills, every older layer is
-/// complete, so the rate at the moment a key arrives is
-/// `r = 1 − Π_older (1 − f_o) · (1 − f_i(count))`, and between two keys
-/// judged new `r / (1 − r)` new keys are taken for present ones on average;
-/// this integrates that over the inserts (trapezoids, 64 per layer; the rate
-/// is smooth and increasing).
+/// Distinct keys a layer has been offered when `counted` of them were judged
+/// new by it (and inserted): a key offered while the layer's rate is `f`
+/// is counted with probability `1 − f`, so the count after `n` keys is
+/// `c(n) = ∫₀ⁿ (1 − f(x)) dx`, and this inverts it. A key taken for a present
+/// one sets no bit that was not set, so the layer's bits, and its rate, are
+/// those of the keys offered, not of the keys counted: an over-full layer's
+/// rate is `f(keys_offered(c))`, higher than `f(c)` (a `--fixed -n 10k
+/// -p 1e-2` filter that counted 26,000 holds bits of about 53,000). Counts
+/// no filter of this layout can reach are held at the count where its rate
+/// is `1 − 10⁻⁶`.
+pub fn keys_offered(layout: &Layout, counted: u64) -> f64 {
+    const MAX_RATE: f64 = 1.0 - 1e-6;
+    let target = counted as f64;
+    let f = |x: f64| layer_fpp(layout, x.round() as u64).min(MAX_RATE);
+    // Trapezoids of `c(n)` on a grid of the layout's own (so that two
+    // counts share it): even steps of a 4096th of its bits, then steps of a
+    // 64th of the count, where the rate rises slowly in log scale.
+    let h0 = (layout.bits() as f64 / 4096.0).max(1.0);
+    let (mut x, mut c, mut fx) = (0.0f64, 0.0f64, f(0.0));
+    for _ in 0..4096 {
+        if c >= target {
+            break;
+        }
+        let h = h0.max(x / 64.0);
+        let fy = f(x + h);
+        let dc = h * (1.0 - (fx + fy) / 2.0);
+        if c + dc >= target {
+            // Within the step: a linear guess, then one Newton step on the
+            // trapezoid from `x` to it.
+            let x1 = x + h * (target - c) / dc;
+            let f1 = f(x1);
+            let c1 = c + (x1 - x) * (1.0 - (fx + f1) / 2.0);
+            return x1 + (target - c1) / (1.0 - f1);
+        }
+        x += h;
+        c += dc;
+        fx = fy;
+        if fx >= MAX_RATE {
+            break;
+        }
+    }
+    x.max(target)
+}
+
+/// False-positive rate of a layer that counted `counted` keys judged new:
+/// the rate at the keys it was offered ([`keys_offered`]).
+pub fn counted_fpp(layout: &Layout, counted: u64) -> f64 {
+    layer_fpp(layout, keys_offered(layout, counted).round() as u64)
+}
+
+/// Expected number of new keys wrongly taken for present ones (false
+/// positives) while layer `i` went from `before` to `after` keys counted
+/// (judged new), for each `(layout, before, after)` oldest first. The layer
+/// was offered `keys_offered(after) − keys_offered(before)` keys in that
+/// time, and counted the others: the difference is what it took for
+/// present. While a layer fills, every older layer is complete, with a
+/// compound rate `r_o`, so those keys came out of `1 / (1 − r_o)` times as
+/// many, the rest taken for present by an older layer.
 pub fn expected_false_positives(layers: &[(Layout, u64, u64)]) -> f64 {
-    // A rate of 1 would take every new line for seen: none would be judged
-    // new, so a span with new lines never has it; capped for rounding.
-    const MAX_RATE: f64 = 1.0 - 1e-9;
     let mut total = 0.0;
     // ln Π_older (1 − f_o), kept as a sum of logs (see `any_of`).
-    let mut older_log_keep = 0.0;
+    let mut older_log_keep = 0.0f64;
     for (layout, before, after) in layers {
         if after > before {
-            let steps = 64u64.min(after - before);
-            let width = (after - before) as f64 / steps as f64;
-            // Between two lines judged new, a filter whose rate is `r` takes
-            // `r / (1 − r)` new lines for seen ones on average (each new
-            // line is judged new with probability 1 − r): 1 at r = 0.5, 44
-            // at 0.978, not `r`.
-            let at = |j: u64| {
-                let n = *before as f64 + j as f64 * width;
-                let f = layer_fpp(layout, n.round() as u64);
-                let r = -(older_log_keep + (-f).ln_1p()).exp_m1();
-                let r = r.min(MAX_RATE);
-                r / (1.0 - r)
-            };
-            let inner: f64 = (1..steps).map(at).sum();
-            total += width * (inner + (at(0) + at(steps)) / 2.0);
+            let offered = keys_offered(layout, *after) - keys_offered(layout, *before);
+            let mine = (offered - (after - before) as f64).max(0.0);
+            // offered / (1 − r_o) − offered, without cancellation.
+            let older = offered * (-older_log_keep).exp_m1();
+            total += mine + older;
         }
-        older_log_keep += (-layer_fpp(layout, *after)).ln_1p();
+        older_log_keep += (-counted_fpp(layout, *after)).ln_1p();
     }
     total
 }
