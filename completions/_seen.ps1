@@ -214,6 +214,7 @@ Register-ArgumentCompleter -Native -CommandName 'seen' -ScriptBlock {
             break
         }
         'seen;verify' {
+            [CompletionResult]::new('--set-clock', '--set-clock', [CompletionResultType]::ParameterName, 'Set the time of a filter file with a --window back to TIME (now: this machine''s clock; or as --now takes), after a --now too far ahead moved it; lines recorded after TIME count as recorded at TIME. What it did is said on stderr')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Give up (exit 2) when another process has held the filter''s lock for DURATION (500ms, 10s, 5min, 1h; 0: do not wait), as `flock -w` does [default: wait as long as it takes, saying so on stderr after 1 s]')
             [CompletionResult]::new('--redis-timeout', '--redis-timeout', [CompletionResultType]::ParameterName, 'With a Redis filter (redis://...): give up (exit 2) when a server has not answered, or could not be reached again, for DURATION (500ms, 10s, 1min) [default: 10s]')
             [CompletionResult]::new('--redis-wait', '--redis-wait', [CompletionResultType]::ParameterName, 'With a Redis filter that this run writes: before printing a batch''s lines, wait until N replicas of each server hold its writes (Redis WAIT, for at most --redis-timeout), so that a failover to one of them forgets no printed line; fewer replicas in time: the batch is printed and the run stops, exit 2 [default: 0, no wait]')

@@ -777,12 +777,16 @@ _seen() {
             return 0
             ;;
         seen__subcmd__verify)
-            opts="-q -h --repair --wait --redis-timeout --redis-wait --now --progress --quiet --help"
+            opts="-q -h --repair --set-clock --wait --redis-timeout --redis-wait --now --progress --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --set-clock)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --wait)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -153,22 +153,7 @@ first).
 Exit status: 0 copied, 2 error.")]
     Copy(CopyArgs),
     /// Merge filters into one (the union of their lines), of any sizes.
-    #[command(after_help = "\
-Examples:
-  seen merge -o all.seen host1.seen host2.seen host3.seen
-  seen merge -o crawled.seen crawled.seen today.seen   # add today's into crawled
-  seen merge -o redis://cache/crawl-2 redis://cache/crawl host4.seen
-
-The filters must hash keys alike: the same --seed and key flags. Layers of one
-size at one depth are ORed (filters made with the same -n and -p merge into one
-of that size, the same bits as one built from all their lines); other layers
-are kept side by side. The union answers for every line of every input; its
-false-positive rate is its layers' compound rate, printed on stderr with a
-warning past the target. It keeps the first filter's -n, -p and growth. OUT is
-written to a temporary file and renamed; it may be an input (Redis: --force).
-
-Exit status: 0 merged, 2 error (a difference in seed or key flags is named;
-nothing is left at -o but what was there).")]
+    #[command(after_help = include_str!("help/merge.txt"))]
     Merge(MergeArgs),
     /// Show the layout, size and false-positive rate a filter would have, without writing anything.
     #[command(after_help = "\
@@ -870,6 +855,10 @@ pub struct VerifyArgs {
     /// location (deleted or made again), which can never be replayed.
     #[arg(long)]
     pub repair: bool,
+
+    /// Set the time of a filter file with a --window back to TIME (now: this machine's clock; or as --now takes), after a --now too far ahead moved it; lines recorded after TIME count as recorded at TIME. What it did is said on stderr.
+    #[arg(long, value_name = "TIME", value_parser = crate::clock::parse_set_clock)]
+    pub set_clock: Option<u64>,
 
     /// Lock waits.
     #[command(flatten)]

@@ -92,6 +92,41 @@ pub fn parse_now(s: &str) -> Result<u64, String> {
         .map_err(|_| format!("`{s}` is before 1970, which a filter cannot record; {forms}"))
 }
 
+/// Parses `verify --set-clock`: `now` (the system clock), or a time as
+/// [`parse_now`] takes it.
+///
+/// # Errors
+/// As [`parse_now`].
+pub fn parse_set_clock(s: &str) -> Result<u64, String> {
+    if s.trim() == "now" {
+        Ok(system_secs())
+    } else {
+        parse_now(s)
+    }
+}
+
+/// How far `--now` may be ahead of the system clock before a writer that
+/// moves a filter's time there is warned: more than a day, or than a slice
+/// of its window when longer (a replay of yesterday's log is not a mistake).
+pub fn far_ahead(slice_secs: u64) -> u64 {
+    slice_secs.max(86_400)
+}
+
+/// A length of time in words, to the largest whole unit: `3 days`,
+/// `36 years`, `1 hour`.
+pub fn span(secs: u64) -> String {
+    let (n, unit) = [
+        (365 * 86_400, "year"),
+        (86_400, "day"),
+        (3_600, "hour"),
+        (60, "minute"),
+    ]
+    .into_iter()
+    .find(|&(u, _)| secs >= u)
+    .map_or((secs, "second"), |(u, name)| (secs / u, name));
+    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
+}
+
 /// `t` (Unix seconds) as an RFC 3339 time in UTC, e.g. `2026-12-01T09:00:00Z`.
 pub fn format(t: u64) -> String {
     i64::try_from(t)

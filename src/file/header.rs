@@ -4,11 +4,13 @@
 //! this is the I/O around it that the read, write and new stores share.
 
 use super::lock::open_locked;
-use crate::format::{HEADER_LEN, Header};
+use crate::clock::far_ahead;
+use crate::format::{HEADER_LEN, Header, WindowState};
 use anyhow::{Context, Result};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Reads and validates the header of an open file.
 pub(super) fn read_header(file: &File, path: &Path) -> Result<Header> {
@@ -35,18 +37,72 @@ pub(super) fn open_checked(path: &Path, write: bool) -> Result<(File, Header)> {
 /// behind (clocks of machines sharing a file differ by a little).
 pub(super) fn warn_clock(header: &Header, path: &Path) {
     let Some(w) = header.window else { return };
+    if CLOCK_QUIET.load(Ordering::Relaxed) {
+        return;
+    }
     let now = crate::clock::now();
     let slack = if crate::clock::is_fixed() { 0 } else { 60 };
     if now.saturating_add(slack) < w.clock {
+        // A clock far ahead of this machine's was moved there by a --now.
+        let slice = w.window.secs / u64::from(w.window.slices);
+        let back = if w.clock > crate::clock::system_secs() + far_ahead(slice) {
+            format!(
+                "; if that time was a mistake, `seen verify --set-clock now {}` sets it back",
+                path.display()
+            )
+        } else {
+            String::new()
+        };
         crate::say!(
             "seen: warning: {}: the time ({}) is before the latest time lines were recorded \
-             in it ({}); time in a filter does not go back, so it works at {}",
+             in it ({}); time in a filter does not go back, so it works at {}{back}",
             path.display(),
             crate::clock::format(now),
             crate::clock::format(w.clock),
             crate::clock::format(w.clock)
         );
     }
+}
+
+/// Set when this process sets a filter's clock back: it is not warned
+/// that its clock is behind the filter's.
+static CLOCK_QUIET: AtomicBool = AtomicBool::new(false);
+
+/// No warning that the clock is behind a filter's from now on
+/// (`verify --set-clock`, which says what it did instead).
+pub(crate) fn quiet_clock() {
+    CLOCK_QUIET.store(true, Ordering::Relaxed);
+}
+
+/// Whether a writer moving a filter's time ahead was warned in this process
+/// (once is enough).
+static WARNED_AHEAD: AtomicBool = AtomicBool::new(false);
+
+/// Warns once per process when a writer of a file (`file`) moves the time
+/// of the filter named `name`, whose window is `w`, to `t`, the `--now`
+/// time, more than [`far_ahead`](crate::clock::far_ahead) past the system
+/// clock: for good, so say what that does and how to set it back.
+pub(super) fn warn_ahead(name: &str, t: u64, w: &WindowState, file: bool) {
+    let sys = crate::clock::system_secs();
+    let slice = w.window.secs / u64::from(w.window.slices);
+    if !file || !crate::clock::is_fixed() || t <= w.clock.max(sys + far_ahead(slice)) {
+        return;
+    }
+    if WARNED_AHEAD.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    let at = crate::clock::format;
+    crate::say!(
+        "seen: warning: {name}: --now {} is {} ahead of this machine's clock ({}); the \
+         filter's time moves there for good: lines recorded before {} expire now, and runs \
+         at the system clock will work at {} until it passes; if the time is a mistake, \
+         `seen verify --set-clock now {name}` sets it back",
+        at(t),
+        crate::clock::span(t - sys),
+        at(sys),
+        at(t.saturating_sub(w.window.secs)),
+        at(t)
+    );
 }
 
 /// Warns on stderr when `header` says a writer did not finish with the file.

@@ -479,6 +479,7 @@ impl Layers {
             return Ok(());
         };
         let t = w.time(now);
+        super::header::warn_ahead(&self.name, t, w, self.stale.is_some());
         if w.window.slice_at(t) > w.last_slice() {
             bail!(
                 "{} cannot record lines at {}: its slices are numbered from its creation \
@@ -578,7 +579,7 @@ impl Layers {
 
     /// Clears layer `j` (of an expired slice) and names it for slice
     /// `slice`, before any line goes in.
-    fn reuse(&mut self, j: usize, slice: u64, room: &mut dyn Room) -> Result<()> {
+    pub(super) fn reuse(&mut self, j: usize, slice: u64, room: &mut dyn Room) -> Result<()> {
         self.maps[j].fill(0);
         let l = &mut self.header.layers[j];
         l.slice = slice;
@@ -664,12 +665,12 @@ impl Layers {
             return a.at;
         }
         let rates: Vec<f64> = older
-            .map(|l| l.filter_kind().as_kind().expected_fpp(l.inserts))
+            .map(|l| l.filter_kind().as_kind().counted_fpp(l.inserts))
             .collect();
         let goal = self.header.target_fpp;
         let at = [goal, sizing::UNRELIABLE * goal].map(|t| {
             let budget = sizing::newest_budget(rates.iter().copied(), t);
-            sizing::keys_at_rate(&newest.layout, budget)
+            sizing::counted_at_rate(&newest.layout, budget)
         });
         self.alarms = Some(Alarms {
             layers,

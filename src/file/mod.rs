@@ -18,6 +18,7 @@
 //! - `new`: [`NewFilter`], a new file filled as a temporary file and renamed
 //!   into place when finished.
 //! - `memory`: [`MemFilter`], the in-memory filter.
+//! - `clock`: setting a filter's clock back (`verify --set-clock`).
 //! - `forget`: the forget list's region (format 3.0): read and checked,
 //!   written back, placed and grown.
 //! - `lock` (flock), `path` (what a filter path may be, temporary files of
@@ -30,6 +31,7 @@
 //! crate's other `unsafe` is listed in `lib.rs`.
 
 mod checksum;
+mod clock;
 mod forget;
 mod header;
 mod layers;
@@ -42,6 +44,8 @@ mod populate;
 mod read;
 mod write;
 
+pub use clock::ClockBack;
+pub(crate) use header::quiet_clock;
 pub use lock::wait_for_locks_at_most;
 pub use memory::MemFilter;
 pub use new::NewFilter;

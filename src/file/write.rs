@@ -325,6 +325,23 @@ impl WriteFilter {
         &self.layers.header
     }
 
+    /// Sets the filter's time back to `t` ([`Layers::set_clock`]) and
+    /// commits; `None`: its time is not after `t`.
+    ///
+    /// # Errors
+    /// As there, or a failed commit.
+    pub(crate) fn set_clock(&mut self, t: u64) -> Result<Option<super::ClockBack>> {
+        let mut room = FileRoom {
+            file: &self.file,
+            path: &self.path,
+            sync: true,
+            held: self.held,
+        };
+        let back = self.layers.set_clock(t, &mut room)?;
+        self.commit()?;
+        Ok(back)
+    }
+
     /// [`Layers::add`], growing at the end of the file.
     fn add(&mut self, hashes: &[Hash128], out: Option<&mut Vec<bool>>) -> Result<u64> {
         let mut room = FileRoom {

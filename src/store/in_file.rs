@@ -107,6 +107,10 @@ impl Place for PathBuf {
         )?)))
     }
 
+    fn set_clock(&self, t: u64) -> Result<Option<crate::file::ClockBack>> {
+        WriteFilter::open(self, Some(0))?.set_clock(t)
+    }
+
     fn verify(
         &self,
         repair: bool,

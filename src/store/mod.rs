@@ -25,7 +25,7 @@ use crate::filter::sizing::policy::Layers;
 use crate::format::Header;
 use crate::keys::KeySpec;
 use crate::progress::Show;
-use anyhow::Result;
+use anyhow::{Result, bail};
 use std::io::Write;
 use std::path::Path;
 
@@ -203,6 +203,16 @@ pub(crate) trait Place {
         Ok(None)
     }
 
+    /// See [`FilterAt::set_clock`]; a place without time windows (Redis,
+    /// for now) has no clock to set.
+    ///
+    /// # Errors
+    /// As there.
+    fn set_clock(&self, t: u64) -> Result<Option<crate::file::ClockBack>> {
+        let _ = t;
+        bail!("a filter in Redis has no time window (--window), so no clock to set")
+    }
+
     /// See [`FilterAt::verify`].
     ///
     /// # Errors
@@ -299,6 +309,17 @@ impl FilterAt {
     ) -> Result<()> {
         self.place()
             .write_whole(link, header, bits, forget, replace)
+    }
+
+    /// Sets the time of a filter with a window back to `t`, under the
+    /// writers' lock (`verify --set-clock`); `None`: it is not after `t`.
+    ///
+    /// # Errors
+    /// A filter without a window, a time before it was made, or a failed
+    /// write.
+    pub(crate) fn set_clock(&self, t: u64) -> Result<Option<crate::file::ClockBack>> {
+        crate::file::quiet_clock();
+        self.place().set_clock(t)
     }
 
     /// Checks the filter here, naming each damaged part on `out` (and what

@@ -38,8 +38,8 @@ mod spec;
 pub use fpp::{blocked_fpp, classic_bits, classic_fpp, classic_k, keep_per_key};
 pub use plans::{SECTORED_PREMIUM, plan, plan_few_bits, plan_with_spread};
 pub use rates::{
-    UNRELIABLE, alarm, any_of, compound_fpp, counted_fpp, expected_false_positives, keys_at_rate,
-    keys_offered, layer_fpp, newest_budget,
+    UNRELIABLE, alarm, any_of, compound_fpp, counted_at_rate, counted_fpp,
+    expected_false_positives, keys_at_rate, keys_offered, layer_fpp, newest_budget,
 };
 pub use spec::{
     DEFAULT_GROWTH, DEFAULT_RATIO, DEFAULT_SLICES, Growth, MAX_GROWTH, MAX_SLICES, Spec, Window,
@@ -327,6 +327,16 @@ mod tests {
             assert!(x > c as f64);
         }
         assert!(counted_fpp(&l, 30_000) > layer_fpp(&l, 30_000));
+        // The count at which a rate is reached, and back.
+        for rate in [0.01, 0.1, 0.5] {
+            let c = counted_at_rate(&l, rate);
+            let x = keys_offered(&l, c);
+            let n = keys_at_rate(&l, rate) as f64;
+            assert!(
+                (x - n).abs() < 0.01 * n,
+                "rate {rate}: {c} counted, {x} offered, {n}"
+            );
+        }
         // A count past what the layout can reach stays finite.
         let far = keys_offered(&l, u64::MAX / 4);
         assert!(far.is_finite() && layer_fpp(&l, far as u64) > 0.99, "{far}");

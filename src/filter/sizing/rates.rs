@@ -104,37 +104,91 @@ pub fn any_of(rates: impl IntoIterator<Item = f64>) -> f64 {
 /// no filter of this layout can reach are held at the count where its rate
 /// is `1 − 10⁻⁶`.
 pub fn keys_offered(layout: &Layout, counted: u64) -> f64 {
-    const MAX_RATE: f64 = 1.0 - 1e-6;
-    let target = counted as f64;
-    let f = |x: f64| layer_fpp(layout, x.round() as u64).min(MAX_RATE);
-    // Trapezoids of `c(n)` on a grid of the layout's own (so that two
-    // counts share it): even steps of a 4096th of its bits, then steps of a
-    // 64th of the count, where the rate rises slowly in log scale.
-    let h0 = (layout.bits() as f64 / 4096.0).max(1.0);
-    let (mut x, mut c, mut fx) = (0.0f64, 0.0f64, f(0.0));
-    for _ in 0..4096 {
-        if c >= target {
-            break;
-        }
-        let h = h0.max(x / 64.0);
-        let fy = f(x + h);
-        let dc = h * (1.0 - (fx + fy) / 2.0);
-        if c + dc >= target {
-            // Within the step: a linear guess, then one Newton step on the
-            // trapezoid from `x` to it.
-            let x1 = x + h * (target - c) / dc;
-            let f1 = f(x1);
-            let c1 = c + (x1 - x) * (1.0 - (fx + f1) / 2.0);
-            return x1 + (target - c1) / (1.0 - f1);
-        }
-        x += h;
-        c += dc;
-        fx = fy;
-        if fx >= MAX_RATE {
-            break;
-        }
+    Offered::new(layout).at(counted as f64)
+}
+
+/// Keys a layer counts (judges new) by the time its false-positive rate
+/// reaches `rate`: [`keys_at_rate`] keys offered, less those it took for
+/// present on the way (`c(n) = ∫₀ⁿ (1 − f)`, see [`keys_offered`]); the same
+/// edge cases.
+pub fn counted_at_rate(layout: &Layout, rate: f64) -> u64 {
+    let n = keys_at_rate(layout, rate);
+    if n == 0 || n == u64::MAX {
+        return n;
     }
-    x.max(target)
+    let mut o = Offered::new(layout);
+    loop {
+        let h = o.h0.max(o.x / 64.0);
+        let next = o.x + h;
+        if next >= n as f64 || o.fx >= Offered::MAX_RATE {
+            let rest = n as f64 - o.x;
+            let fy = o.f(n as f64);
+            return (o.c + rest.max(0.0) * (1.0 - (o.fx + fy) / 2.0)).floor() as u64;
+        }
+        let fy = o.f(next);
+        o.c += h * (1.0 - (o.fx + fy) / 2.0);
+        o.x = next;
+        o.fx = fy;
+    }
+}
+
+/// The keys offered to a layer at counts that only rise ([`keys_offered`]),
+/// walking `c(n)` once: trapezoids on a grid of the layout's own (so that
+/// two counts share it), even steps of a 4096th of its bits, then steps of
+/// a 64th of the count, where the rate rises slowly in log scale.
+struct Offered<'a> {
+    layout: &'a Layout,
+    h0: f64,
+    /// The walk so far: keys offered, keys counted, the rate there.
+    x: f64,
+    c: f64,
+    fx: f64,
+}
+
+impl<'a> Offered<'a> {
+    /// Highest rate walked to: counts no layer reaches stop there.
+    const MAX_RATE: f64 = 1.0 - 1e-6;
+
+    fn new(layout: &'a Layout) -> Self {
+        let mut o = Offered {
+            layout,
+            h0: (layout.bits() as f64 / 4096.0).max(1.0),
+            x: 0.0,
+            c: 0.0,
+            fx: 0.0,
+        };
+        o.fx = o.f(0.0);
+        o
+    }
+
+    fn f(&self, x: f64) -> f64 {
+        layer_fpp(self.layout, x.round() as u64).min(Self::MAX_RATE)
+    }
+
+    /// The keys offered when `target` were counted (at least the last
+    /// target asked).
+    fn at(&mut self, target: f64) -> f64 {
+        for _ in 0..4096 {
+            if self.fx >= Self::MAX_RATE {
+                break;
+            }
+            let h = self.h0.max(self.x / 64.0);
+            let fy = self.f(self.x + h);
+            let dc = h * (1.0 - (self.fx + fy) / 2.0);
+            if self.c + dc >= target {
+                // Within the step: a linear guess, then one Newton step on
+                // the trapezoid from `x` to it.
+                let x1 = self.x + h * (target - self.c) / dc;
+                let f1 = self.f(x1);
+                let c1 = self.c + (x1 - self.x) * (1.0 - (self.fx + f1) / 2.0);
+                return x1 + (target - c1) / (1.0 - f1);
+            }
+            self.x += h;
+            self.c += dc;
+            self.fx = fy;
+        }
+        self.x.max(target)
+    }
 }
 
 /// False-positive rate of a layer that counted `counted` keys judged new:
@@ -145,23 +199,39 @@ pub fn counted_fpp(layout: &Layout, counted: u64) -> f64 {
 
 /// Expected number of new keys wrongly taken for present ones (false
 /// positives) while layer `i` went from `before` to `after` keys counted
-/// (judged new), for each `(layout, before, after)` oldest first. The layer
-/// was offered `keys_offered(after) − keys_offered(before)` keys in that
-/// time, and counted the others: the difference is what it took for
-/// present. While a layer fills, every older layer is complete, with a
-/// compound rate `r_o`, so those keys came out of `1 / (1 − r_o)` times as
-/// many, the rest taken for present by an older layer.
+/// (judged new), for each `(layout, before, after)` oldest first. While a
+/// layer fills, every older layer is complete, so the rate at the moment a
+/// key arrives is `r = 1 − Π_older (1 − f_o) · (1 − f_i)`, each `f` at the
+/// keys its layer was offered ([`keys_offered`]), and between two keys
+/// judged new `r / (1 − r)` new keys are taken for present ones on average;
+/// this integrates that over the inserts (trapezoids, 64 per layer; the rate
+/// is smooth and increasing).
 pub fn expected_false_positives(layers: &[(Layout, u64, u64)]) -> f64 {
+    // A rate of 1 would take every new line for seen: none would be judged
+    // new, so a span with new lines never has it; capped for rounding.
+    const MAX_RATE: f64 = 1.0 - 1e-9;
     let mut total = 0.0;
     // ln Π_older (1 − f_o), kept as a sum of logs (see `any_of`).
-    let mut older_log_keep = 0.0f64;
+    let mut older_log_keep = 0.0;
     for (layout, before, after) in layers {
         if after > before {
-            let offered = keys_offered(layout, *after) - keys_offered(layout, *before);
-            let mine = (offered - (after - before) as f64).max(0.0);
-            // offered / (1 − r_o) − offered, without cancellation.
-            let older = offered * (-older_log_keep).exp_m1();
-            total += mine + older;
+            let steps = 64u64.min(after - before);
+            let width = (after - before) as f64 / steps as f64;
+            let mut offered = Offered::new(layout);
+            // Between two lines judged new, a filter whose rate is `r` takes
+            // `r / (1 − r)` new lines for seen ones on average (each new
+            // line is judged new with probability 1 − r): 1 at r = 0.5, 44
+            // at 0.978, not `r`.
+            let mut at = |j: u64| {
+                let n = offered.at(*before as f64 + j as f64 * width);
+                let f = layer_fpp(layout, n.round() as u64);
+                let r = -(older_log_keep + (-f).ln_1p()).exp_m1();
+                let r = r.min(MAX_RATE);
+                r / (1.0 - r)
+            };
+            let first = at(0);
+            let inner: f64 = (1..steps).map(&mut at).sum();
+            total += width * (inner + (first + at(steps)) / 2.0);
         }
         older_log_keep += (-counted_fpp(layout, *after)).ln_1p();
     }
