@@ -7,6 +7,7 @@ use crate::filter::forget::ForgetList;
 use crate::format::{Header, LayerEntry};
 use crate::pipeline::Store;
 use crate::progress::Progress;
+use crate::redis::SetsFilter;
 use crate::store::{FilterAt, Identity, Link, Opened};
 use anyhow::{Result, bail};
 use indicatif::HumanCount;
@@ -50,6 +51,9 @@ pub fn run(a: MergeArgs) -> Result<ExitCode> {
         " (or name it among the inputs to merge into it)",
     )?;
     let mut inputs = open_inputs(&a.inputs, link)?;
+    if inputs.iter().any(|i| i.header().layers.is_empty()) {
+        return merge_sets(&a, &mut inputs, link, replace);
+    }
     check_alike(&inputs)?;
     let (header, parts) = merged_header(&inputs);
     // The output's own header as read: a file output that is an input must
@@ -130,15 +134,9 @@ fn open_inputs(paths: &[FilterAt], link: Link) -> Result<Vec<Input>> {
     paths
         .iter()
         .map(|p| {
-            let mut opened = p.open_read(link)?;
+            let opened = p.open_read(link)?;
             // Its damage would be hidden under the output's new checksums.
             opened.check_whole()?;
-            if opened.header().layers.is_empty() {
-                // A filter without bits to join (a Redis filter of
-                // fingerprint sets): its store says why.
-                opened.bits(&mut |_| {})?;
-                bail!("{p} has no layers to merge");
-            }
             Ok(Input {
                 at: p.clone(),
                 header: opened.header().clone(),
@@ -146,6 +144,55 @@ fn open_inputs(paths: &[FilterAt], link: Link) -> Result<Vec<Input>> {
             })
         })
         .collect()
+}
+
+/// `seen merge` of Redis filters of fingerprint sets ([`SetsFilter::union_into`]).
+///
+/// # Errors
+/// An input of another layout, inputs not alike, or a failed union.
+fn merge_sets(a: &MergeArgs, inputs: &mut [Input], link: Link, replace: bool) -> Result<ExitCode> {
+    let names: Vec<String> = inputs.iter().map(Input::name).collect();
+    let first_sets = inputs
+        .iter()
+        .position(|i| i.header().layers.is_empty())
+        .expect("one input keeps sets");
+    let mut sets: Vec<&mut SetsFilter> = Vec::new();
+    for (n, i) in inputs.iter_mut().enumerate() {
+        let Some(s) = i.opened.sets() else {
+            bail!(
+                "{} holds Bloom bits and {} fingerprint sets (the default layout of a Redis \
+                 filter): neither can be turned into the other (a Bloom filter's keys cannot be \
+                 read back, nor a fingerprint's bits), so they cannot be merged; merge filters \
+                 of one layout: rebuild one from its lines (`seen build --redis-layout bloom -o \
+                 redis://…` makes Bloom bits in Redis)",
+                names[n],
+                names[first_sets]
+            );
+        };
+        sets.push(s);
+    }
+    for s in &sets[1..] {
+        sets[0].check_alike(s)?;
+    }
+    let union = a.output.union_of_sets(link, &mut sets, replace)?;
+    let m = &union.meta;
+    crate::say!(
+        "seen: merged {} filters into {}: {} fingerprints in {} sets{}, estimated \
+         false-positive rate {:.2e} (target {:e} at {} lines)",
+        inputs.len(),
+        a.output,
+        HumanCount(union.fingerprints),
+        HumanCount(m.sets),
+        if union.listed > 0 {
+            format!(", {} keys on forget lists", HumanCount(union.listed))
+        } else {
+            String::new()
+        },
+        m.fpp_with(union.fingerprints as f64),
+        m.target_fpp,
+        HumanCount(m.capacity)
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Says what was merged into what, and warns when the merged filter's

@@ -29,4 +29,4 @@ pub(crate) use filter::{RedisFilter, first_layer};
 pub(crate) use journal::{Orphan, orphans, remove_orphan};
 pub(crate) use location::{Location, is_location, redact};
 pub(crate) use open::{Layout, Opened, lost_meta, new_sets, open, open_or_create};
-pub(crate) use sets::{Census, SetsFilter};
+pub(crate) use sets::{Census, SetsFilter, SetsUnion};

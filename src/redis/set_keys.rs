@@ -250,7 +250,7 @@ impl SetsMeta {
 
 /// A tag for the keys of a new filter: different for every filter made
 /// (the time in nanoseconds and the process, hashed).
-fn fresh_tag() -> u32 {
+pub(crate) fn fresh_tag() -> u32 {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());

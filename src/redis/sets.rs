@@ -33,7 +33,10 @@ use anyhow::{Result, bail};
 use redis::Value;
 
 mod lists;
+mod merge;
+
 use lists::Check;
+pub(crate) use merge::SetsUnion;
 
 /// A filter in the fingerprint-set layout, open for a run.
 pub(crate) struct SetsFilter {
@@ -300,16 +303,20 @@ impl SetsFilter {
             super::meta::delete(&mut self.client, &loc, old)?;
         }
         let t = crate::clock::system_secs();
+        let mut counts = redis::cmd("HSET");
+        counts
+            .arg(loc.count_key())
+            .arg(self.meta.count_field())
+            .arg(self.added)
+            .arg("updated")
+            .arg(t);
+        if self.listed_now > 0 {
+            // A union's forget lists (`seen merge`): counted before the
+            // meta key names the filter, so that writers check them.
+            counts.arg(&self.meta.list_fields()[0]).arg(self.listed_now);
+        }
         let cmds = vec![
-            Routed::new(
-                meta_slot,
-                redis::cmd("HSET")
-                    .arg(loc.count_key())
-                    .arg(self.meta.count_field())
-                    .arg(self.added)
-                    .arg("updated")
-                    .arg(t),
-            ),
+            Routed::new(meta_slot, &counts),
             Routed::new(
                 meta_slot,
                 redis::cmd("SET")

@@ -118,6 +118,15 @@ impl Place for Location {
         RedisFilter::upload(self, link, &header, bits, replace)
     }
 
+    fn union_of_sets(
+        &self,
+        link: Link,
+        inputs: &mut [&mut SetsFilter],
+        replace: bool,
+    ) -> Result<crate::redis::SetsUnion> {
+        SetsFilter::union_into(self, link, inputs, replace)
+    }
+
     fn verify(&self, repair: bool, link: Link, _: Show, out: &mut dyn Write) -> Result<Verified> {
         verify_redis(self, repair, link, out)
     }
@@ -391,6 +400,10 @@ impl Held for SetsFilter {
 
     fn census(&mut self, progress: &mut dyn FnMut(u64)) -> Option<Result<Census>> {
         Some(SetsFilter::census(self, progress))
+    }
+
+    fn sets(&mut self) -> Option<&mut SetsFilter> {
+        Some(self)
     }
 
     fn run_rates(&self, new: u64) -> Option<(f64, f64)> {

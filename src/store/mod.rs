@@ -25,7 +25,7 @@ use crate::filter::sizing::policy::Layers;
 use crate::format::Header;
 use crate::keys::KeySpec;
 use crate::progress::Show;
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use std::io::Write;
 use std::path::Path;
 
@@ -203,6 +203,25 @@ pub(crate) trait Place {
         Ok(None)
     }
 
+    /// The union of filters of fingerprint sets (all alike), made here;
+    /// only Redis keeps that layout.
+    ///
+    /// # Errors
+    /// A place that cannot keep it, or as [`crate::redis::SetsFilter::union_into`].
+    fn union_of_sets(
+        &self,
+        link: Link,
+        inputs: &mut [&mut crate::redis::SetsFilter],
+        replace: bool,
+    ) -> Result<crate::redis::SetsUnion> {
+        let _ = (link, inputs, replace);
+        bail!(
+            "a union of Redis filters of fingerprint sets is kept in Redis only (a file holds \
+             Bloom bits, and a fingerprint does not say which bits its key sets): give -o a \
+             redis:// location"
+        )
+    }
+
     /// See [`FilterAt::set_clock`]; a place without time windows (Redis,
     /// for now) has no clock to set.
     ///
@@ -309,6 +328,23 @@ impl FilterAt {
     ) -> Result<()> {
         self.place()
             .write_whole(link, header, bits, forget, replace)
+    }
+
+    /// The union of `inputs`, filters of fingerprint sets (all alike), made
+    /// here (`merge`); `replace`: a filter here is replaced.
+    ///
+    /// # Errors
+    /// A location that cannot keep it, a filter here (without `replace`),
+    /// or a server that fails.
+    pub(crate) fn union_of_sets(
+        &self,
+        link: Link,
+        inputs: &mut [&mut crate::redis::SetsFilter],
+        replace: bool,
+    ) -> Result<crate::redis::SetsUnion> {
+        self.place()
+            .union_of_sets(link, inputs, replace)
+            .with_context(|| format!("cannot merge into {self}"))
     }
 
     /// Sets the time of a filter with a window back to `t`, under the

@@ -86,6 +86,12 @@ pub(crate) trait Held: Store {
         None
     }
 
+    /// A Redis filter of fingerprint sets, for `merge`; `None` for any
+    /// other store.
+    fn sets(&mut self) -> Option<&mut crate::redis::SetsFilter> {
+        None
+    }
+
     /// Ends the run on the store (see [`Opened::finish`]).
     ///
     /// # Errors
@@ -121,6 +127,11 @@ impl Opened {
     /// Opens the filter at `at` to read it (see [`FilterAt::open_read`]).
     pub(super) fn read(at: &FilterAt, link: Link) -> Result<Opened> {
         at.place().open(&Access::Read, link, KeySpec::RAW)
+    }
+
+    /// See [`Held::sets`].
+    pub(crate) fn sets(&mut self) -> Option<&mut crate::redis::SetsFilter> {
+        self.0.sets()
     }
 
     /// The keys the filter forgot (empty for a store that keeps none).

@@ -368,16 +368,82 @@ fn redis_filters_merge_with_files() {
         .stdout(&numbered("n", 0..500));
     seen(d.path(), ["verify", &rmixed]).code(0);
     // A filter of fingerprint sets (the default of a new Redis filter) has
-    // no bits to join: said before anything is read or written.
+    // no bits to join with a file's: said before anything is written.
     let rs = name("sets");
-    let j = d.path().join("j").display().to_string();
-    seen_env(
+    seen_io(
         d.path(),
-        &[("SEEN_JOURNAL_DIR", j.as_str())],
         ["build", "-n", "100k", "-o", &rs],
         &numbered("r", 0..100),
     )
     .ok();
-    seen(d.path(), ["merge", "-o", "s.seen", "a.seen", &rs]).error("fingerprint-set layout");
+    seen(d.path(), ["merge", "-o", "s.seen", "a.seen", &rs])
+        .error("holds Bloom bits and")
+        .stderr_has("--redis-layout bloom");
     assert!(!d.path().join("s.seen").exists());
+}
+
+/// Issue 43, item 2, for Redis's default layout: filters of fingerprint
+/// sets merge into one (before: refused, "no Bloom bits to copy or
+/// merge"), on a server and into a Cluster, and the forget lists follow
+/// the rule of files: a key forgotten by one input stays forgotten only
+/// if no other input holds it.
+#[test]
+fn redis_filters_of_fingerprint_sets_merge() {
+    let Some(addr) = crate::common::redis_server("SEEN_TEST_REDIS") else {
+        return;
+    };
+    let d = tmp();
+    let run = crate::common::unique_name("msets");
+    let name = |n: &str| format!("redis://{addr}/{run}-{n}");
+    let (ra, rb) = (name("a"), name("b"));
+    let mk = |at: &str, lines: std::ops::Range<u32>| {
+        seen_io(
+            d.path(),
+            ["build", "-n", "100k", "-o", at],
+            &numbered("s", lines),
+        )
+        .ok();
+    };
+    mk(&ra, 0..30_000);
+    mk(&rb, 20_000..50_000);
+    // Forgotten in a only (b holds s20001 and s25000, a alone s5); in both.
+    seen_io(d.path(), ["forget", &ra], b"s5\ns20001\ns25000\n").code(0);
+    seen_io(d.path(), ["forget", &rb], b"s25000\n").code(0);
+    let mut outs = vec![name("m")];
+    if let Ok(nodes) = std::env::var("SEEN_TEST_REDIS_CLUSTER") {
+        let first = nodes.split(',').next().unwrap().to_string();
+        outs.push(format!("redis+cluster://{first}/{run}-m"));
+    }
+    for out in &outs {
+        let m = seen(d.path(), ["merge", "-o", out, &ra, &rb]);
+        m.code(0)
+            .stderr_has("50,000 fingerprints")
+            .stderr_has("2 keys on forget lists");
+        // Every line of either but the two forgotten where no input holds
+        // them.
+        seen_io(d.path(), ["query", "-c", out], &numbered("s", 0..50_000))
+            .ok()
+            .stdout(b"49998\n");
+        seen_io(d.path(), ["query", out], b"s5\ns20001\ns25000\n")
+            .code(0)
+            .stdout(b"s20001\n");
+        seen(d.path(), ["verify", out]).code(0);
+        // Writers print the forgotten ones once, then they are seen.
+        let again = [&numbered("s", 0..50_000)[..], b"s5\ns25000\nnew\n"].concat();
+        seen_io(d.path(), ["dedup", "-f", out], &again)
+            .ok()
+            .stdout(b"s5\ns25000\nnew\n");
+        seen_io(d.path(), ["dedup", "-f", out], b"s5\nnew\n")
+            .ok()
+            .stdout(b"");
+    }
+    // Into a file: a fingerprint is not Bloom bits.
+    seen(d.path(), ["merge", "-o", "s.seen", &ra, &rb]).error("kept in Redis only");
+    assert!(!d.path().join("s.seen").exists());
+    // Sets of other sizes do not line up.
+    let rc = name("c");
+    seen_io(d.path(), ["build", "-n", "1M", "-o", &rc], b"x\n").ok();
+    seen(d.path(), ["merge", "-o", &name("n"), &ra, &rc])
+        .error("differ in their sets")
+        .stderr_has("rebuild one");
 }
