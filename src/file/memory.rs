@@ -95,6 +95,12 @@ impl MemFilter {
         self.layers.header.keys = keys;
     }
 
+    /// Names the filter in its warnings: where it will be stored (a new
+    /// Redis filter is built in memory first).
+    pub(crate) fn set_name(&mut self, name: String) {
+        self.layers.name = name;
+    }
+
     pub fn header(&self) -> &Header {
         &self.layers.header
     }

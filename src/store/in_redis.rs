@@ -83,6 +83,7 @@ impl Place for Location {
                 let first = crate::redis::first_layer(spec)?;
                 let mut f = MemFilter::with_first(spec, &first, *seed)?;
                 f.set_keys(keys);
+                f.set_name(self.to_string());
                 Opened::new(RedisNew {
                     filter: f,
                     at: self.clone(),

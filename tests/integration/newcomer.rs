@@ -995,7 +995,11 @@ fn an_over_full_filters_summary_counts_its_false_positives() {
     let check = |filter: &str, made: &[&str], slack: f64| {
         let mut args = vec!["build", "--fixed", "-n", "10k", "-o", filter, "old.txt"];
         args.extend_from_slice(made);
-        seen(d.path(), args).code(0);
+        // Named as where it is, not "the in-memory filter" a Redis one is
+        // built in first.
+        seen(d.path(), args)
+            .code(0)
+            .stderr_has(&format!("{filter} is a fixed filter"));
         let run = seen(
             d.path(),
             ["dedup", "-f", filter, "--summary", "--json", "new.txt"],
