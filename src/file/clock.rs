@@ -32,10 +32,9 @@ impl Layers {
     /// after `t`, nothing to do.
     ///
     /// # Errors
-    /// A filter without a window, a `t` before the filter was made, or a
-    /// cleared layer that cannot be written.
+    /// A filter without a window, or a cleared layer that cannot be
+    /// written.
     pub(super) fn set_clock(&mut self, t: u64, room: &mut dyn Room) -> Result<Option<ClockBack>> {
-        let at = crate::clock::format;
         let Some(w) = self.header.window else {
             bail!(
                 "{} has no time window (--window), so it has no clock to set",
@@ -47,15 +46,6 @@ impl Layers {
         }
         let win = w.window;
         let cur = win.slice_at(t);
-        if cur < w.base {
-            bail!(
-                "{}: {} is before the filter was made (its first time slice starts at {}): \
-                 give a later time",
-                self.name,
-                at(t),
-                at(win.slice_start(w.base))
-            );
-        }
         let (live, gone) = (win.oldest_live(t), win.oldest_live(w.clock));
         let revived = self.header.forget.is_none();
         let mut back = ClockBack {
@@ -84,6 +74,9 @@ impl Layers {
         }
         if let Some(w) = &mut self.header.window {
             w.clock = t;
+            // Made at the time set back (a --now mistyped on the run that
+            // made it): slices count from `t`'s, every layer named for it.
+            w.base = w.base.min(cur);
         }
         self.alarms = None;
         self.prune_forget();

@@ -79,13 +79,14 @@ pub(crate) fn quiet_clock() {
 static WARNED_AHEAD: AtomicBool = AtomicBool::new(false);
 
 /// Warns once per process when a writer of a file (`file`) moves the time
-/// of the filter named `name`, whose window is `w`, to `t`, the `--now`
-/// time, more than [`far_ahead`](crate::clock::far_ahead) past the system
-/// clock: for good, so say what that does and how to set it back.
-pub(super) fn warn_ahead(name: &str, t: u64, w: &WindowState, file: bool) {
+/// of the filter named `name`, whose window is `w`, from `from` (0 for a new
+/// filter) to `t`, the `--now` time, more than
+/// [`far_ahead`](crate::clock::far_ahead) past the system clock: for good,
+/// so say what that does and how to set it back.
+pub(super) fn warn_ahead(name: &str, from: u64, t: u64, w: &WindowState, file: bool) {
     let sys = crate::clock::system_secs();
     let slice = w.window.secs / u64::from(w.window.slices);
-    if !file || !crate::clock::is_fixed() || t <= w.clock.max(sys + far_ahead(slice)) {
+    if !file || !crate::clock::is_fixed() || t <= from.max(sys + far_ahead(slice)) {
         return;
     }
     if WARNED_AHEAD.swap(true, Ordering::Relaxed) {

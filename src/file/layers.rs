@@ -479,7 +479,7 @@ impl Layers {
             return Ok(());
         };
         let t = w.time(now);
-        super::header::warn_ahead(&self.name, t, w, self.stale.is_some());
+        super::header::warn_ahead(&self.name, w.clock, t, w, self.stale.is_some());
         if w.window.slice_at(t) > w.last_slice() {
             bail!(
                 "{} cannot record lines at {}: its slices are numbered from its creation \

@@ -67,7 +67,12 @@ impl NewFilter {
         let first = spec
             .layer(0)
             .context("cannot size the filter (-n/--capacity, -p/--fpp)")?;
-        NewFilter::with_header(target, new_header(spec, &first, seed, keys), true)
+        let header = new_header(spec, &first, seed, keys);
+        if let Some(w) = &header.window {
+            let name = target.display().to_string();
+            super::header::warn_ahead(&name, 0, w.clock, w, true);
+        }
+        NewFilter::with_header(target, header, true)
     }
 
     /// A new filter file at `target` that is a copy of the filter `header`

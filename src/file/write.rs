@@ -337,9 +337,10 @@ impl WriteFilter {
             sync: true,
             held: self.held,
         };
-        let back = self.layers.set_clock(t, &mut room)?;
+        let back = self.layers.set_clock(t, &mut room);
+        // Refused or not, the file is settled (a refusal changed nothing).
         self.commit()?;
-        Ok(back)
+        back
     }
 
     /// [`Layers::add`], growing at the end of the file.

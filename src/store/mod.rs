@@ -351,8 +351,7 @@ impl FilterAt {
     /// writers' lock (`verify --set-clock`); `None`: it is not after `t`.
     ///
     /// # Errors
-    /// A filter without a window, a time before it was made, or a failed
-    /// write.
+    /// A filter without a window, or a failed write.
     pub(crate) fn set_clock(&self, t: u64) -> Result<Option<crate::file::ClockBack>> {
         crate::file::quiet_clock();
         self.place().set_clock(t)

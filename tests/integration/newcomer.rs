@@ -1061,7 +1061,7 @@ fn a_far_future_now_is_warned_and_can_be_set_back() {
             seen(p, ["forget", f, "x", &at(sys - day)]).ok();
         }
         // Ten years ahead: said by the run that moves the time there.
-        let ahead = seen_io(p, ["dedup", "-f", f, &at(sys + 3650 * day)], b"c\n");
+        let ahead = seen_io(p, ["dedup", "-f", f, &at(sys + 3651 * day)], b"c\n");
         ahead.code(0).stdout(b"c\n");
         ahead
             .stderr_has("10 years ahead of this machine's clock")
@@ -1093,7 +1093,34 @@ fn a_far_future_now_is_warned_and_can_be_set_back() {
         seen(p, ["verify", f]).ok();
         seen(p, ["verify", "--set-clock", "now", f]).stderr_has("nothing to set back");
     }
-    // Only a filter with a window has a clock.
+    // A filter made at a mistyped time: warned as it is made, and set back
+    // with its lines (before: refused as before the filter was made, and
+    // the failed attempt left the file dirty).
+    let made = seen_io(
+        p,
+        [
+            "dedup",
+            "-f",
+            "made.seen",
+            "--window",
+            "6d",
+            "-n",
+            "1k",
+            &at(sys + 3651 * day),
+        ],
+        b"a\n",
+    );
+    made.code(0).stdout(b"a\n").stderr_has("10 years ahead");
+    seen(p, ["verify", "--set-clock", "now", "made.seen"])
+        .code(0)
+        .stderr_has("1 line in 1 layer recorded after it");
+    seen_io(p, ["dedup", "-f", "made.seen"], b"a\nb\n")
+        .ok()
+        .stdout(b"b\n");
+    seen(p, ["verify", "made.seen"]).ok();
+    // Only a filter with a window has a clock, and a refusal leaves the
+    // file clean.
     seen_io(p, ["dedup", "-f", "plain.seen", "-n", "1k"], b"a\n").ok();
     seen(p, ["verify", "--set-clock", "now", "plain.seen"]).error("no time window");
+    seen(p, ["verify", "plain.seen"]).ok();
 }
