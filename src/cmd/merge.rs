@@ -331,10 +331,10 @@ fn merged_header(inputs: &[Input]) -> (Header, Vec<Part>) {
         let last = parts.remove(roomiest);
         parts.push(last);
     }
+    // Laid out afresh: an input's layers may sit after its forget list,
+    // and layers of several inputs do not line up in any of them.
     h.layers = parts.iter().map(|p| p.entry).collect();
-    if beside {
-        h = h.laid_out();
-    }
+    h = h.laid_out();
     h.created = inputs
         .iter()
         .map(|i| i.header().created)

@@ -55,9 +55,11 @@ impl Layers {
             expired: (0, 0),
             revived,
         };
-        for j in 0..self.header.layers.len() {
+        let mut expired = vec![false; self.header.layers.len()];
+        for (j, e) in expired.iter_mut().enumerate() {
             let l = self.header.layers[j];
             if (live..gone).contains(&l.slice) && l.inserts > 0 {
+                *e = true;
                 back.expired.0 += l.inserts;
                 back.expired.1 += 1;
                 if !revived {
@@ -65,10 +67,14 @@ impl Layers {
                 }
             }
         }
-        for l in &mut self.header.layers {
+        // No layer may be after the clock: one the jump expired (recorded
+        // ahead of `t` before it) is counted as expired only.
+        for (l, e) in self.header.layers.iter_mut().zip(expired) {
             if l.slice > cur {
-                back.moved.0 += l.inserts;
-                back.moved.1 += 1;
+                if !e {
+                    back.moved.0 += l.inserts;
+                    back.moved.1 += 1;
+                }
                 l.slice = cur;
             }
         }

@@ -178,6 +178,35 @@ fn filters_of_any_shape_merge_into_their_union() {
     seen(d.path(), ["verify", "m.seen"]).code(0);
 }
 
+/// A filter that forgot a key and then grew has its later layers after
+/// its forget list: a union laid out from the inputs' offsets overlapped
+/// them (a corrupt header, and `merge -o A A B` lost A). Layer by layer,
+/// into a new file and into an input.
+#[test]
+fn a_grown_filter_with_a_forget_list_merges_layer_by_layer() {
+    let d = tmp();
+    let p = d.path();
+    let sized = ["-n", "1000", "-p", "0.01"];
+    let build = |out: &str, add: bool, lines: &[u8]| {
+        let mut args = vec!["build", "-o", out];
+        args.extend_from_slice(if add { &["--add"][..] } else { &sized[..] });
+        seen_io(p, args, lines).code(0);
+    };
+    build("a.seen", false, &numbered("a", 0..1_000));
+    seen(p, ["forget", "a.seen", "a5"]).code(0);
+    build("a.seen", true, &numbered("a", 1_000..4_000));
+    build("b.seen", false, &numbered("b", 0..8_001));
+    let all = [numbered("a", 0..4_000), numbered("b", 0..8_001)].concat();
+    for out in ["m.seen", "a.seen"] {
+        seen(p, ["merge", "-o", out, "a.seen", "b.seen"]).code(0);
+        seen(p, ["verify", out]).code(0);
+        seen_io(p, ["query", "-c", out], &all)
+            .ok()
+            .stdout(b"12000\n");
+        seen(p, ["query", "-q", out, "a5"]).code(1);
+    }
+}
+
 #[test]
 fn filters_that_hash_keys_apart_are_refused_saying_how_to_rebuild() {
     let d = tmp();
@@ -437,6 +466,12 @@ fn redis_filters_of_fingerprint_sets_merge() {
             .ok()
             .stdout(b"");
     }
+    // Into an input (with --force): stored first, the input removed after.
+    seen(d.path(), ["merge", "--force", "-o", &ra, &ra, &rb]).code(0);
+    seen_io(d.path(), ["query", "-c", &ra], &numbered("s", 0..50_000))
+        .ok()
+        .stdout(b"49998\n");
+    seen(d.path(), ["verify", &ra]).code(0);
     // Into a file: a fingerprint is not Bloom bits.
     seen(d.path(), ["merge", "-o", "s.seen", &ra, &rb]).error("kept in Redis only");
     assert!(!d.path().join("s.seen").exists());

@@ -1118,6 +1118,20 @@ fn a_far_future_now_is_warned_and_can_be_set_back() {
         .ok()
         .stdout(b"b\n");
     seen(p, ["verify", "made.seen"]).ok();
+    // A layer recorded a slice ahead (20 h: not far), expired by the jump:
+    // counted once,
+    // as expired (it was also counted as moved).
+    let w = ["dedup", "-f", "h.seen", "--window", "6d", "-n", "1k"];
+    seen_io(p, w.iter().copied().chain([at(sys - day).as_str()]), b"a\n").ok();
+    seen_io(p, ["dedup", "-f", "h.seen", &at(sys + 20 * 3600)], b"b\n").ok();
+    seen_io(p, ["dedup", "-f", "h.seen", &at(sys + 3651 * day)], b"c\n").code(0);
+    seen(p, ["verify", "--set-clock", "now", "h.seen"])
+        .code(0)
+        .stderr_has("1 line in 1 layer recorded after it")
+        .stderr_has("1 line in 1 layer that expired when its time moved ahead are seen again");
+    seen_io(p, ["dedup", "-f", "h.seen"], b"a\nb\nc\n")
+        .ok()
+        .stdout(b"a\n");
     // Only a filter with a window has a clock, and a refusal leaves the
     // file clean.
     seen_io(p, ["dedup", "-f", "plain.seen", "-n", "1k"], b"a\n").ok();
