@@ -1119,8 +1119,7 @@ fn a_far_future_now_is_warned_and_can_be_set_back() {
         .stdout(b"b\n");
     seen(p, ["verify", "made.seen"]).ok();
     // A layer recorded a slice ahead (20 h: not far), expired by the jump:
-    // counted once,
-    // as expired (it was also counted as moved).
+    // counted once, as expired (it was also counted as moved).
     let w = ["dedup", "-f", "h.seen", "--window", "6d", "-n", "1k"];
     seen_io(p, w.iter().copied().chain([at(sys - day).as_str()]), b"a\n").ok();
     seen_io(p, ["dedup", "-f", "h.seen", &at(sys + 20 * 3600)], b"b\n").ok();
