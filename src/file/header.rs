@@ -84,9 +84,12 @@ static WARNED_AHEAD: AtomicBool = AtomicBool::new(false);
 /// [`far_ahead`](crate::clock::far_ahead) past the system clock: for good,
 /// so say what that does and how to set it back.
 pub(super) fn warn_ahead(name: &str, from: u64, t: u64, w: &WindowState, file: bool) {
+    if !file || !crate::clock::is_fixed() || t <= from {
+        return;
+    }
     let sys = crate::clock::system_secs();
     let slice = w.window.secs / u64::from(w.window.slices);
-    if !file || !crate::clock::is_fixed() || t <= from.max(sys + far_ahead(slice)) {
+    if t <= sys + far_ahead(slice) {
         return;
     }
     if WARNED_AHEAD.swap(true, Ordering::Relaxed) {
