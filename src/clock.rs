@@ -105,13 +105,6 @@ pub fn parse_set_clock(s: &str) -> Result<u64, String> {
     }
 }
 
-/// How far `--now` may be ahead of the system clock before a writer that
-/// moves a filter's time there is warned: more than a day, or than a slice
-/// of its window when longer (a replay of yesterday's log is not a mistake).
-pub fn far_ahead(slice_secs: u64) -> u64 {
-    slice_secs.max(86_400)
-}
-
 /// A length of time in words, to the largest whole unit: `3 days`,
 /// `36 years`, `1 hour`.
 pub fn span(secs: u64) -> String {

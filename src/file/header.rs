@@ -4,7 +4,6 @@
 //! this is the I/O around it that the read, write and new stores share.
 
 use super::lock::open_locked;
-use crate::clock::far_ahead;
 use crate::format::{HEADER_LEN, Header, WindowState};
 use anyhow::{Context, Result};
 use std::fs::File;
@@ -44,8 +43,7 @@ pub(super) fn warn_clock(header: &Header, path: &Path) {
     let slack = if crate::clock::is_fixed() { 0 } else { 60 };
     if now.saturating_add(slack) < w.clock {
         // A clock far ahead of this machine's was moved there by a --now.
-        let slice = w.window.secs / u64::from(w.window.slices);
-        let back = if w.clock > crate::clock::system_secs() + far_ahead(slice) {
+        let back = if w.clock > crate::clock::system_secs() + far_ahead(&w) {
             format!(
                 "; if that time was a mistake, `seen verify --set-clock now {}` sets it back",
                 path.display()
@@ -74,22 +72,28 @@ pub(crate) fn quiet_clock() {
     CLOCK_QUIET.store(true, Ordering::Relaxed);
 }
 
+/// How far `--now` may be ahead of the system clock before a writer that
+/// moves the time of a filter with window `w` there is warned: more than a
+/// day, or than a slice of its window when longer (a replay of yesterday's
+/// log is not a mistake).
+fn far_ahead(w: &WindowState) -> u64 {
+    (w.window.secs / u64::from(w.window.slices)).max(86_400)
+}
+
 /// Whether a writer moving a filter's time ahead was warned in this process
 /// (once is enough).
 static WARNED_AHEAD: AtomicBool = AtomicBool::new(false);
 
 /// Warns once per process when a writer of a file (`file`) moves the time
 /// of the filter named `name`, whose window is `w`, from `from` (0 for a new
-/// filter) to `t`, the `--now` time, more than
-/// [`far_ahead`](crate::clock::far_ahead) past the system clock: for good,
-/// so say what that does and how to set it back.
+/// filter) to `t`, the `--now` time, more than [`far_ahead`] past the system
+/// clock: for good, so say what that does and how to set it back.
 pub(super) fn warn_ahead(name: &str, from: u64, t: u64, w: &WindowState, file: bool) {
     if !file || !crate::clock::is_fixed() || t <= from {
         return;
     }
     let sys = crate::clock::system_secs();
-    let slice = w.window.secs / u64::from(w.window.slices);
-    if t <= sys + far_ahead(slice) {
+    if t <= sys + far_ahead(w) {
         return;
     }
     if WARNED_AHEAD.swap(true, Ordering::Relaxed) {

@@ -116,20 +116,7 @@ pub fn counted_at_rate(layout: &Layout, rate: f64) -> u64 {
     if n == 0 || n == u64::MAX {
         return n;
     }
-    let mut o = Offered::new(layout);
-    loop {
-        let h = o.h0.max(o.x / 64.0);
-        let next = o.x + h;
-        if next >= n as f64 || o.fx >= Offered::MAX_RATE {
-            let rest = n as f64 - o.x;
-            let fy = o.f(n as f64);
-            return (o.c + rest.max(0.0) * (1.0 - (o.fx + fy) / 2.0)).floor() as u64;
-        }
-        let fy = o.f(next);
-        o.c += h * (1.0 - (o.fx + fy) / 2.0);
-        o.x = next;
-        o.fx = fy;
-    }
+    Offered::new(layout).count_at(n as f64).floor() as u64
 }
 
 /// The keys offered to a layer at counts that only rise ([`keys_offered`]),
@@ -165,6 +152,28 @@ impl<'a> Offered<'a> {
         layer_fpp(self.layout, x.round() as u64).min(Self::MAX_RATE)
     }
 
+    /// The next step of the walk: its width, the rate at its end, and the
+    /// keys counted over it (a trapezoid).
+    fn step(&self) -> (f64, f64, f64) {
+        let h = self.h0.max(self.x / 64.0);
+        let fy = self.f(self.x + h);
+        (h, fy, h * (1.0 - (self.fx + fy) / 2.0))
+    }
+
+    /// Takes step `s` ([`Offered::step`]).
+    fn take(&mut self, (h, fy, dc): (f64, f64, f64)) {
+        self.x += h;
+        self.c += dc;
+        self.fx = fy;
+    }
+
+    /// The rate at `x1`, within the next step, and the keys counted when
+    /// `x1` were offered (the trapezoid from the walk's point to it).
+    fn part(&self, x1: f64) -> (f64, f64) {
+        let f1 = self.f(x1);
+        (f1, self.c + (x1 - self.x) * (1.0 - (self.fx + f1) / 2.0))
+    }
+
     /// The keys offered when `target` were counted (at least the last
     /// target asked).
     fn at(&mut self, target: f64) -> f64 {
@@ -172,22 +181,30 @@ impl<'a> Offered<'a> {
             if self.fx >= Self::MAX_RATE {
                 break;
             }
-            let h = self.h0.max(self.x / 64.0);
-            let fy = self.f(self.x + h);
-            let dc = h * (1.0 - (self.fx + fy) / 2.0);
+            let s @ (h, _, dc) = self.step();
             if self.c + dc >= target {
                 // Within the step: a linear guess, then one Newton step on
                 // the trapezoid from `x` to it.
                 let x1 = self.x + h * (target - self.c) / dc;
-                let f1 = self.f(x1);
-                let c1 = self.c + (x1 - self.x) * (1.0 - (self.fx + f1) / 2.0);
+                let (f1, c1) = self.part(x1);
                 return x1 + (target - c1) / (1.0 - f1);
             }
-            self.x += h;
-            self.c += dc;
-            self.fx = fy;
+            self.take(s);
         }
         self.x.max(target)
+    }
+
+    /// The keys counted when `n` were offered (the inverse of
+    /// [`Offered::at`]; `n` at least the walk's point).
+    fn count_at(&mut self, n: f64) -> f64 {
+        while self.fx < Self::MAX_RATE {
+            let s @ (h, ..) = self.step();
+            if self.x + h >= n {
+                break;
+            }
+            self.take(s);
+        }
+        self.part(n.max(self.x)).1
     }
 }
 
