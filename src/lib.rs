@@ -35,7 +35,8 @@
 //!
 //! `unsafe` lives in `file` and `input` (memory mappings), `filter` (SIMD
 //! kernels), `prefetch`, `scan` (prefetches), `signals`, `memory` (malloc
-//! arenas) and `main` (the stdout check), each with its `SAFETY` note.
+//! arenas, huge-page hints) and `main` (the stdout check), each with its
+//! `SAFETY` note.
 
 //!
 //! What the binary, the integration tests and the benchmarks use is `pub`;

@@ -65,6 +65,31 @@ pub fn resize(buf: &mut Vec<u8>, len: usize, what: &str) -> io::Result<()> {
     Ok(())
 }
 
+/// Asks for 2 MiB pages under the untouched buffer of `v` (its whole
+/// capacity), for large tables met at random (a forget list's entries and
+/// index): one page-table walk covers 2 MiB instead of 4 KiB, and one fault
+/// fills 2 MiB. Only a hint, as for a filter's layers
+/// ([`crate::tuning`]'s `huge_pages`, off with `SEEN_NO_HUGEPAGE`); buffers
+/// under 4 MiB are left alone.
+pub fn huge_pages_for<T>(v: &Vec<T>) {
+    const HUGE: usize = 2 << 20;
+    let bytes = v.capacity() * size_of::<T>();
+    if bytes < 2 * HUGE || !crate::tuning::get().huge_pages {
+        return;
+    }
+    let start = (v.as_ptr() as usize).next_multiple_of(HUGE);
+    let end = (v.as_ptr() as usize + bytes) / HUGE * HUGE;
+    if end > start {
+        // SAFETY: the range lies inside `v`'s allocation, which this process
+        // owns; MADV_HUGEPAGE changes no byte of it, only the size of the
+        // pages that back it. A failure (no transparent huge pages) is
+        // ignored: the hint is optional.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,8 +9,8 @@
 //! of the file and the old one's blocks are given back (a hole).
 
 use super::layers::{Layers, contains_in};
-use crate::filter::forget::{ENTRY_BYTES, ForgetList};
-use crate::format::{ALIGN, ForgetEntry, Header, forget_room, forget_sum};
+use crate::filter::forget::{ENTRY_BYTES, ForgetList, entry_at};
+use crate::format::{ALIGN, ForgetEntry, Header, forget_room, forget_sum, forget_summer};
 use crate::hash::Hash128;
 use anyhow::{Context, Result, bail};
 use std::fs::File;
@@ -41,20 +41,38 @@ pub(crate) fn list_mismatch(file: &File, path: &Path, header: &Header) -> Result
 }
 
 /// The list, and with `check` whether it does not match its checksum.
+/// Read a part at a time into its entries (no copy of the whole region is
+/// held: a long list loads in the time its table takes to build).
 fn read_summed(
     file: &File,
     path: &Path,
     header: &Header,
     check: bool,
 ) -> Result<(ForgetList, bool)> {
+    /// Bytes read at a time.
+    const PART: usize = 1 << 20;
     let Some(f) = header.forget else {
         return Ok((ForgetList::new(), false));
     };
-    let bytes = read_entries(file, path, &f)?;
-    let mismatch = check && forget_sum(&bytes) != f.sum;
-    let list = ForgetList::decode(&bytes, f.count)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    Ok((list, mismatch))
+    let used =
+        usize::try_from(f.used_bytes()).context("a forget list past this machine's memory")?;
+    let mut entries = Vec::with_capacity(used / ENTRY_BYTES);
+    crate::memory::huge_pages_for(&entries);
+    let mut sum = forget_summer();
+    let mut part = vec![0u8; PART.min(used)];
+    let mut at = 0;
+    while at < used {
+        let bytes = &mut part[..PART.min(used - at)];
+        file.read_exact_at(bytes, f.offset + at as u64)
+            .with_context(|| format!("cannot read the forget list of {}", path.display()))?;
+        if check {
+            sum.update(bytes);
+        }
+        entries.extend(bytes.chunks_exact(ENTRY_BYTES).map(entry_at));
+        at += bytes.len();
+    }
+    let mismatch = check && sum.digest() != f.sum;
+    Ok((ForgetList::of_stored(entries), mismatch))
 }
 
 /// The list for a writer: a clean file's list must match its checksum (a
@@ -166,7 +184,10 @@ impl Layers {
             // judged them): listed only if that judgement found them so.
             if !self.forget_asked.is_empty() {
                 for &h in hashes {
-                    if self.forget_asked.remove(&h) && self.forget.remove(h) {
+                    let Some(spot) = self.forget_asked.remove(&h) else {
+                        continue;
+                    };
+                    if self.forget.remove_at(h, spot) {
                         self.forget_removed.push(h);
                     }
                 }
@@ -180,15 +201,11 @@ impl Layers {
         // can be (a listed key's bits are never cleared).
         let any = seen.is_none() || self.header.window.is_some();
         let mut seen = seen;
-        for (i, &h) in hashes.iter().enumerate() {
-            self.forget.prefetch_ahead(hashes, i);
-            let present = seen.as_deref().is_some_and(|s| s[i]);
-            if !(present || any) || !self.forget.remove(h) {
-                continue;
-            }
-            self.forget_removed.push(h);
+        let asked = |i: usize| any || seen.as_deref().is_some_and(|s| s[i]);
+        for i in self.forget.remove_among(hashes, asked) {
+            self.forget_removed.push(hashes[i]);
             // Judged present, it turns new (judged new, its slice expired).
-            if let Some(s) = seen.as_deref_mut().filter(|_| present) {
+            if let Some(s) = seen.as_deref_mut().filter(|s| s[i]) {
                 s[i] = false;
                 turned += 1;
             }

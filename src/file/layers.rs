@@ -228,8 +228,8 @@ pub(super) struct Layers {
     /// Listed keys judged absent in this span (or listed again when it was
     /// unstaged) and not recorded yet: the only keys a record without
     /// verdicts can find listed, without a window (see
-    /// [`Layers::unforget`]).
-    pub(super) forget_asked: Box<crate::filter::forget::KeySet>,
+    /// [`Layers::unforget`]), with where the list holds each.
+    pub(super) forget_asked: Box<crate::filter::forget::KeySpots>,
 }
 
 impl Drop for Layers {
@@ -461,8 +461,8 @@ impl Layers {
         self.tick(crate::clock::now())?;
         contains_in(&self.header, &self.maps, hashes, out);
         let asked = &mut self.forget_asked;
-        self.forget.unpresent_each(hashes, out, |h| {
-            asked.insert(h);
+        self.forget.unpresent_each(hashes, out, |h, spot| {
+            asked.insert(h, spot);
         });
         Ok(())
     }

@@ -11,6 +11,7 @@ use super::layers::{Layers, Room, hint_layer};
 use super::lock::lock;
 use super::map::{extend, grow, map_write};
 use super::path::{dir_and_name, sweep_leftovers};
+use crate::filter::forget::Spot;
 use crate::format::{FLAG_DIRTY, Header, LayerEntry};
 use crate::hash::Hash128;
 use crate::pipeline::{Commits, Forgets, LastSpan, STRETCH, Store};
@@ -738,7 +739,7 @@ impl Commits for WriteFilter {
         }
         // Keys the span took off the forget list were not recorded.
         for h in std::mem::take(&mut l.forget_removed) {
-            l.forget_asked.insert(h);
+            l.forget_asked.insert(h, Spot::UNKNOWN);
             l.forget.insert(h);
         }
         for (layer, was) in l.header.layers.iter_mut().zip(&self.span_layers) {

@@ -35,6 +35,29 @@ pub const AHEAD: usize = 32;
 /// A set of keys, hashed by their own bits.
 pub type KeySet = std::collections::HashSet<Hash128, crate::hash::BuildKeyHasher>;
 
+/// Listed keys and where a lookup found each ([`Spot`]), hashed by their
+/// own bits.
+pub type KeySpots = std::collections::HashMap<Hash128, Spot, crate::hash::BuildKeyHasher>;
+
+/// Where a lookup found a listed key: its entry's position, valid while the
+/// entries have not been moved since ([`ForgetList::remove_at`] checks).
+/// A removal that knows it is spared the key's table and entry reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Spot {
+    /// The entry's position.
+    at: u32,
+    /// The list's [`ForgetList::moves`] then.
+    moves: u32,
+}
+
+impl Spot {
+    /// No position known: a removal looks the key up.
+    pub const UNKNOWN: Spot = Spot {
+        at: u32::MAX,
+        moves: u32::MAX,
+    };
+}
+
 /// The stored bytes of the entry for `h`.
 pub fn entry_bytes(h: Hash128) -> [u8; ENTRY_BYTES] {
     let mut b = [0u8; ENTRY_BYTES];
@@ -44,7 +67,7 @@ pub fn entry_bytes(h: Hash128) -> [u8; ENTRY_BYTES] {
 }
 
 /// The hash a stored entry holds.
-fn entry_at(b: &[u8]) -> Hash128 {
+pub fn entry_at(b: &[u8]) -> Hash128 {
     let u = |r: std::ops::Range<usize>| u64::from_le_bytes(b[r].try_into().expect("8 bytes"));
     Hash128 {
         lo: u(0..8),
@@ -93,16 +116,20 @@ pub struct ForgetList {
     /// key listed again goes last rather than back there.
     dropped: Vec<u64>,
     /// Open addressing over `lo`: 0 is an empty slot, else the entry's
-    /// position + 1. Its length is a power of two, at least twice the
+    /// position + 1 and a tag of its key ([`slot_of`]). Its length is a power of two, at least twice the
     /// entries (empty when there are none).
-    slots: Vec<u32>,
+    slots: Vec<u64>,
     /// A bitmap of 8 bits per slot (16 or more per entry) in 64-bit words:
     /// each key listed since the table was built set three bits of one word
-    /// (chosen by the bits of `hi`). A key with a bit of its three clear is
+    /// (the word of its home slot, the bits chosen by `hi`). A key with a bit of its three clear is
     /// not listed, known from one access to a bitmap a quarter of the slots'
     /// size; about 1 in 150 keys that are not listed goes on to the slots.
     /// Bits of removed keys stay set until the table is rebuilt.
     seen: Vec<u64>,
+    /// Times the entries were moved (the table rebuilt, removed entries
+    /// dropped): a [`Spot`] of another count is stale. Wraps (a spot is
+    /// used within the span that found it).
+    moves: u32,
 }
 
 impl ForgetList {
@@ -121,17 +148,23 @@ impl ForgetList {
         if count > room {
             return Err(ForgetError::CountPastEnd { count, room });
         }
-        let entries: Vec<Hash128> = bytes[..count as usize * ENTRY_BYTES]
+        let entries = bytes[..count as usize * ENTRY_BYTES]
             .chunks_exact(ENTRY_BYTES)
             .map(entry_at)
             .collect();
+        Ok(ForgetList::of_stored(entries))
+    }
+
+    /// The list of stored `entries`, in their order (entries listed twice
+    /// are taken once: a removal cut short leaves one so).
+    pub fn of_stored(entries: Vec<Hash128>) -> ForgetList {
         let entries = match ForgetList::indexed(entries) {
-            Ok(list) => return Ok(list),
+            Ok(list) => return list,
             // An entry listed twice: taken once, below.
             Err(entries) => entries,
         };
         let mut list = ForgetList::new();
-        list.reserve(count as usize);
+        list.reserve(entries.len());
         // The table is sized once: each insert's two reads are started
         // ahead of it.
         for (i, &h) in entries.iter().enumerate() {
@@ -141,7 +174,7 @@ impl ForgetList {
             }
             list.insert(h);
         }
-        Ok(list)
+        list
     }
 
     /// The list of `entries` (in stored order), its table built once (see
@@ -209,9 +242,11 @@ impl ForgetList {
     /// empty).
     #[inline]
     fn seen_bits(&self, h: Hash128) -> (usize, u64) {
-        // Eight bits per slot: `slots / 8` words of 64 bits.
+        // Eight bits per slot: `slots / 8` words of 64 bits, the word of a
+        // key's home slot (so a table filled in order of home slots fills
+        // its words in order too).
         let log2 = self.slots.len().trailing_zeros() - 3;
-        let w = (h.hi >> (64 - log2)) as usize;
+        let w = (h.lo >> (64 - log2)) as usize;
         let b = |shift: u32| 1u64 << ((h.hi >> shift) & 63);
         (w, b(0) | b(6) | b(12))
     }
@@ -247,7 +282,7 @@ impl ForgetList {
         if let Some(&h) = hashes.get(i + AHEAD / 4)
             && self.maybe(h)
         {
-            let p = self.slots[self.home(h)] as usize;
+            let p = self.slots[self.home(h)] as u32 as usize;
             if p > 0 {
                 crate::prefetch::prefetch_item(&self.entries, p - 1);
             }
@@ -285,7 +320,7 @@ impl ForgetList {
             self.gone.push(0);
             self.dropped.push(0);
         }
-        self.slots[slot] = u32::try_from(at + 1).expect("fewer than 2^32 entries");
+        self.slots[slot] = slot_of(at, h);
         let (w, b) = self.seen_bits(h);
         self.seen[w] |= b;
         true
@@ -315,32 +350,114 @@ impl ForgetList {
         }
     }
 
+    /// [`ForgetList::remove`] of `h`, which a lookup found at `spot` (or
+    /// [`Spot::UNKNOWN`]): when the entries have not moved since and it is
+    /// still listed there, its entry is marked removed without a lookup.
+    pub fn remove_at(&mut self, h: Hash128, spot: Spot) -> bool {
+        let i = spot.at as usize;
+        if spot.moves != self.moves || i >= self.entries.len() || self.is_gone(i) {
+            // Moved, or removed since (and perhaps listed again elsewhere).
+            return self.remove(h);
+        }
+        debug_assert_eq!(self.entries[i], h, "a spot names its key's entry");
+        self.gone[i / 64] |= 1 << (i % 64);
+        self.gone_count += 1;
+        true
+    }
+
     /// Turns the verdicts of listed keys from present to absent: the rule
     /// "a layer holds it and it is not forgotten". Returns how many changed.
     pub fn unpresent(&self, hashes: &[Hash128], present: &mut [bool]) -> usize {
-        self.unpresent_each(hashes, present, |_| {})
+        self.unpresent_each(hashes, present, |_, _| {})
     }
 
-    /// [`ForgetList::unpresent`], calling `turned` with each key it turned.
+    /// [`ForgetList::unpresent`], calling `turned` with each key it turned
+    /// and where it is listed.
     pub fn unpresent_each(
         &self,
         hashes: &[Hash128],
         present: &mut [bool],
-        mut turned: impl FnMut(Hash128),
+        mut turned: impl FnMut(Hash128, Spot),
     ) -> usize {
-        if self.is_empty() {
-            return 0;
+        let len = hashes.len().min(present.len());
+        let found = self.listed_among(&hashes[..len], |i| present[i]);
+        for &(i, at) in &found {
+            present[i] = false;
+            turned(
+                hashes[i],
+                Spot {
+                    at: at as u32,
+                    moves: self.moves,
+                },
+            );
         }
-        let mut n = 0;
-        for (i, (p, &h)) in present.iter_mut().zip(hashes).enumerate() {
-            self.prefetch_ahead(hashes, i);
-            if *p && self.contains(h) {
-                *p = false;
-                n += 1;
-                turned(h);
+        found.len()
+    }
+
+    /// Takes off the list the keys of `hashes` for which `asked(i)` holds
+    /// (a key listed twice in `hashes` is taken off once); returns their
+    /// positions in `hashes`, in order.
+    pub fn remove_among(
+        &mut self,
+        hashes: &[Hash128],
+        asked: impl Fn(usize) -> bool,
+    ) -> Vec<usize> {
+        let found = self.listed_among(hashes, asked);
+        let mut taken = Vec::with_capacity(found.len());
+        for (i, at) in found {
+            if !self.is_gone(at) {
+                self.gone[at / 64] |= 1 << (at % 64);
+                self.gone_count += 1;
+                taken.push(i);
             }
         }
-        n
+        taken
+    }
+
+    /// The keys of `hashes` that are listed, among those `asked(i)` says:
+    /// their positions in `hashes` and in the entries, in order.
+    ///
+    /// In two passes, neither waiting on memory: the prefilter's word of
+    /// each key asked (loaded [`AHEAD`] keys on), then, for the few that
+    /// pass it (listed keys, and about 1 in 150 others), the home slot and
+    /// the entry it names, loaded ahead in turn.
+    fn listed_among(
+        &self,
+        hashes: &[Hash128],
+        asked: impl Fn(usize) -> bool,
+    ) -> Vec<(usize, usize)> {
+        if self.is_empty() {
+            return Vec::new();
+        }
+        let mut maybe = Vec::new();
+        for (i, &h) in hashes.iter().enumerate() {
+            if let Some(&ahead) = hashes.get(i + AHEAD)
+                && asked(i + AHEAD)
+            {
+                self.prefetch(ahead);
+            }
+            if asked(i) && self.maybe(h) {
+                maybe.push(i);
+            }
+        }
+        let mut found = Vec::new();
+        for (j, &i) in maybe.iter().enumerate() {
+            if let Some(&k) = maybe.get(j + AHEAD / 2) {
+                crate::prefetch::prefetch_item(&self.slots, self.home(hashes[k]));
+            }
+            if let Some(&k) = maybe.get(j + AHEAD / 4) {
+                let p = self.slots[self.home(hashes[k])] as u32 as usize;
+                if p > 0 {
+                    crate::prefetch::prefetch_item(&self.entries, p - 1);
+                }
+            }
+            if let (_, Some(at)) = self.find(hashes[i])
+                && !self.is_gone(at)
+            {
+                found.push((i, at));
+            }
+        }
+        found
     }
 
     /// The list of the union of filters whose lists are `lists`: an entry
@@ -398,6 +515,7 @@ impl ForgetList {
     /// writes walk the table once instead of landing at random. `false`
     /// when an entry is listed twice (the table is then not usable).
     fn rebuild(&mut self, want: usize) -> bool {
+        self.moves = self.moves.wrapping_add(1);
         if self.gone_count > 0 {
             self.entries = self.live().collect();
             self.gone_count = 0;
@@ -406,6 +524,7 @@ impl ForgetList {
         self.dropped.clone_from(&self.gone);
         let len = want.next_power_of_two().max(16);
         self.slots = vec![0; len];
+        crate::memory::huge_pages_for(&self.slots);
         // Eight bits per slot.
         self.seen = vec![0; len / 8];
         let bits = len.trailing_zeros().min(12);
@@ -418,25 +537,28 @@ impl ForgetList {
             starts[b] += starts[b - 1];
         }
         let mut order = vec![0u32; self.entries.len()];
+        crate::memory::huge_pages_for(&order);
         for (i, h) in self.entries.iter().enumerate() {
             let at = &mut starts[bucket(h)];
             order[*at as usize] = u32::try_from(i).expect("fewer than 2^32 entries");
             *at += 1;
         }
-        for &i in &order {
+        // The entries are met at random: each is loaded ahead.
+        for (k, &i) in order.iter().enumerate() {
+            if let Some(&ahead) = order.get(k + AHEAD) {
+                crate::prefetch::prefetch_item(&self.entries, ahead as usize);
+            }
             let h = self.entries[i as usize];
             let mut s = self.home(h);
             loop {
                 match self.slots[s] {
                     0 => break,
-                    p if self.entries[p as usize - 1] == h => return false,
+                    v if same(v, h) && self.entries[v as u32 as usize - 1] == h => return false,
                     _ => s = (s + 1) & (len - 1),
                 }
             }
-            self.slots[s] = i + 1;
-        }
-        for i in 0..self.entries.len() {
-            let (w, b) = self.seen_bits(self.entries[i]);
+            self.slots[s] = slot_of(i as usize, h);
+            let (w, b) = self.seen_bits(h);
             self.seen[w] |= b;
         }
         true
@@ -460,11 +582,29 @@ impl ForgetList {
         loop {
             match self.slots[s] {
                 0 => return (s, None),
-                p if self.entries[p as usize - 1] == h => return (s, Some(p as usize - 1)),
+                v if same(v, h) && self.entries[v as u32 as usize - 1] == h => {
+                    return (s, Some(v as u32 as usize - 1));
+                }
                 _ => s = (s + 1) & mask,
             }
         }
     }
+}
+
+/// A slot naming the entry at position `at`, of key `h`: `at + 1` in the
+/// low half, a tag of `h` (bits of `lo` that its home slot does not use)
+/// in the high half, so that a probe passes other keys' slots without
+/// reading their entries.
+#[inline]
+fn slot_of(at: usize, h: Hash128) -> u64 {
+    let at = u32::try_from(at + 1).expect("fewer than 2^32 entries");
+    (h.lo << 32) | u64::from(at)
+}
+
+/// Whether slot `v` may name key `h`'s entry: its tag is `h`'s.
+#[inline]
+fn same(v: u64, h: Hash128) -> bool {
+    v >> 32 == h.lo & 0xFFFF_FFFF
 }
 
 #[cfg(test)]
@@ -563,6 +703,51 @@ mod tests {
                 prop_assert_eq!(l.contains(key), model.contains(&key));
                 prop_assert_eq!(d.contains(key), model.contains(&key));
             }
+        }
+
+        /// Removals at spots a lookup gave, kept while the list changes
+        /// (inserts that rebuild the table, removals, keys listed again
+        /// after being stored without them): each agrees with a `HashSet`,
+        /// a stale spot falling back to a lookup.
+        #[test]
+        fn removals_at_kept_spots_agree_with_a_set(
+            ops in proptest::collection::vec((0u8..5, 0u64..40), 1..200),
+        ) {
+            let key = |k: u64| h((k % 5) * (u64::MAX / 5) + (k % 3), k);
+            let mut l = ForgetList::new();
+            let mut model = HashSet::new();
+            let mut spots = std::collections::HashMap::new();
+            for (op, k) in ops {
+                let kk = key(k);
+                match op {
+                    0 => prop_assert_eq!(l.insert(kk), model.insert(kk)),
+                    1 => prop_assert_eq!(l.remove(kk), model.remove(&kk)),
+                    2 => {
+                        let mut present = [true];
+                        let n = l.unpresent_each(&[kk], &mut present, |got, spot| {
+                            assert_eq!(got, kk);
+                            spots.insert(k, spot);
+                        });
+                        prop_assert_eq!(n == 1, model.contains(&kk));
+                        prop_assert_eq!(present[0], !model.contains(&kk));
+                    }
+                    3 => {
+                        let spot = spots.get(&k).copied().unwrap_or(Spot::UNKNOWN);
+                        prop_assert_eq!(l.remove_at(kk, spot), model.remove(&kk));
+                    }
+                    _ => l.stored(),
+                }
+                prop_assert_eq!(l.len(), model.len());
+            }
+            for k in 0..40 {
+                prop_assert_eq!(l.contains(key(k)), model.contains(&key(k)));
+            }
+            let taken = l.clone().remove_among(
+                &(0..40).map(key).collect::<Vec<_>>(),
+                |i| i % 2 == 0,
+            );
+            let want: Vec<usize> = (0..40).filter(|&i| i % 2 == 0 && model.contains(&key(i as u64))).collect();
+            prop_assert_eq!(taken, want);
         }
 
         /// The union's rule, key by key: present in the union when either

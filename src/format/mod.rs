@@ -191,6 +191,11 @@ pub(crate) fn forget_sum(entries: &[u8]) -> u64 {
     xxh3_64(entries)
 }
 
+/// [`forget_sum`] fed its bytes in parts (`digest` gives the sum).
+pub(crate) fn forget_summer() -> xxhash_rust::xxh3::Xxh3 {
+    xxhash_rust::xxh3::Xxh3::new()
+}
+
 /// The decoded header of a filter file.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Header {
