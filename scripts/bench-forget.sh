@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What a forget list costs (issue 41), on the 10M-line generated URL corpus
-# and on 4M URLs of real parts (scripts/real-corpus.py). For each corpus: a
+# and on 10M URLs of real parts (scripts/real-corpus.py; REAL_LINES=N for
+# another size). For each corpus: a
 # filter of its first half (held-out: the second half is never in it), then,
 # medians of RUNS, binaries alternating, each on a fresh copy of the filter:
 #
@@ -24,8 +25,9 @@ OLD=$1; NEW=$2; RUNS=${3:-5}
 mkdir -p target/bench
 W=target/bench/forget
 mkdir -p "$W"
-real=target/bench/real-4000000.txt
-[ -s "$real" ] || python3 scripts/real-corpus.py --lines 4000000 > "$real"
+lines=${REAL_LINES:-10000000}
+real=target/bench/real-$lines.txt
+[ -s "$real" ] || python3 scripts/real-corpus.py --lines "$lines" > "$real"
 for c in "$(corpus)" "$real"; do
     n=$(wc -l < "$c")
     half=$((n / 2))

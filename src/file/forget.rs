@@ -120,7 +120,11 @@ pub(crate) fn damaged(path: &Path, f: &ForgetEntry) -> String {
 /// Writes `list` to `file` and names it in `header` (which the caller
 /// writes next): in the region the header names when it has room, else in
 /// that region grown in place (the file's last), else in a new region at
-/// the end of the file.
+/// the end of the file. Returns the region left behind, if any, which the
+/// caller gives back ([`free_list`]) once the header naming the new one is
+/// written: until then, the header on disk names the old one, which must
+/// still hold the list it had (a writer stopped before the header leaves
+/// the file with it).
 ///
 /// # Errors
 /// When the file cannot be extended or written.
@@ -129,7 +133,7 @@ pub(crate) fn write_list(
     path: &Path,
     header: &mut Header,
     list: &ForgetList,
-) -> Result<()> {
+) -> Result<Option<ForgetEntry>> {
     let count = list.len() as u64;
     let room = forget_room(count);
     let end = header.file_len();
@@ -155,9 +159,14 @@ pub(crate) fn write_list(
         count,
         sum: forget_sum(&bytes),
     });
+    Ok(old)
+}
+
+/// Gives the blocks of a forget list's old region back to the file system
+/// (best effort: a file system that cannot punch holes keeps them), once
+/// the header written names the new region ([`write_list`]).
+pub(crate) fn free_list(file: &File, old: Option<ForgetEntry>) {
     if let Some(old) = old {
-        // The old region's blocks go back to the file system (best effort:
-        // a file system that cannot punch holes keeps them).
         let _ = rustix::fs::fallocate(
             file,
             rustix::fs::FallocateFlags::PUNCH_HOLE | rustix::fs::FallocateFlags::KEEP_SIZE,
@@ -165,7 +174,6 @@ pub(crate) fn write_list(
             old.bytes(),
         );
     }
-    Ok(())
 }
 
 /// The forget list's part in what every file store's layers do: keys
@@ -231,5 +239,71 @@ impl Layers {
                 self.forget_changed = true;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::file::MemFilter;
+    use crate::filter::sizing::plan;
+
+    fn list_of(n: u64) -> ForgetList {
+        let mut l = ForgetList::new();
+        for i in 0..n {
+            l.insert(Hash128 {
+                lo: i.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                hi: i,
+            });
+        }
+        l
+    }
+
+    /// A list that outgrows its region while a layer lies after it moves
+    /// to the end of the file. Until the header naming the new region is
+    /// written, the header on disk names the old one: it must still hold
+    /// the list it had (a writer stopped in between leaves the file so).
+    /// It is given back only after.
+    #[test]
+    fn a_moved_list_keeps_its_old_region_until_the_header_names_the_new_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.seen");
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let filter = MemFilter::new(&plan(1000, 1e-6).unwrap(), 1).unwrap();
+        let mut header = filter.header().clone().laid_out();
+        file.set_len(header.file_len()).unwrap();
+        let before = list_of(10);
+        assert_eq!(
+            write_list(&file, &path, &mut header, &before).unwrap(),
+            None
+        );
+        let old = header.forget.unwrap();
+        // A layer after the list: it cannot grow in place.
+        let mut layer = *header.layers.last().unwrap();
+        layer.offset = header.file_len().next_multiple_of(ALIGN);
+        layer.checksums = layer.offset + layer.layout.bytes();
+        header.layers.push(layer);
+        file.set_len(header.file_len()).unwrap();
+        let after = list_of(old.room + 1);
+        let left = write_list(&file, &path, &mut header, &after).unwrap();
+        assert_eq!(left, Some(old));
+        assert!(header.forget.unwrap().offset >= layer.end());
+        let on_disk = Header {
+            forget: Some(old),
+            ..header.clone()
+        };
+        let (got, mismatch) = read_summed(&file, &path, &on_disk, true).unwrap();
+        assert!(!mismatch, "the old region changed before the header moved");
+        assert_eq!(got.entries(), before.entries());
+        free_list(&file, left);
+        let (got, mismatch) = read_summed(&file, &path, &header, true).unwrap();
+        assert!(!mismatch);
+        assert_eq!(got.entries(), after.entries());
     }
 }

@@ -4,7 +4,7 @@
 //! lock, reserved blocks), then syncing it and moving it to its path.
 
 use super::checksum::Stale;
-use super::forget::write_list;
+use super::forget::{free_list, write_list};
 use super::header::write_header;
 use super::layers::{Layers, new_header};
 use super::lock::open_locked;
@@ -295,8 +295,9 @@ impl NewFilter {
                 false,
             )?;
         }
+        let mut left = None;
         if l.forget_changed {
-            write_list(
+            left = write_list(
                 self.tmp.as_file(),
                 self.tmp.path(),
                 &mut l.header,
@@ -309,6 +310,7 @@ impl NewFilter {
             h.updated = crate::clock::system_secs();
         }
         write_header(self.tmp.as_file(), self.tmp.path(), h)?;
+        free_list(self.tmp.as_file(), left);
         for m in &self.layers.maps {
             m.flush()
                 .with_context(|| format!("cannot write {}", self.tmp.path().display()))?;

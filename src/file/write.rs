@@ -5,7 +5,7 @@
 //! end of the file, and the commit.
 
 use super::checksum::{Stale, stored_checksum, stored_segment};
-use super::forget::{read_list_to_write, write_list};
+use super::forget::{free_list, read_list_to_write, write_list};
 use super::header::{open_checked, read_header, warn_dirty, write_header};
 use super::layers::{Layers, Room, hint_layer};
 use super::lock::lock;
@@ -296,8 +296,9 @@ impl WriteFilter {
             }
             stale.write(&self.file, &self.path, &l.header, &l.maps, self.held)?;
         }
+        let mut left = None;
         if l.forget_changed {
-            write_list(&self.file, &self.path, &mut l.header, &l.forget)?;
+            left = write_list(&self.file, &self.path, &mut l.header, &l.forget)?;
             l.forget.stored();
             l.forget_changed = false;
         }
@@ -310,6 +311,7 @@ impl WriteFilter {
         h.flags &= !FLAG_DIRTY;
         h.updated = crate::clock::system_secs();
         write_header(&self.file, &self.path, h)?;
+        free_list(&self.file, left);
         if self.held {
             start_writeback(&self.file, &mut self.writeback);
         }
