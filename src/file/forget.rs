@@ -6,7 +6,8 @@
 //! The region holds `room` entries, a whole number of pages: 16 bytes a
 //! key plus at most a page. It grows in place while it is the file's last
 //! region; once a layer was added after it, a larger one goes to the end
-//! of the file and the old one's blocks are given back (a hole).
+//! of the file and the old one's blocks are given back (a hole) once the
+//! header names the new one.
 
 use super::layers::{Layers, contains_in};
 use crate::filter::forget::{ENTRY_BYTES, ForgetList, entry_at};

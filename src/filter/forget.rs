@@ -21,8 +21,12 @@
 //! twice (such a cut).
 //!
 //! In memory the entries are indexed by an open-addressing table over their
-//! low halves (uniform hash bits), so a lookup costs a probe or two, and the
-//! callers ask only about keys the layers hold: an empty list costs nothing.
+//! low halves (uniform hash bits), each slot tagged with more of them, so a
+//! lookup costs a probe or two and reads one entry, behind a bitmap that
+//! answers most keys not listed in one read. Callers ask only about keys
+//! the layers hold, in batches whose reads are started ahead: an empty
+//! list costs nothing. A lookup that finds a key says where ([`Spot`]), so
+//! that recording it again takes it off without a second lookup.
 
 use crate::hash::Hash128;
 

@@ -490,6 +490,20 @@ pub(crate) struct Census {
     /// Keys on the forget lists (`SCARD` of each), for a filter that ever
     /// forgot one; `None` otherwise.
     pub listed: Option<u64>,
+    /// Lines recorded again after they were forgotten (the counters):
+    /// counted as new without a fingerprint more.
+    pub unlisted: u64,
+}
+
+impl Census {
+    /// When the sets hold fewer fingerprints than the lines recorded (less
+    /// those recorded again after a `forget`), those lines and the
+    /// fingerprints held: sets were deleted, evicted or lost in a failover
+    /// or a restart, and the lines they held read as new.
+    pub(crate) fn lost_lines(&self) -> Option<(u64, u64)> {
+        let lines = self.inserts.saturating_sub(self.unlisted);
+        (self.fingerprints < lines).then_some((lines, self.fingerprints))
+    }
 }
 
 impl SetsFilter {
@@ -511,6 +525,7 @@ impl SetsFilter {
             empty: 0,
             wrong: 0,
             listed: None,
+            unlisted: 0,
         };
         let limit = self.meta.limit;
         self.for_every_set(false, &["SCARD"], &mut |_, replies| {
@@ -543,6 +558,7 @@ impl SetsFilter {
                 Ok(())
             })?;
             c.listed = Some(listed);
+            c.unlisted = self.list_counts()?.1;
         }
         Ok(c)
     }

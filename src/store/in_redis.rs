@@ -369,18 +369,12 @@ fn verify_sets(mut f: SetsFilter, out: &mut dyn Write) -> Result<Verified> {
 /// line a writer counted as new either added its fingerprint to a set
 /// (`SADD` 1) or was taken off a forget list (`SREM` 1), and nothing else
 /// removes a fingerprint, so the sets hold at least the lines counted less
-/// those taken off lists. The counters are read before the sets, and both
-/// only grow, so writers running meanwhile cannot make a shortfall. Returns
+/// those taken off lists. The lines counted are read before the sets, and
+/// those taken off lists after; all only grow, so writers running
+/// meanwhile cannot make a shortfall ([`Census::lost_lines`]). Returns
 /// (lines counted less those, fingerprints held) when they hold fewer.
 fn missing_lines(f: &mut SetsFilter) -> Result<Option<(u64, u64)>> {
-    let unlisted = if f.meta().lists {
-        f.list_counts()?.1
-    } else {
-        0
-    };
-    let c = f.census(&mut |_| {})?;
-    let lines = c.inserts.saturating_sub(unlisted);
-    Ok((c.fingerprints < lines).then_some((lines, c.fingerprints)))
+    Ok(f.census(&mut |_| {})?.lost_lines())
 }
 
 /// A filter of fingerprint sets has no bits: `stats` counts its sets,

@@ -566,7 +566,7 @@ fn a_lost_meta_key_is_damage_not_a_new_filter() {
 /// deleted or evicted while the meta key and counters stayed) is damage
 /// that `verify` reports, not "ok". Keys forgotten and recorded again
 /// (counted as new without a fingerprint more) are no shortfall. (Before:
-/// `verify` said ok with every set gone.)
+/// `verify` said ok with every set gone.) `stats` warns of it as well.
 #[test]
 fn sets_lost_under_their_meta_key_are_damage() {
     if crate::common::redis_server("SEEN_TEST_REDIS").is_none() {
@@ -589,6 +589,9 @@ fn sets_lost_under_their_meta_key_are_damage() {
         .ok()
         .stdout(&again);
     run(&["verify", &loc], b"").ok();
+    // No warning while nothing is lost (keys forgotten and recorded again
+    // included).
+    run(&["stats", &loc], b"").ok();
     let mut c = srv.conn();
     let sets: Vec<String> = redis::cmd("KEYS")
         .arg(format!("seen:{{{name}:*"))
@@ -609,6 +612,19 @@ fn sets_lost_under_their_meta_key_are_damage() {
             .contains("fewer than the 30,000 lines recorded"),
         "{}",
         v.ctx()
+    );
+    // A cron job watching `stats` hears of it too, in text and JSON.
+    let s = run(&["stats", &loc], b"");
+    s.code(0)
+        .stderr_has("recorded lines lost their fingerprints")
+        .stderr_has("fewer than the 30,000 lines recorded");
+    let j = run(&["stats", "--json", &loc], b"");
+    j.code(0);
+    assert!(
+        j.stdout_str()
+            .contains("recorded lines lost their fingerprints"),
+        "{}",
+        j.ctx()
     );
 }
 

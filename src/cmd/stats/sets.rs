@@ -45,6 +45,16 @@ pub(super) fn compute(c: &Census, name: String) -> Stats {
             HumanCount(c.wrong)
         ));
     }
+    if let Some((lines, held)) = c.lost_lines() {
+        warnings.push(format!(
+            "at least {} recorded lines lost their fingerprints (the sets hold {}, fewer than \
+             the {} lines recorded: sets deleted, evicted under maxmemory, or lost in a failover \
+             or a restart), and read as new; `seen verify` checks every set",
+            HumanCount(lines - held),
+            HumanCount(held),
+            HumanCount(lines)
+        ));
+    }
     if estimated_fpp > m.target_fpp {
         warnings.push(format!(
             "estimated false-positive rate {estimated_fpp:.2e} is above its target {:e}: it \
