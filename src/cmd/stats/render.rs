@@ -206,8 +206,9 @@ fn numbers(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
             out,
             "forgotten",
             format!(
-                "{} keys answered absent ({:.2}% of inserts), a list of {}",
+                "{} {} answered absent ({:.2}% of inserts), a list of {}",
                 HumanCount(f.entries),
+                if f.entries == 1 { "key" } else { "keys" },
                 100.0 * f.share_of_inserts,
                 HumanBytes(f.bytes)
             ),

@@ -181,9 +181,10 @@ pub(super) fn table(s: &Stats, sets: &SetsStats, out: &mut impl Write) -> std::i
             out,
             "forgotten",
             format!(
-                "{} keys answered absent ({:.2}% of inserts), {} of hashes in the sets' forget \
+                "{} {} answered absent ({:.2}% of inserts), {} of hashes in the sets' forget \
                  lists",
                 HumanCount(f.entries),
+                if f.entries == 1 { "key" } else { "keys" },
                 100.0 * f.share_of_inserts,
                 HumanBytes(f.bytes)
             ),
