@@ -641,12 +641,7 @@ impl Forgets for WriteFilter {
     fn forget_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
         self.begin_span()?;
         self.layers.contains(hashes, out)?;
-        let mut added = 0;
-        for (&h, &present) in hashes.iter().zip(out.iter()) {
-            if present && self.layers.forget.insert(h) {
-                added += 1;
-            }
-        }
+        let added = self.layers.forget.insert_among(hashes, |i| out[i]) as u64;
         self.layers.forget_changed |= added > 0;
         self.end_span()?;
         Ok(added)

@@ -330,6 +330,30 @@ impl ForgetList {
         true
     }
 
+    /// Lists the keys of `hashes` for which `take(i)` holds; returns how
+    /// many were not listed yet. The table is sized once for all of them,
+    /// and each insert's slot and prefilter word are loaded ahead of it.
+    pub fn insert_among(&mut self, hashes: &[Hash128], take: impl Fn(usize) -> bool) -> usize {
+        let n = (0..hashes.len()).filter(|&i| take(i)).count();
+        if n == 0 {
+            return 0;
+        }
+        self.reserve(n);
+        let mut added = 0;
+        for (i, &h) in hashes.iter().enumerate() {
+            if let Some(&ahead) = hashes.get(i + AHEAD)
+                && take(i + AHEAD)
+            {
+                crate::prefetch::prefetch_item(&self.slots, self.home(ahead));
+                self.prefetch(ahead);
+            }
+            if take(i) && self.insert(h) {
+                added += 1;
+            }
+        }
+        added
+    }
+
     /// Says that the list was stored ([`ForgetList::encode`]): the entries
     /// removed so far are not in the stored image any more.
     pub fn stored(&mut self) {
@@ -752,6 +776,16 @@ mod tests {
             );
             let want: Vec<usize> = (0..40).filter(|&i| i % 2 == 0 && model.contains(&key(i as u64))).collect();
             prop_assert_eq!(taken, want);
+            // Keys listed in a batch, a key given twice among them.
+            let mut batch: Vec<Hash128> = (0..40).map(key).collect();
+            batch.push(key(3));
+            let mut m = l.clone();
+            let added = m.insert_among(&batch, |i| i % 3 == 0 || i == 40);
+            let want = (0..40u64).filter(|&k| k % 3 == 0 && !model.contains(&key(k))).count();
+            prop_assert_eq!(added, want);
+            for k in 0..40u64 {
+                prop_assert_eq!(m.contains(key(k)), model.contains(&key(k)) || k % 3 == 0);
+            }
         }
 
         /// The union's rule, key by key: present in the union when either
