@@ -311,7 +311,15 @@ impl WriteFilter {
         h.flags &= !FLAG_DIRTY;
         h.updated = crate::clock::system_secs();
         write_header(&self.file, &self.path, h)?;
-        free_list(&self.file, left);
+        if left.is_some() {
+            // The header naming the new region reaches the disk before the
+            // old one is given back (a power loss in between would leave a
+            // header naming a hole). A list moves seldom.
+            self.file
+                .sync_data()
+                .with_context(|| format!("cannot sync {}", self.path.display()))?;
+            free_list(&self.file, left);
+        }
         if self.held {
             start_writeback(&self.file, &mut self.writeback);
         }

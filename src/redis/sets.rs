@@ -259,6 +259,21 @@ impl SetsFilter {
         if !self.write {
             return Ok(());
         }
+        // Lines recorded again after a `forget` are counted first, then the
+        // new lines: a reader (`stats`, `verify`) never sees more lines
+        // counted than the sets and these account for, even when this run
+        // stops between the two.
+        if self.unlisted > 0 {
+            let [_, unforgets] = self.meta.list_fields();
+            super::meta::bump_count(
+                &mut self.client,
+                &unforgets,
+                self.unlisted as i64,
+                &self.meta_bytes,
+                &self.marked,
+            )?;
+            self.unlisted = 0;
+        }
         let total = super::meta::add_counts(
             &mut self.client,
             &self.meta.count_field(),
@@ -271,17 +286,6 @@ impl SetsFilter {
         )?;
         self.added = 0;
         self.header.updated = total.1;
-        if self.unlisted > 0 {
-            let [_, unforgets] = self.meta.list_fields();
-            super::meta::bump_count(
-                &mut self.client,
-                &unforgets,
-                self.unlisted as i64,
-                &self.meta_bytes,
-                &self.marked,
-            )?;
-            self.unlisted = 0;
-        }
         Ok(())
     }
 
