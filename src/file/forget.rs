@@ -18,6 +18,9 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+/// Bytes of a list read or written at a time.
+const PART: usize = 1 << 20;
+
 /// The list `header` names in `file` (empty when it has none), as a
 /// reader takes it: its checksum is not computed (as for the layers' bits,
 /// a lookup trusts the file; `seen verify` checks it: [`list_mismatch`]).
@@ -50,8 +53,6 @@ fn read_summed(
     header: &Header,
     check: bool,
 ) -> Result<(ForgetList, bool)> {
-    /// Bytes read at a time.
-    const PART: usize = 1 << 20;
     let Some(f) = header.forget else {
         return Ok((ForgetList::new(), false));
     };
@@ -151,14 +152,20 @@ pub(crate) fn write_list(
         file.set_len(new_end)
             .with_context(|| format!("cannot extend {}", path.display()))?;
     }
-    let bytes = list.encode();
-    file.write_all_at(&bytes, offset)
-        .with_context(|| format!("cannot write the forget list of {}", path.display()))?;
+    let mut sum = forget_summer();
+    let mut at = offset;
+    list.encode_parts(PART, |bytes| {
+        file.write_all_at(bytes, at)
+            .with_context(|| format!("cannot write the forget list of {}", path.display()))?;
+        sum.update(bytes);
+        at += bytes.len() as u64;
+        Ok::<(), anyhow::Error>(())
+    })?;
     header.forget = Some(ForgetEntry {
         offset,
         room,
         count,
-        sum: forget_sum(&bytes),
+        sum: sum.digest(),
     });
     Ok(old)
 }
