@@ -120,14 +120,16 @@ pub struct ForgetList {
     /// key listed again goes last rather than back there.
     dropped: Vec<u64>,
     /// Open addressing over `lo`: 0 is an empty slot, else the entry's
-    /// position + 1 and a tag of its key ([`slot_of`]). Its length is a power of two, at least twice the
-    /// entries (empty when there are none).
+    /// position + 1 and a tag of its key ([`slot_of`]). Its length is a
+    /// power of two, at least twice the entries (empty when there are
+    /// none).
     slots: Vec<u64>,
     /// A bitmap of 8 bits per slot (16 or more per entry) in 64-bit words:
     /// each key listed since the table was built set three bits of one word
-    /// (the word of its home slot, the bits chosen by `hi`). A key with a bit of its three clear is
-    /// not listed, known from one access to a bitmap a quarter of the slots'
-    /// size; about 1 in 150 keys that are not listed goes on to the slots.
+    /// (the word of its home slot, the bits chosen by `hi`). A key with a
+    /// bit of its three clear is not listed, known from one access to a
+    /// bitmap an eighth of the slots' size; about 1 in 150 keys that are
+    /// not listed goes on to the slots.
     /// Bits of removed keys stay set until the table is rebuilt.
     seen: Vec<u64>,
     /// Times the entries were moved (the table rebuilt, removed entries
@@ -168,16 +170,7 @@ impl ForgetList {
             Err(entries) => entries,
         };
         let mut list = ForgetList::new();
-        list.reserve(entries.len());
-        // The table is sized once: each insert's two reads are started
-        // ahead of it.
-        for (i, &h) in entries.iter().enumerate() {
-            if let Some(&ahead) = entries.get(i + AHEAD) {
-                crate::prefetch::prefetch_item(&list.slots, list.home(ahead));
-                list.prefetch(ahead);
-            }
-            list.insert(h);
-        }
+        list.insert_among(&entries, |_| true);
         list
     }
 
@@ -289,35 +282,6 @@ impl ForgetList {
         }
     }
 
-    /// The prefetches of a loop over `hashes` that is at `i`, in three
-    /// stages ahead of it: the prefilter's word of the key [`AHEAD`] on;
-    /// for a key half as far that may be listed (its word loaded by now),
-    /// its home slot; a quarter as far, the entry that slot names. A key
-    /// that is listed is then found without waiting on memory, and one
-    /// that is not costs a word that is already loaded.
-    #[inline]
-    pub fn prefetch_ahead(&self, hashes: &[Hash128], i: usize) {
-        if self.seen.is_empty() {
-            return;
-        }
-        if let Some(&h) = hashes.get(i + AHEAD) {
-            crate::prefetch::prefetch_item(&self.seen, self.seen_bits(h).0);
-        }
-        if let Some(&h) = hashes.get(i + AHEAD / 2)
-            && self.maybe(h)
-        {
-            crate::prefetch::prefetch_item(&self.slots, self.home(h));
-        }
-        if let Some(&h) = hashes.get(i + AHEAD / 4)
-            && self.maybe(h)
-        {
-            let p = self.slots[self.home(h)] as u32 as usize;
-            if p > 0 {
-                crate::prefetch::prefetch_item(&self.entries, p - 1);
-            }
-        }
-    }
-
     /// Whether `h` may be listed: its bits are set.
     #[inline]
     fn maybe(&self, h: Hash128) -> bool {
@@ -403,8 +367,7 @@ impl ForgetList {
         }
         match self.find(h).1 {
             Some(i) if !self.is_gone(i) => {
-                self.gone[i / 64] |= 1 << (i % 64);
-                self.gone_count += 1;
+                self.mark_gone(i);
                 true
             }
             _ => false,
@@ -421,9 +384,14 @@ impl ForgetList {
             return self.remove(h);
         }
         debug_assert_eq!(self.entries[i], h, "a spot names its key's entry");
+        self.mark_gone(i);
+        true
+    }
+
+    /// Marks entry `i`, listed, removed.
+    fn mark_gone(&mut self, i: usize) {
         self.gone[i / 64] |= 1 << (i % 64);
         self.gone_count += 1;
-        true
     }
 
     /// Turns the verdicts of listed keys from present to absent: the rule
@@ -467,8 +435,7 @@ impl ForgetList {
         let mut taken = Vec::with_capacity(found.len());
         for (i, at) in found {
             if !self.is_gone(at) {
-                self.gone[at / 64] |= 1 << (at % 64);
-                self.gone_count += 1;
+                self.mark_gone(at);
                 taken.push(i);
             }
         }
@@ -506,11 +473,10 @@ impl ForgetList {
             if let Some(&k) = maybe.get(j + AHEAD / 2) {
                 crate::prefetch::prefetch_item(&self.slots, self.home(hashes[k]));
             }
-            if let Some(&k) = maybe.get(j + AHEAD / 4) {
-                let p = self.slots[self.home(hashes[k])] as u32 as usize;
-                if p > 0 {
-                    crate::prefetch::prefetch_item(&self.entries, p - 1);
-                }
+            if let Some(&k) = maybe.get(j + AHEAD / 4)
+                && let Some(p) = named(self.slots[self.home(hashes[k])])
+            {
+                crate::prefetch::prefetch_item(&self.entries, p);
             }
             if let (_, Some(at)) = self.find(hashes[i])
                 && !self.is_gone(at)
@@ -614,7 +580,9 @@ impl ForgetList {
             loop {
                 match self.slots[s] {
                     0 => break,
-                    v if same(v, h) && self.entries[v as u32 as usize - 1] == h => return false,
+                    v if same(v, h) && named(v).is_some_and(|p| self.entries[p] == h) => {
+                        return false;
+                    }
                     _ => s = (s + 1) & (len - 1),
                 }
             }
@@ -643,8 +611,8 @@ impl ForgetList {
         loop {
             match self.slots[s] {
                 0 => return (s, None),
-                v if same(v, h) && self.entries[v as u32 as usize - 1] == h => {
-                    return (s, Some(v as u32 as usize - 1));
+                v if same(v, h) && named(v).is_some_and(|p| self.entries[p] == h) => {
+                    return (s, named(v));
                 }
                 _ => s = (s + 1) & mask,
             }
@@ -660,6 +628,12 @@ impl ForgetList {
 fn slot_of(at: usize, h: Hash128) -> u64 {
     let at = u32::try_from(at + 1).expect("fewer than 2^32 entries");
     (h.lo << 32) | u64::from(at)
+}
+
+/// The position of the entry slot `v` names (`None`: an empty slot).
+#[inline]
+fn named(v: u64) -> Option<usize> {
+    (v as u32 as usize).checked_sub(1)
 }
 
 /// Whether slot `v` may name key `h`'s entry: its tag is `h`'s.
