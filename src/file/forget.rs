@@ -11,7 +11,7 @@
 
 use super::layers::{Layers, contains_in};
 use crate::filter::forget::{ENTRY_BYTES, ForgetList, entry_at};
-use crate::format::{ALIGN, ForgetEntry, Header, forget_room, forget_sum, forget_summer};
+use crate::format::{ALIGN, ForgetEntry, Header, forget_room, forget_summer};
 use crate::hash::Hash128;
 use anyhow::{Context, Result, bail};
 use std::fs::File;
@@ -41,7 +41,9 @@ pub(crate) fn list_mismatch(file: &File, path: &Path, header: &Header) -> Result
     let Some(f) = header.forget else {
         return Ok(false);
     };
-    Ok(forget_sum(&read_entries(file, path, &f)?) != f.sum)
+    let mut sum = forget_summer();
+    read_parts(file, path, &f, |bytes| sum.update(bytes))?;
+    Ok(sum.digest() != f.sum)
 }
 
 /// The list, and with `check` whether it does not match its checksum.
@@ -56,23 +58,16 @@ fn read_summed(
     let Some(f) = header.forget else {
         return Ok((ForgetList::new(), false));
     };
-    let used =
-        usize::try_from(f.used_bytes()).context("a forget list past this machine's memory")?;
-    let mut entries = Vec::with_capacity(used / ENTRY_BYTES);
+    // A count past this machine's memory fails in `read_parts`.
+    let mut entries = Vec::with_capacity(usize::try_from(f.count).unwrap_or(0));
     crate::memory::huge_pages_for(&entries);
     let mut sum = forget_summer();
-    let mut part = vec![0u8; PART.min(used)];
-    let mut at = 0;
-    while at < used {
-        let bytes = &mut part[..PART.min(used - at)];
-        file.read_exact_at(bytes, f.offset + at as u64)
-            .with_context(|| format!("cannot read the forget list of {}", path.display()))?;
+    read_parts(file, path, &f, |bytes| {
         if check {
             sum.update(bytes);
         }
         entries.extend(bytes.chunks_exact(ENTRY_BYTES).map(entry_at));
-        at += bytes.len();
-    }
+    })?;
     let mismatch = check && sum.digest() != f.sum;
     Ok((ForgetList::of_stored(entries), mismatch))
 }
@@ -95,15 +90,29 @@ pub(crate) fn read_list_to_write(
     Ok((list, mismatch))
 }
 
-/// The listed entries' bytes of region `f`.
+/// The listed entries' bytes of region `f`, handed to `each` a part at a
+/// time (no copy of the whole region is held).
 ///
 /// # Errors
 /// When they cannot be read.
-pub(crate) fn read_entries(file: &File, path: &Path, f: &ForgetEntry) -> Result<Vec<u8>> {
-    let mut bytes = vec![0u8; f.used_bytes() as usize];
-    file.read_exact_at(&mut bytes, f.offset)
-        .with_context(|| format!("cannot read the forget list of {}", path.display()))?;
-    Ok(bytes)
+fn read_parts(
+    file: &File,
+    path: &Path,
+    f: &ForgetEntry,
+    mut each: impl FnMut(&[u8]),
+) -> Result<()> {
+    let used =
+        usize::try_from(f.used_bytes()).context("a forget list past this machine's memory")?;
+    let mut part = vec![0u8; PART.min(used)];
+    let mut at = 0;
+    while at < used {
+        let bytes = &mut part[..PART.min(used - at)];
+        file.read_exact_at(bytes, f.offset + at as u64)
+            .with_context(|| format!("cannot read the forget list of {}", path.display()))?;
+        each(bytes);
+        at += bytes.len();
+    }
+    Ok(())
 }
 
 /// What `seen verify` and writers say of a forget list whose entries do

@@ -186,12 +186,8 @@ pub(crate) fn forget_room(count: u64) -> u64 {
     count.max(1).next_multiple_of(FORGET_PAGE_ENTRIES)
 }
 
-/// The checksum a [`ForgetEntry`] records for its listed entries' bytes.
-pub(crate) fn forget_sum(entries: &[u8]) -> u64 {
-    xxh3_64(entries)
-}
-
-/// [`forget_sum`] fed its bytes in parts (`digest` gives the sum).
+/// The checksum a [`ForgetEntry`] records for its listed entries' bytes
+/// (their XXH3-64), fed them in parts: `digest` gives the sum.
 pub(crate) fn forget_summer() -> xxhash_rust::xxh3::Xxh3 {
     xxhash_rust::xxh3::Xxh3::new()
 }
