@@ -7,6 +7,10 @@
 //! rest the caller decides what a lost reply means (for a test-and-set,
 //! every key of it counts as new).
 //!
+//! A redirected command is sent again after the commands behind it ran:
+//! callers never have two commands whose order matters on one key in flight
+//! at once (a test-and-set sends a line given twice in a batch once).
+//!
 //! The `redis` crate's own cluster client is not used: its pipelines do not
 //! follow MOVED/ASK, and its single commands silently run again after a
 //! lost reply (see docs/REDIS.md).

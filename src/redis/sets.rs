@@ -417,18 +417,30 @@ impl SetsFilter {
         let mut t = Parts::default();
         let mut key = Vec::new();
         let mut sent_any = false;
+        // A line given again in the batch is present (its first `SADD`
+        // records it) and sends nothing: two commands on one key could
+        // otherwise run out of order, the first redirected (MOVED, ASK) and
+        // sent again after the second ran, which would then take the
+        // line's first place in the output.
+        mark_repeats(hashes, out);
         for start in (0..hashes.len()).step_by(PART_KEYS) {
             let end = (start + PART_KEYS).min(hashes.len());
             if t.failed.is_some() {
                 out[start..].fill(true);
                 break;
             }
-            let mut cmds: Vec<Routed> = (start..end)
-                .map(|i| self.keys.command(b"SADD", hashes[i], &mut key))
+            let firsts: Vec<usize> = (start..end).filter(|&i| !out[i]).collect();
+            if firsts.is_empty() {
+                continue;
+            }
+            let mut cmds: Vec<Routed> = firsts
+                .iter()
+                .map(|&i| self.keys.command(b"SADD", hashes[i], &mut key))
                 .collect();
-            let mut owners: Vec<Vec<u32>> = (start..end).map(|i| vec![i as u32]).collect();
+            let mut owners: Vec<Vec<u32>> = firsts.iter().map(|&i| vec![i as u32]).collect();
             let unlists_from = cmds.len();
-            for (i, &h) in hashes.iter().enumerate().take(end).skip(start) {
+            for &i in &firsts {
+                let h = hashes[i];
                 if lists.set(self.keys.set_of(h)) {
                     cmds.push(self.keys.list_command(b"SREM", h, &mut key));
                     owners.push(vec![i as u32]);
@@ -465,6 +477,18 @@ impl SetsFilter {
         }
         self.unlisted += t.unlisted;
         Ok(count)
+    }
+}
+
+/// Sets `out[i]` (present) for each key of `hashes` that repeats one
+/// before it.
+fn mark_repeats(hashes: &[Hash128], out: &mut [bool]) {
+    let mut seen: std::collections::HashSet<(u64, u64), crate::hash::BuildKeyHasher> =
+        std::collections::HashSet::with_capacity_and_hasher(hashes.len(), Default::default());
+    for (i, h) in hashes.iter().enumerate() {
+        if !seen.insert((h.lo, h.hi)) {
+            out[i] = true;
+        }
     }
 }
 

@@ -220,8 +220,18 @@ impl SetsFilter {
         // The counter and the sets' bits first: a writer that reads them
         // after this checks these keys' lists; one that read them before
         // sees these keys as forgotten after its batch.
+        // A key given twice is sent once: two `SADD`s of one hash could run
+        // out of order (the first redirected and sent again after the
+        // second ran), and the first place would read as not forgotten.
+        let mut seen: std::collections::HashSet<(u64, u64), crate::hash::BuildKeyHasher> =
+            std::collections::HashSet::default();
+        let firsts: Vec<usize> = present
+            .iter()
+            .copied()
+            .filter(|&i| seen.insert((hashes[i].lo, hashes[i].hi)))
+            .collect();
         let [forgets, _] = self.meta.list_fields();
-        let k = present.len() as i64;
+        let k = firsts.len() as i64;
         crate::redis::meta::bump_count(
             &mut self.client,
             &forgets,
@@ -230,7 +240,7 @@ impl SetsFilter {
             &self.marked,
         )?;
         let loc = self.client.location().clone();
-        let mut sets: Vec<u64> = present
+        let mut sets: Vec<u64> = firsts
             .iter()
             .map(|&i| self.keys.set_of(hashes[i]))
             .collect();
@@ -252,7 +262,7 @@ impl SetsFilter {
         let mut key = Vec::new();
         let mut listed = 0i64;
         let mut mine = crate::filter::forget::KeySet::default();
-        for part in present.chunks(PART_KEYS) {
+        for part in firsts.chunks(PART_KEYS) {
             let cmds = part
                 .iter()
                 .map(|&i| self.keys.list_command(b"SADD", hashes[i], &mut key))
@@ -261,10 +271,8 @@ impl SetsFilter {
             for (&i, v) in part.iter().zip(replies) {
                 match v {
                     // 0: listed meanwhile by another forget (not forgotten
-                    // by this one), or given twice in this batch (counted
-                    // twice, as a file counts it).
+                    // by this one).
                     Value::Int(n) => {
-                        out[i] = n == 1 || mine.contains(&hashes[i]);
                         if n == 1 {
                             mine.insert(hashes[i]);
                             listed += 1;
@@ -276,6 +284,11 @@ impl SetsFilter {
                     }
                 }
             }
+        }
+        // A key given twice in the batch reads as forgotten at each place,
+        // as a file counts it.
+        for &i in present {
+            out[i] = mine.contains(&hashes[i]);
         }
         if listed < k {
             crate::redis::meta::bump_count(
