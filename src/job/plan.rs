@@ -106,7 +106,7 @@ pub(crate) fn resolve(
                     let sample = asked.may_sample() && filter.can(Ability::Grow);
                     lines = measured(sources, opts, sample)?.lines();
                 }
-                let spec = fit(&filter, asked.spec(policy::for_new_file(lines)));
+                let spec = fit(&filter, asked.spec(policy::for_new_file(lines)), asked);
                 let new = NewFile {
                     spec,
                     seed: DEFAULT_SEED,
@@ -140,7 +140,11 @@ pub(crate) fn resolve(
                 );
             }
             let access = Access::New {
-                spec: fit(&filter, asked.spec(lines.unwrap_or(DEFAULT_CAPACITY))),
+                spec: fit(
+                    &filter,
+                    asked.spec(lines.unwrap_or(DEFAULT_CAPACITY)),
+                    asked,
+                ),
                 seed: sizing.seed.unwrap_or(DEFAULT_SEED),
                 replace,
                 expect_keys: expected_keys(lines, total_bytes(sources)),
@@ -161,10 +165,11 @@ pub(crate) fn reading(at: FilterAt, link: Link) -> Where {
     }
 }
 
-/// `spec` as the store at `at` can hold it: one that does not grow takes
-/// the whole target in its one layer.
-fn fit(at: &FilterAt, spec: Spec) -> Spec {
-    if at.can(Ability::Grow) {
+/// `spec` as the store at `at` can hold it: one that does not grow (or
+/// grows only when `--growth` asks, as a Redis filter) takes the whole
+/// target in its one layer.
+fn fit(at: &FilterAt, spec: Spec, asked: &Asked) -> Spec {
+    if at.can(Ability::Grow) || (asked.growth.is_some() && at.can(Ability::GrowWhenAsked)) {
         spec
     } else {
         Spec {

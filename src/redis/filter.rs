@@ -56,8 +56,10 @@ pub(crate) fn first_layer(spec: &Spec) -> Result<Plan> {
 }
 
 /// Why a filter with a time window is refused in Redis.
-pub(super) const NO_WINDOW: &str = "a filter with a time window (--window) cannot be kept in Redis yet: \
-                         keep it in a file (-f FILE), or make a Redis filter without --window";
+pub(super) const NO_WINDOW: &str = "a filter with a time window (--window) cannot be kept in Redis \
+     in the Bloom layout (nor copied there from a file): make it in Redis with the \
+     fingerprint-set layout (the default: `seen dedup -f redis://… --window …`), or keep it in \
+     a file";
 
 /// Refuses a filter Redis cannot keep: one with a time window (see
 /// [`NO_WINDOW`]), or a layer of another kind than Bloom (the shards are

@@ -358,10 +358,14 @@ impl Journal {
             // Names sort in the order runs started, then in the order of
             // their files; never one that exists (another machine's run on a
             // shared directory).
-            let path = self
-                .dir
-                .join(format!("log-{}-{:06}", self.run, self.files_made));
-            let create = || OpenOptions::new().create_new(true).write(true).open(&path);
+            let name = format!("log-{}-{:06}", self.run, self.files_made);
+            let path = self.dir.join(&name);
+            // Made under another name and locked before it takes its own:
+            // a run replaying the directory meanwhile would otherwise lock
+            // the new, empty file first, take it for a dead run's, and
+            // remove it (this run's journal then written to no file).
+            let fresh = self.dir.join(format!(".new-{name}"));
+            let create = || OpenOptions::new().create_new(true).write(true).open(&fresh);
             let file = match create() {
                 // Removed as empty by a run that ended meanwhile.
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -369,10 +373,12 @@ impl Journal {
                 }
                 other => other,
             }
-            .with_context(|| format!("cannot create the journal {}", path.display()))?;
-            mark_location(&self.dir, &self.location);
+            .with_context(|| format!("cannot create the journal {}", fresh.display()))?;
             rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)
-                .with_context(|| format!("cannot lock the journal {}", path.display()))?;
+                .with_context(|| format!("cannot lock the journal {}", fresh.display()))?;
+            std::fs::rename(&fresh, &path)
+                .with_context(|| format!("cannot create the journal {}", path.display()))?;
+            mark_location(&self.dir, &self.location);
             self.segments.push_back(Segment {
                 path,
                 file,

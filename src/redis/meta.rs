@@ -58,6 +58,9 @@ pub(super) enum Found {
     /// counters' time, the lines recorded, and whether the counters say
     /// keys are on its forget lists.
     Sets(SetsMeta, Header, u64, bool),
+    /// Fingerprint sets in generations (growth, windows): what the meta
+    /// records, and the meta value.
+    Gens(super::gens::GensMeta, Vec<u8>),
 }
 
 /// Reads the meta and counters of the filter at `loc`, in either layout;
@@ -66,6 +69,10 @@ pub(super) fn read_any(client: &mut Client, loc: &Location) -> Result<Option<Fou
     let Some(v) = get_meta(client, loc)? else {
         return Ok(None);
     };
+    if super::gens::GensMeta::marks(&v) {
+        let meta = super::gens::GensMeta::decode(loc, &v)?;
+        return Ok(Some(Found::Gens(meta, v)));
+    }
     if SetsMeta::marks(&v) {
         let meta = SetsMeta::decode(loc, &v)?;
         let mut header = meta.header();
@@ -85,7 +92,7 @@ pub(super) fn read_meta(client: &mut Client, loc: &Location) -> Result<Option<Me
     match read_any(client, loc)? {
         None => Ok(None),
         Some(Found::Bloom(m)) => Ok(Some(m)),
-        Some(Found::Sets(..)) => bail!(
+        Some(Found::Sets(..) | Found::Gens(..)) => bail!(
             "{loc} is in the fingerprint-set layout, which has no Bloom bits (see docs/REDIS.md)"
         ),
     }
@@ -145,6 +152,7 @@ pub(super) fn delete(client: &mut Client, loc: &Location, old: Found) -> Result<
             Ok(())
         }
         Found::Sets(meta, ..) => super::set_keys::delete_sets(client, &meta),
+        Found::Gens(meta, _) => super::gens::delete_all(client, &meta),
     }
 }
 

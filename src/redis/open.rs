@@ -3,6 +3,8 @@
 
 use super::client::{Client, Link};
 use super::filter::RedisFilter;
+use super::gens::GensMeta;
+use super::gens::store::GensFilter;
 use super::location::Location;
 use super::meta::{Found, leftovers, leftovers_advice, read_any};
 use super::set_keys::{DEFAULT_INTSET_LIMIT, SetsMeta, intset_limit};
@@ -29,6 +31,8 @@ pub(crate) enum Opened {
     Bloom(RedisFilter),
     /// Fingerprint sets.
     Sets(SetsFilter),
+    /// Fingerprint sets in generations (growth, windows).
+    Gens(GensFilter),
 }
 
 /// The filter `found` at the client's location.
@@ -41,6 +45,7 @@ fn assemble(client: Client, found: Found, write: bool) -> Result<Opened> {
             f.set_lists_read(listed);
             Opened::Sets(f)
         }
+        Found::Gens(meta, bytes) => Opened::Gens(GensFilter::assemble(client, meta, bytes, write)?),
     })
 }
 
@@ -82,17 +87,20 @@ pub(crate) fn lost_meta(loc: &Location, link: Link) -> Result<Option<String>> {
     Ok((!left.is_empty()).then(|| leftovers_advice(loc, &left)))
 }
 
-/// Refuses a time window (said before any server is asked).
-fn refuse_window(loc: &Location, spec: &Spec) -> Result<()> {
-    if spec.window.is_some() {
-        bail!("{loc}: {}", super::filter::NO_WINDOW);
+/// Refuses a filter that grows or has a time window for `build -o` (said
+/// before any server is asked).
+fn refuse_generations(loc: &Location, spec: &Spec) -> Result<()> {
+    if spec.window.is_some() || spec.growth.is_some() {
+        bail!(
+            "{loc}: `build -o` makes a Redis filter of a fixed size only; a filter that grows              or has a --window is made by its first writer (`seen dedup -f {loc} --window …`              or `--growth …`), then `build --add -o {loc}` adds to it"
+        );
     }
     Ok(())
 }
 
-/// Sizes a fingerprint-set filter for `spec` on the server `client` talks
-/// to (its `set-max-intset-entries`).
-fn plan_sets(client: &mut Client, spec: &Spec, seed: u64, keys: KeySpec) -> Result<SetsMeta> {
+/// The server's `set-max-intset-entries` (on the node of the meta key),
+/// with a note when it does not say and a warning when it is small.
+fn server_limit(client: &mut Client) -> u64 {
     let loc = client.location().clone();
     let limit = intset_limit(client, &loc).unwrap_or_else(|| {
         eprintln!(
@@ -108,6 +116,13 @@ fn plan_sets(client: &mut Client, spec: &Spec, seed: u64, keys: KeySpec) -> Resu
              about 4.7 bytes per line"
         );
     }
+    limit
+}
+
+/// Sizes a fingerprint-set filter for `spec` on the server `client` talks
+/// to (its `set-max-intset-entries`).
+fn plan_sets(client: &mut Client, spec: &Spec, seed: u64, keys: KeySpec) -> Result<SetsMeta> {
+    let limit = server_limit(client);
     SetsMeta::plan(spec.capacity, spec.target_fpp, limit, seed, keys)
 }
 
@@ -131,7 +146,6 @@ pub(crate) fn open_or_create(
         let (f, made) = RedisFilter::open_or_create(loc, link, &header)?;
         return Ok((Opened::Bloom(f), made));
     }
-    refuse_window(loc, spec)?;
     let mut client = Client::connect(loc, link)?;
     if let Some(found) = read_any(&mut client, loc)? {
         return Ok((assemble(client, found, true)?, false));
@@ -147,8 +161,22 @@ pub(crate) fn open_or_create(
         }
         bail!("{}", leftovers_advice(loc, &left));
     }
-    let meta = plan_sets(&mut client, spec, seed, keys)?;
-    let (_, made) = SetsFilter::create(&mut client, &meta)?;
+    let made = if spec.window.is_some() || spec.growth.is_some() {
+        let limit = server_limit(&mut client);
+        let meta = GensMeta::plan(
+            spec.capacity,
+            spec.target_fpp,
+            limit,
+            seed,
+            keys,
+            spec.growth,
+            spec.window,
+        )?;
+        GensFilter::create(&mut client, &meta)?
+    } else {
+        let meta = plan_sets(&mut client, spec, seed, keys)?;
+        SetsFilter::create(&mut client, &meta)?.1
+    };
     let found = read_any(&mut client, loc)?
         .ok_or_else(|| anyhow!("{loc}: the filter vanished as it was made"))?;
     Ok((assemble(client, found, true)?, made))
@@ -169,7 +197,7 @@ pub(crate) fn new_sets(
     keys: KeySpec,
     replace: bool,
 ) -> Result<SetsFilter> {
-    refuse_window(loc, spec)?;
+    refuse_generations(loc, spec)?;
     let mut client = Client::connect(loc, link)?;
     if !replace && read_any(&mut client, loc)?.is_some() {
         bail!(

@@ -79,18 +79,7 @@ impl SetsMeta {
         seed: u64,
         keys: KeySpec,
     ) -> Result<SetsMeta> {
-        if capacity == 0 || !(target_fpp > 0.0 && target_fpp < 1.0) {
-            bail!("cannot size the filter: -n must be positive and -p in (0, 1)");
-        }
-        let full = (LOAD_SHARE * limit as f64).floor().max(1.0);
-        let two32 = 2f64.powi(32);
-        let (fp_bits, load) = if full / two32 <= target_fpp {
-            (32, full)
-        } else if target_fpp * two32 >= MIN_LOAD {
-            (32, (target_fpp * two32).floor())
-        } else {
-            (64, full)
-        };
+        let (fp_bits, sets) = size_sets(capacity, target_fpp, limit)?;
         Ok(SetsMeta {
             seed,
             keys,
@@ -98,7 +87,7 @@ impl SetsMeta {
             capacity,
             target_fpp,
             created: crate::clock::system_secs(),
-            sets: (capacity as f64 / load).ceil().max(1.0) as u64,
+            sets,
             limit,
             tag: fresh_tag(),
             lists: false,
@@ -246,6 +235,30 @@ impl SetsMeta {
             forget: None,
         }
     }
+}
+
+/// The fingerprint bits and number of sets for `capacity` lines at
+/// `target_fpp` (per lookup, at capacity) on a server whose sets stay
+/// compact up to `limit` entries: sets filled to [`LOAD_SHARE`] of the
+/// limit, or fewer lines a set (down to [`MIN_LOAD`]) for a lower rate,
+/// then 64-bit fingerprints.
+///
+/// # Errors
+/// A capacity of 0, or a rate outside (0, 1).
+pub(crate) fn size_sets(capacity: u64, target_fpp: f64, limit: u64) -> Result<(u32, u64)> {
+    if capacity == 0 || !(target_fpp > 0.0 && target_fpp < 1.0) {
+        bail!("cannot size the filter: -n must be positive and -p in (0, 1)");
+    }
+    let full = (LOAD_SHARE * limit as f64).floor().max(1.0);
+    let two32 = 2f64.powi(32);
+    let (fp_bits, load) = if full / two32 <= target_fpp {
+        (32, full)
+    } else if target_fpp * two32 >= MIN_LOAD {
+        (32, (target_fpp * two32).floor())
+    } else {
+        (64, full)
+    };
+    Ok((fp_bits, (capacity as f64 / load).ceil().max(1.0) as u64))
 }
 
 /// A tag for the keys of a new filter: different for every filter made

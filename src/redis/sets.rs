@@ -482,7 +482,7 @@ impl SetsFilter {
 
 /// Sets `out[i]` (present) for each key of `hashes` that repeats one
 /// before it.
-fn mark_repeats(hashes: &[Hash128], out: &mut [bool]) {
+pub(crate) fn mark_repeats(hashes: &[Hash128], out: &mut [bool]) {
     let mut seen: std::collections::HashSet<(u64, u64), crate::hash::BuildKeyHasher> =
         std::collections::HashSet::with_capacity_and_hasher(hashes.len(), Default::default());
     for (i, h) in hashes.iter().enumerate() {

@@ -18,7 +18,10 @@ use std::io::Write;
 impl Place for Location {
     fn refuses(&self, what: Ability) -> Option<String> {
         Some(match what {
-            Ability::Grow => "a filter in Redis does not grow: -n sizes it".into(),
+            Ability::Grow => {
+                "a filter in Redis grows only when made with --growth (or --window)".into()
+            }
+            Ability::GrowWhenAsked => return None,
             Ability::StopAfter(m) => format!(
                 "-m {m} does not work with a Redis filter yet: its lines are recorded before \
                  they are printed, so the lines recorded past the {m}th would be owed to the \
@@ -151,9 +154,18 @@ fn open_redis(
             let (f, made) =
                 redis::open_or_create(loc, link, new.layout, &new.spec, new.seed, keys)?;
             if made && new.announce {
+                let how = match (new.spec.window, new.spec.growth) {
+                    (Some(_), _) => "per window",
+                    (None, Some(_)) => {
+                        "in its first generation (it grows: a larger one when that is full)"
+                    }
+                    (None, None) => {
+                        "(it does not grow: pass -n to size it for the lines you expect over all \
+                         runs, or --growth 2 for one that grows)"
+                    }
+                };
                 eprintln!(
-                    "seen: created {} for {} distinct lines at false-positive rate {:e} \
-                     (it does not grow: pass -n to size it for the lines you expect over all runs)",
+                    "seen: created {} for {} distinct lines {how} at false-positive rate {:e}",
                     loc,
                     indicatif::HumanCount(new.spec.capacity),
                     new.spec.target_fpp,
@@ -168,6 +180,7 @@ fn open_redis(
         let (n, dir) = match &mut f {
             redis::Opened::Bloom(f) => f.journal(term, keys, &mut out.lock())?,
             redis::Opened::Sets(f) => f.journal(term, keys, &mut out.lock())?,
+            redis::Opened::Gens(f) => f.journal(term, keys, &mut out.lock())?,
         };
         if n > 0 {
             eprintln!(
@@ -191,6 +204,7 @@ fn held(f: redis::Opened) -> Opened {
     match f {
         redis::Opened::Bloom(f) => Opened::new(f),
         redis::Opened::Sets(f) => Opened::new(f),
+        redis::Opened::Gens(f) => Opened::new(f),
     }
 }
 
@@ -265,6 +279,7 @@ fn verify_redis(loc: &Location, repair: bool, link: Link, out: &mut dyn Write) -
     let dir = match &opened {
         redis::Opened::Bloom(f) => f.journal_dir(),
         redis::Opened::Sets(f) => f.journal_dir(),
+        redis::Opened::Gens(f) => f.journal_dir(),
     };
     if let Ok(dir) = dir {
         verify_journals(loc, &dir, repair, out)?;
@@ -272,6 +287,7 @@ fn verify_redis(loc: &Location, repair: bool, link: Link, out: &mut dyn Write) -
     let mut f = match opened {
         redis::Opened::Bloom(f) => f,
         redis::Opened::Sets(f) => return verify_sets(f, out),
+        redis::Opened::Gens(f) => return super::in_redis_gens::verify(f, out),
     };
     let bad = f.missing_shards()?;
     let shards = f.shard_count();

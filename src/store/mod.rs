@@ -11,6 +11,7 @@
 mod at;
 mod in_file;
 mod in_redis;
+mod in_redis_gens;
 mod open;
 
 pub(crate) use at::Identity;
@@ -98,6 +99,9 @@ pub(crate) struct NewFile {
 pub(crate) enum Ability {
     /// Add layers when full (a growing filter).
     Grow,
+    /// Grow when the flags ask for it (`--growth`), though a new filter
+    /// there does not grow by default (a Redis filter).
+    GrowWhenAsked,
     /// Stop recording after `-m N` printed lines: the lines past the Nth
     /// are not recorded.
     StopAfter(u64),

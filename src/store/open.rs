@@ -92,6 +92,12 @@ pub(crate) trait Held: Store {
         None
     }
 
+    /// A Redis filter in generations, for `stats`; `None` for any other
+    /// store.
+    fn gens(&mut self) -> Option<&mut crate::redis::GensFilter> {
+        None
+    }
+
     /// Ends the run on the store (see [`Opened::finish`]).
     ///
     /// # Errors
@@ -132,6 +138,11 @@ impl Opened {
     /// See [`Held::sets`].
     pub(crate) fn sets(&mut self) -> Option<&mut crate::redis::SetsFilter> {
         self.0.sets()
+    }
+
+    /// See [`Held::gens`].
+    pub(crate) fn gens(&mut self) -> Option<&mut crate::redis::GensFilter> {
+        self.0.gens()
     }
 
     /// The keys the filter forgot (empty for a store that keeps none).

@@ -35,6 +35,7 @@ mod progress;
 mod redis;
 mod redis_edges;
 mod redis_forget;
+mod redis_gens;
 mod redis_sets;
 mod rooms;
 mod streaming;

@@ -30,7 +30,7 @@ pub(crate) fn cluster(test: &str) -> Option<String> {
 use crate::common::unique_name as unique;
 
 /// Lines `u<i>` for i in 0..n with about a third repeated, shuffled by `seed`.
-fn urls(n: u32, seed: u64) -> Vec<u8> {
+pub(crate) fn urls(n: u32, seed: u64) -> Vec<u8> {
     let mut rng = Rng(seed);
     let mut out = Vec::new();
     for _ in 0..n {

@@ -115,6 +115,36 @@ pub struct GrowthStats {
     pub next_layer_in: u64,
 }
 
+/// One live generation of a Redis filter in generations (JSON
+/// `generations`).
+#[derive(Debug, Serialize)]
+pub struct GenStats {
+    /// Its number (0 for the first).
+    pub index: u64,
+    /// The slice it holds lines of; `null` without a window.
+    pub slice: Option<u64>,
+    /// Its rank among its slice's generations (0: the first).
+    pub rank: u32,
+    /// Lines it was sized for.
+    pub capacity: u64,
+    /// False-positive rate of a lookup in it at capacity.
+    pub target_fpp: f64,
+    /// Bits of a fingerprint.
+    pub fingerprint_bits: u32,
+    /// Redis sets it has.
+    pub sets: u64,
+    /// Lines recorded in it (the counters).
+    pub inserts: u64,
+    /// Fingerprints its sets hold (`SCARD`).
+    pub fingerprints: u64,
+    /// The fullest set's.
+    pub max_per_set: u64,
+    /// Sets past `set-max-intset-entries`.
+    pub past_limit: u64,
+    /// Its false-positive rate now.
+    pub estimated_fpp: f64,
+}
+
 /// How full the sets of a fingerprint-set filter are (JSON `sets`).
 #[derive(Debug, Serialize)]
 pub struct SetsStats {
@@ -228,6 +258,10 @@ pub struct Stats {
     /// for a filter of Bloom layers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sets: Option<SetsStats>,
+    /// The live generations of a Redis filter of fingerprint sets that
+    /// grows or has a window, oldest first; absent for any other filter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generations: Option<Vec<GenStats>>,
     /// Human-readable warnings (also printed to stderr).
     pub warnings: Vec<String>,
 }
@@ -345,6 +379,7 @@ pub fn compute_from(h: &Header, bits: &[&[u8]], name: String) -> Stats {
             share_of_inserts: f.count as f64 / inserts.max(1) as f64,
         }),
         sets: None,
+        generations: None,
         warnings,
     }
 }

@@ -6,12 +6,14 @@
 //! read and the run's health decides its exit code.
 
 mod compute;
+mod gens;
 mod probe;
 mod render;
 mod sets;
 
 pub use compute::{
-    GrowthStats, LayerStats, SetsStats, SliceStats, Stats, WindowStats, compute, compute_from,
+    GenStats, GrowthStats, LayerStats, SetsStats, SliceStats, Stats, WindowStats, compute,
+    compute_from,
 };
 pub use probe::ProbeStats;
 
@@ -33,6 +35,10 @@ use std::process::ExitCode;
 fn open(a: &StatsArgs) -> Result<(Stats, (Where, Opened))> {
     let link = a.lock.link();
     let mut f = a.filter.open_read(link)?;
+    if let Some(g) = f.gens() {
+        let s = gens::compute(g, a.filter.to_string())?;
+        return Ok((s, (reading(a.filter.clone(), link), f)));
+    }
     if let Some(census) = f.census(&mut |_| {}) {
         let s = sets::compute(&census?, a.filter.to_string());
         return Ok((s, (reading(a.filter.clone(), link), f)));

@@ -53,6 +53,9 @@ fn table(s: &Stats, out: &mut impl Write) -> std::io::Result<()> {
     if let Some(sets) = &s.sets {
         return super::sets::table(s, sets, out);
     }
+    if let Some(gens) = &s.generations {
+        return super::gens::table(s, gens, out);
+    }
     identity(s, out)?;
     numbers(s, out)?;
     if let Some(w) = &s.window {

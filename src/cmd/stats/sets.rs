@@ -112,6 +112,7 @@ pub(super) fn compute(c: &Census, name: String) -> Stats {
             not_sets: c.wrong,
             headroom,
         }),
+        generations: None,
         warnings,
     }
 }

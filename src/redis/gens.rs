@@ -1,0 +1,630 @@
+//! A Redis filter of fingerprint sets in **generations**: one that grows
+//! (`--growth`) or forgets after a time window (`--window`), shared by a
+//! fleet with each distinct line printed by exactly one writer, across a
+//! growth step and a slice boundary too (docs/REDIS.md, "Growth and
+//! windows").
+//!
+//! A generation is a fingerprint-set filter of its own size (the sets of a
+//! growth step, or of a time slice). Every generation's sets are cut into
+//! the same `groups`, by the low half of a line's hash, and each group has
+//! its own hash tag: a line's set in every generation, and the group's
+//! *top* key (the newest generation written in the group), live in one hash
+//! slot. So one script ([`TAS_SCRIPT`]) checks a line in every live
+//! generation and adds it to the newest in one atomic step, and a writer
+//! still on an older generation learns of the newer one from the reply of
+//! the very call that would have decided wrongly (the group's top is newer
+//! than its own: nothing ran, it reads the generations again and retries).
+//!
+//! Keys (NAME from the location, TAG a random tag of the filter):
+//! - `seen:{NAME}:meta`: what [`GensMeta`] encodes (write-once); it begins as
+//!   a header of format 5, which seen 0.3 and the layouts before refuse as
+//!   newer.
+//! - `seen:{NAME}:gens:TAG`: a hash: `top` (the newest generation), `g:G`
+//!   (generation G's slice and its rank in the slice) for the live ones, and
+//!   `clock` (the latest time a writer worked at).
+//! - `seen:{NAME}:count`: `lines:TAG:G`, lines recorded in generation G.
+//! - `seen:{NAME:t}:TAG:top`: group t's newest generation written.
+//! - `seen:{NAME:t}:TAG:G:k`: set k of group t in generation G.
+//!
+//! With a window, a slice's keys expire by themselves (`EXPIRE`, set by the
+//! script each time it writes them) when the slice stops being live.
+
+pub(crate) mod store;
+
+use super::location::{Location, META_LEN, META_MAGIC};
+use super::set_keys::size_sets;
+use crate::filter::sizing::{Growth, Window};
+use crate::format::{HEADER_LEN, Header, MAGIC};
+use crate::hash::Hash128;
+use crate::keys::KeySpec;
+use anyhow::{Result, anyhow, bail};
+
+/// Marks the meta value of this layout (bytes 16..24).
+const GENS_MAGIC: &[u8; 8] = b"SEENGENS";
+/// The format major its meta value begins with: seen 0.3 (and the layouts
+/// before generations) read it as a filter header of a newer format and
+/// say it needs a newer seen.
+const GENS_MAJOR: u16 = 5;
+/// Where the checksum of the meta value's first part sits.
+const SUM_AT: usize = HEADER_LEN - 8;
+/// Groups at most: each is a hash slot, so a Cluster spreads them over its
+/// masters; a script call takes a part's lines of one group, so fewer
+/// groups mean more lines a call.
+const MAX_GROUPS: u64 = 1024;
+/// Groups at least.
+const MIN_GROUPS: u64 = 16;
+/// How far behind the filter's clock a writer's may be (seconds): a
+/// writer works at the later of the two, and one further behind is
+/// refused (its clock is wrong, or its `--now`).
+pub(crate) const CLOCK_BOUND: u64 = 60;
+/// Generations a growing filter (without a window) may have.
+pub(crate) const MAX_GENS: u32 = 40;
+
+/// What the meta key of a filter in generations records.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct GensMeta {
+    /// Hash seed.
+    pub seed: u64,
+    /// How records become keys.
+    pub keys: KeySpec,
+    /// Lines of the first generation; with a window, lines per window.
+    pub capacity: u64,
+    /// False-positive rate it holds: over all generations, or over the
+    /// live slices of a window.
+    pub target_fpp: f64,
+    /// Creation time, Unix seconds.
+    pub created: u64,
+    /// The server's `set-max-intset-entries` when it was made.
+    pub limit: u64,
+    /// The tag of its keys.
+    pub tag: u32,
+    /// Groups of sets (hash slots).
+    pub groups: u64,
+    /// Growth (a full generation gets a larger one); `None`: fixed.
+    pub growth: Option<Growth>,
+    /// The window; `None`: it never forgets.
+    pub window: Option<Window>,
+}
+
+/// One generation: its place and its size.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Gen {
+    /// Its number (0 for the first; only grows).
+    pub index: u64,
+    /// The slice it holds lines of (0 without a window).
+    pub slice: u64,
+    /// Its rank among its slice's generations (0: the first).
+    pub rank: u32,
+    /// Lines it is sized for.
+    pub capacity: u64,
+    /// False-positive rate of a lookup in it, at capacity.
+    pub rate: f64,
+    /// Fingerprint bits: 32 or 64.
+    pub fp_bits: u32,
+    /// Sets per group.
+    pub per_group: u64,
+}
+
+impl GensMeta {
+    /// Plans a new filter.
+    ///
+    /// # Errors
+    /// A capacity of 0, or a rate outside (0, 1).
+    pub(crate) fn plan(
+        capacity: u64,
+        target_fpp: f64,
+        limit: u64,
+        seed: u64,
+        keys: KeySpec,
+        growth: Option<Growth>,
+        window: Option<Window>,
+    ) -> Result<GensMeta> {
+        let mut m = GensMeta {
+            seed,
+            keys,
+            capacity,
+            target_fpp,
+            created: crate::clock::system_secs(),
+            limit,
+            tag: super::set_keys::fresh_tag(),
+            groups: 1,
+            growth,
+            window,
+        };
+        let first = m.generation(0, 0, 0)?;
+        m.groups = first.per_group.clamp(MIN_GROUPS, MAX_GROUPS);
+        Ok(m)
+    }
+
+    /// Generation `index`, rank `rank` of slice `slice`: sized for the
+    /// slice's share of the lines (times the growth factor per rank) at its
+    /// share of the rate.
+    ///
+    /// # Errors
+    /// A size that cannot be planned.
+    pub(crate) fn generation(&self, index: u64, slice: u64, rank: u32) -> Result<Gen> {
+        let (base, share) = match self.window {
+            Some(w) => (
+                w.slice_capacity(self.capacity),
+                self.target_fpp / f64::from(w.live()),
+            ),
+            None => (self.capacity, self.target_fpp),
+        };
+        let (capacity, rate) = match self.growth {
+            Some(g) => (
+                base.saturating_mul(u64::from(g.factor).saturating_pow(rank)),
+                share * (1.0 - g.ratio) * g.ratio.powi(rank as i32),
+            ),
+            None => (base, share),
+        };
+        let (fp_bits, sets) = size_sets(capacity, rate.max(f64::MIN_POSITIVE), self.limit)?;
+        Ok(Gen {
+            index,
+            slice,
+            rank,
+            capacity,
+            rate,
+            fp_bits,
+            per_group: sets.div_ceil(self.groups).max(1),
+        })
+    }
+
+    /// Encodes the meta value.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut v = vec![0u8; META_LEN];
+        let put = |v: &mut [u8], at: usize, b: &[u8]| v[at..at + b.len()].copy_from_slice(b);
+        put(&mut v, 0, &MAGIC);
+        put(&mut v, 8, &GENS_MAJOR.to_le_bytes());
+        put(&mut v, 16, GENS_MAGIC);
+        put(&mut v, 24, &self.seed.to_le_bytes());
+        put(&mut v, 32, &self.keys.to_bits().to_le_bytes());
+        put(
+            &mut v,
+            36,
+            &self.growth.map_or(0, |g| g.factor).to_le_bytes(),
+        );
+        put(&mut v, 40, &self.capacity.to_le_bytes());
+        put(&mut v, 48, &self.target_fpp.to_bits().to_le_bytes());
+        put(&mut v, 56, &self.created.to_le_bytes());
+        put(&mut v, 64, &self.groups.to_le_bytes());
+        put(&mut v, 72, &self.limit.to_le_bytes());
+        put(&mut v, 80, &self.tag.to_le_bytes());
+        put(
+            &mut v,
+            84,
+            &self.growth.map_or(0.0, |g| g.ratio).to_bits().to_le_bytes(),
+        );
+        put(&mut v, 92, &self.window.map_or(0, |w| w.secs).to_le_bytes());
+        put(
+            &mut v,
+            100,
+            &self.window.map_or(0, |w| w.slices).to_le_bytes(),
+        );
+        let sum = xxhash_rust::xxh3::xxh3_64(&v[..SUM_AT]);
+        put(&mut v, SUM_AT, &sum.to_le_bytes());
+        put(&mut v, HEADER_LEN, META_MAGIC);
+        v
+    }
+
+    /// Whether `v` is the meta value of this layout.
+    pub(crate) fn marks(v: &[u8]) -> bool {
+        v.len() >= 24 && v[..8] == MAGIC && v[16..24] == *GENS_MAGIC
+    }
+
+    /// Decodes a meta value of this layout.
+    ///
+    /// # Errors
+    /// A damaged value, named with `loc`.
+    pub(crate) fn decode(loc: &Location, v: &[u8]) -> Result<GensMeta> {
+        let damaged = |what: &str| {
+            anyhow!(
+                "{loc}: its meta key {} is damaged ({what}): the filter cannot be used; \
+                 rebuild it under another name",
+                loc.meta_key()
+            )
+        };
+        if v.len() != META_LEN {
+            return Err(damaged(&format!("{} bytes", v.len())));
+        }
+        let u64_at = |at: usize| u64::from_le_bytes(v[at..at + 8].try_into().expect("8 bytes"));
+        let u32_at = |at: usize| u32::from_le_bytes(v[at..at + 4].try_into().expect("4 bytes"));
+        if u64_at(SUM_AT) != xxhash_rust::xxh3::xxh3_64(&v[..SUM_AT]) {
+            return Err(damaged("its checksum does not match"));
+        }
+        let factor = u32_at(36);
+        let ratio = f64::from_bits(u64_at(84));
+        let (secs, slices) = (u64_at(92), u32_at(100));
+        let m = GensMeta {
+            seed: u64_at(24),
+            keys: KeySpec::from_bits(u32_at(32)).map_err(|e| damaged(&e))?,
+            capacity: u64_at(40),
+            target_fpp: f64::from_bits(u64_at(48)),
+            created: u64_at(56),
+            groups: u64_at(64),
+            limit: u64_at(72),
+            tag: u32_at(80),
+            growth: (factor > 0).then_some(Growth { factor, ratio }),
+            window: (secs > 0).then_some(Window { secs, slices }),
+        };
+        let bad_growth = m
+            .growth
+            .is_some_and(|g| !((2..=16).contains(&g.factor) && ratio > 0.0 && ratio < 1.0));
+        let bad_window = m
+            .window
+            .is_some_and(|w| w.slices == 0 || w.slices > 32 || w.secs < u64::from(w.slices));
+        if m.capacity == 0
+            || !(m.target_fpp > 0.0 && m.target_fpp < 1.0)
+            || !(1..=MAX_GROUPS).contains(&m.groups)
+            || m.limit == 0
+            || bad_growth
+            || bad_window
+        {
+            return Err(damaged("a field is out of range"));
+        }
+        Ok(m)
+    }
+
+    /// A header with this filter's seed, keys, sizing, growth, window and
+    /// times, and no layers, for what reads any filter's header.
+    pub(crate) fn header(&self) -> Header {
+        Header {
+            version_minor: 0,
+            flags: 0,
+            hash_algorithm: crate::hash::HASH_XXH3_128_V1,
+            seed: self.seed,
+            keys: self.keys,
+            capacity: self.capacity,
+            target_fpp: self.target_fpp,
+            created: self.created,
+            updated: self.created,
+            growth: self.growth,
+            layers: Vec::new(),
+            window: self.window.map(|w| crate::format::WindowState {
+                window: w,
+                base: w.slice_at(self.created),
+                clock: self.created,
+            }),
+            forget: None,
+        }
+    }
+
+    /// The key of the generations hash (in the meta key's slot).
+    pub(crate) fn gens_key(&self, loc: &Location) -> String {
+        format!("seen:{{{}}}:gens:{:08x}", loc.name, self.tag)
+    }
+
+    /// The field of the count key counting generation `g`'s lines.
+    pub(crate) fn count_field(&self, g: u64) -> String {
+        format!("lines:{:08x}:{g}", self.tag)
+    }
+
+    /// The group of key `h`.
+    pub(crate) fn group_of(&self, h: Hash128) -> u64 {
+        ((u128::from(h.lo) * u128::from(self.groups)) >> 64) as u64
+    }
+
+    /// The name of group `t`'s top key.
+    pub(crate) fn top_key(&self, loc: &Location, t: u64) -> String {
+        format!("seen:{{{}:{t}}}:{:08x}:top", loc.name, self.tag)
+    }
+
+    /// The name of the set of key `h` in generation `gen` (in `h`'s
+    /// group's slot).
+    pub(crate) fn set_key(&self, loc: &Location, g: &Gen, h: Hash128) -> String {
+        let j = ((u128::from(h.lo) * u128::from(self.groups * g.per_group)) >> 64) as u64;
+        self.set_name(loc, g.index, j / g.per_group, j % g.per_group)
+    }
+
+    /// The name of set `k` of group `t` in generation `g`.
+    pub(crate) fn set_name(&self, loc: &Location, g: u64, t: u64, k: u64) -> String {
+        format!("seen:{{{}:{t}}}:{:08x}:{g}:{k}", loc.name, self.tag)
+    }
+
+    /// The end of slice `slice`'s life (Unix seconds): the first time at
+    /// which it is no longer live. `None` without a window.
+    pub(crate) fn slice_end(&self, slice: u64) -> Option<u64> {
+        self.window.map(|w| {
+            let s = u128::from(w.slices);
+            ((u128::from(slice) + s + 1) * u128::from(w.secs)).div_ceil(s) as u64
+        })
+    }
+}
+
+/// Removes every key of the filter `meta` describes but its meta key and
+/// counters (which the caller removes first): the sets of the generations
+/// its hash names, the groups' top keys, and the hash.
+///
+/// # Errors
+/// A server error or a lost connection.
+pub(super) fn delete_all(client: &mut super::client::Client, meta: &GensMeta) -> Result<()> {
+    use super::client::{Failure, Routed};
+    use super::slot::slot;
+    let loc = client.location().clone();
+    let gens = meta.gens_key(&loc);
+    let v = client.query(
+        slot(gens.as_bytes()),
+        redis::cmd("HGETALL").arg(&gens).clone(),
+    )?;
+    let state = GensState::read(&v, &loc).unwrap_or_default();
+    let mut names: Vec<String> = (0..meta.groups).map(|t| meta.top_key(&loc, t)).collect();
+    for &(g, slice, rank) in &state.gens {
+        let planned = meta.generation(g, slice, rank)?;
+        for t in 0..meta.groups {
+            for k in 0..planned.per_group {
+                names.push(meta.set_name(&loc, g, t, k));
+            }
+        }
+    }
+    names.push(gens);
+    for part in names.chunks(4096) {
+        let cmds = part
+            .iter()
+            .map(|n| Routed::new(slot(n.as_bytes()), redis::cmd("UNLINK").arg(n)))
+            .collect();
+        for v in client.exec(cmds).map_err(Failure::into_error)? {
+            if let Some(e) = super::client::server_error("UNLINK of a set", &loc, &v) {
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Key `h`'s fingerprint in a generation of `fp_bits` bits, as the signed
+/// integer Redis stores (a 32-bit one fits an intset's 4-byte encoding).
+pub(crate) fn fingerprint(fp_bits: u32, h: Hash128) -> i64 {
+    if fp_bits == 32 {
+        i64::from((h.hi >> 32) as u32 as i32)
+    } else {
+        h.hi as i64
+    }
+}
+
+/// The state of the generations, as the hash holds it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct GensState {
+    /// The live generations (index, slice, rank), oldest first.
+    pub gens: Vec<(u64, u64, u32)>,
+    /// The latest time a writer worked at.
+    pub clock: u64,
+}
+
+impl GensState {
+    /// Reads the state from an `HGETALL` of the generations hash.
+    ///
+    /// # Errors
+    /// A hash without generations, or a field that is not one.
+    pub(crate) fn read(v: &redis::Value, loc: &Location) -> Result<GensState> {
+        let mut s = GensState::default();
+        let fields: Vec<(Vec<u8>, Vec<u8>)> = match v {
+            redis::Value::Array(items) => items
+                .chunks(2)
+                .filter_map(|p| match p {
+                    [redis::Value::BulkString(k), redis::Value::BulkString(v)] => {
+                        Some((k.clone(), v.clone()))
+                    }
+                    _ => None,
+                })
+                .collect(),
+            redis::Value::Map(items) => items
+                .iter()
+                .filter_map(|p| match p {
+                    (redis::Value::BulkString(k), redis::Value::BulkString(v)) => {
+                        Some((k.clone(), v.clone()))
+                    }
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        for (k, val) in fields {
+            let text = String::from_utf8_lossy(&val).into_owned();
+            if k == b"clock" {
+                s.clock = text.parse().unwrap_or(0);
+            } else if let Some(g) = k.strip_prefix(b"g:") {
+                let g: u64 = std::str::from_utf8(g)
+                    .ok()
+                    .and_then(|g| g.parse().ok())
+                    .ok_or_else(|| anyhow!("{loc}: a generation field is damaged"))?;
+                let mut it = text.split(' ').map(str::parse::<u64>);
+                let (Some(Ok(slice)), Some(Ok(rank))) = (it.next(), it.next()) else {
+                    bail!("{loc}: generation {g}'s field is damaged ({text})");
+                };
+                s.gens.push((g, slice, rank as u32));
+            }
+        }
+        if s.gens.is_empty() {
+            bail!(
+                "{loc}: its generations hash is gone or empty (evicted, deleted, or expired \
+                 with every slice of its window): nothing it held can be read; remove the \
+                 meta key {} and make the filter again",
+                loc.meta_key()
+            );
+        }
+        s.gens.sort_unstable();
+        Ok(s)
+    }
+
+    /// The newest generation (index, slice, rank).
+    pub(crate) fn newest(&self) -> (u64, u64, u32) {
+        *self.gens.last().expect("read checks it has one")
+    }
+}
+
+/// The test-and-set of one group's lines, in one atomic step. `KEYS[1]` is
+/// the group's top key, the rest its sets. `ARGV[1]`: the newest
+/// generation the writer knows; `ARGV[2]`: seconds the newest
+/// generation's keys live (0: for ever); `ARGV[3]`: the lines of the call;
+/// then for each set (`KEYS[2..]`), `n` (newest) or `o` (older), its count,
+/// and (line, fingerprint) pairs. Replies `{1, top}` and does nothing when
+/// the group holds a generation newer than the writer's; else `{0, top}`
+/// and a verdict per line (0: new, added to the newest generation; 1:
+/// present in a live generation, or repeated in the call).
+pub(crate) const TAS_SCRIPT: &str = r"
+local top = tonumber(redis.call('GET', KEYS[1]) or '-1')
+local g = tonumber(ARGV[1])
+local ttl = tonumber(ARGV[2])
+if top > g then return {1, top} end
+if top < g then redis.call('SET', KEYS[1], g) end
+if ttl > 0 then redis.call('EXPIRE', KEYS[1], ttl) end
+local n = tonumber(ARGV[3])
+local out = {0, top}
+for i = 1, n do out[i + 2] = 1 end
+local seen, news, at = {}, {}, 4
+for k = 2, #KEYS do
+  local newest = ARGV[at] == 'n'
+  local c = tonumber(ARGV[at + 1])
+  at = at + 2
+  local pos, fps = {}, {}
+  for j = 1, c do
+    pos[j] = tonumber(ARGV[at]); fps[j] = ARGV[at + 1]; at = at + 2
+  end
+  if newest then
+    news[#news + 1] = {k, pos, fps}
+  else
+    local r = redis.call('SMISMEMBER', KEYS[k], unpack(fps))
+    for j = 1, c do if r[j] == 1 then seen[pos[j]] = true end end
+  end
+end
+for _, e in ipairs(news) do
+  local k, pos, fps = e[1], e[2], e[3]
+  local r = redis.call('SMISMEMBER', KEYS[k], unpack(fps))
+  local add, mine = {}, {}
+  for j = 1, #pos do
+    local p = pos[j]
+    if not seen[p] and r[j] == 0 and not mine[fps[j]] then
+      mine[fps[j]] = true
+      add[#add + 1] = fps[j]
+      out[p + 2] = 0
+    end
+  end
+  if #add > 0 then redis.call('SADD', KEYS[k], unpack(add)) end
+  if ttl > 0 then redis.call('EXPIRE', KEYS[k], ttl) end
+end
+return out
+";
+
+/// Adds a generation, in one step, when the newest is still `ARGV[1]`:
+/// `ARGV[2]` its slice, `ARGV[3]` its rank, `ARGV[4]` the writer's time
+/// (the clock only moves forward), `ARGV[5]` the oldest live slice (older
+/// generations leave the hash), `ARGV[6]` seconds the hash lives (0: for
+/// ever). Replies the newest generation after it (the one added, or the one
+/// another writer added first).
+pub(crate) const GROW_SCRIPT: &str = r"
+local top = tonumber(redis.call('HGET', KEYS[1], 'top') or '-1')
+local t = tonumber(ARGV[4])
+local clock = tonumber(redis.call('HGET', KEYS[1], 'clock') or '0')
+if t > clock then redis.call('HSET', KEYS[1], 'clock', t) end
+if top ~= tonumber(ARGV[1]) then return top end
+local g = top + 1
+redis.call('HSET', KEYS[1], 'top', g, 'g:' .. g, ARGV[2] .. ' ' .. ARGV[3])
+local oldest = tonumber(ARGV[5])
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local f = all[i]
+  if string.sub(f, 1, 2) == 'g:' then
+    local s = tonumber(string.match(all[i + 1], '^(%d+)'))
+    if s < oldest then redis.call('HDEL', KEYS[1], f) end
+  end
+end
+local ttl = tonumber(ARGV[6])
+if ttl > 0 then redis.call('EXPIRE', KEYS[1], ttl) end
+return g
+";
+
+/// Moves the clock forward to `ARGV[1]` (a writer's time), when it is later.
+pub(crate) const CLOCK_SCRIPT: &str = r"
+local clock = tonumber(redis.call('HGET', KEYS[1], 'clock') or '0')
+local t = tonumber(ARGV[1])
+if t > clock then redis.call('HSET', KEYS[1], 'clock', t) return t end
+return clock
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(window: Option<Window>) -> GensMeta {
+        GensMeta::plan(
+            1_000_000,
+            1e-6,
+            512,
+            7,
+            KeySpec::RAW,
+            Some(Growth {
+                factor: 2,
+                ratio: 0.8,
+            }),
+            window,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn meta_round_trips_and_older_readers_see_a_newer_format() {
+        let loc = crate::redis::Location::parse("redis://h/x").unwrap();
+        for w in [
+            None,
+            Some(Window {
+                secs: 7 * 86_400,
+                slices: 8,
+            }),
+        ] {
+            let m = meta(w);
+            let v = m.encode();
+            assert!(GensMeta::marks(&v));
+            assert_eq!(GensMeta::decode(&loc, &v).unwrap(), m);
+            // A reader of filter headers (seen 0.3's Redis code reads the
+            // meta value as one) refuses it as a newer format.
+            let e = Header::decode(&v[..HEADER_LEN], HEADER_LEN as u64).unwrap_err();
+            assert!(e.to_string().contains("5.0"), "{e}");
+            let mut bad = v.clone();
+            bad[41] ^= 1;
+            assert!(GensMeta::decode(&loc, &bad).is_err());
+        }
+    }
+
+    #[test]
+    fn generations_hold_the_target_together() {
+        let m = meta(None);
+        let total: f64 = (0..MAX_GENS)
+            .map(|r| m.generation(0, 0, r).unwrap().rate)
+            .sum();
+        assert!(total <= 1e-6 * (1.0 + 1e-9), "{total}");
+        let g0 = m.generation(0, 0, 0).unwrap();
+        let g3 = m.generation(3, 0, 3).unwrap();
+        assert_eq!(g3.capacity, 8 * g0.capacity);
+        assert!(g3.per_group >= 8 * g0.per_group - 1);
+        // A window's live slices share the rate.
+        let w = meta(Some(Window {
+            secs: 8 * 3600,
+            slices: 8,
+        }));
+        let g = w.generation(0, 5, 0).unwrap();
+        assert_eq!(g.capacity, 125_000);
+        assert!((g.rate - 1e-6 / 9.0 * 0.2).abs() < 1e-15);
+        // Slice 5 of 1-hour slices with 8 a window is live until 14 h.
+        assert_eq!(w.slice_end(5), Some(14 * 3600));
+    }
+
+    #[test]
+    fn a_line_keeps_its_slot_in_every_generation() {
+        let m = meta(None);
+        let loc = crate::redis::Location::parse("redis+cluster://h:1/x").unwrap();
+        let mut rng = 1u64;
+        for _ in 0..1000 {
+            rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1);
+            let h = Hash128 {
+                lo: rng,
+                hi: rng.rotate_left(17),
+            };
+            let top = m.top_key(&loc, m.group_of(h));
+            let want = super::super::slot::slot(top.as_bytes());
+            for r in 0..6 {
+                let g = m.generation(u64::from(r), 0, r).unwrap();
+                let k = m.set_key(&loc, &g, h);
+                assert_eq!(super::super::slot::slot(k.as_bytes()), want, "{k} {top}");
+            }
+        }
+    }
+}

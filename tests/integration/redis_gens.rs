@@ -1,0 +1,328 @@
+//! Redis filters that grow (`--growth`) and forget after a time window
+//! (`--window`), issue 42, against real servers (`scripts/with-redis.sh`):
+//! exact output across generations, each line printed by exactly one of
+//! four concurrent writers across a growth step and a slice boundary (with
+//! clocks apart), the window's rule, expiry by Redis itself, and a writer
+//! whose clock is too far behind refused.
+
+use crate::common::{command, reference, seen_env, tmp, write};
+use crate::redis::{Private, cluster, standalone, urls};
+use crate::redis_edges::exactly_once;
+use std::process::Stdio;
+
+/// The journal directory of a test (inside its temp dir).
+fn journal(d: &tempfile::TempDir) -> String {
+    d.path().join("journal").display().to_string()
+}
+
+/// The generations hash of the filter named `name` on the server at
+/// `addr` (one node of a Cluster holds it), as (field, value) pairs.
+fn generations(nodes: &str, name: &str) -> Vec<(String, String)> {
+    for addr in nodes.split(',') {
+        let mut c = redis::Client::open(format!("redis://{addr}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("seen:{{{name}}}:gens:*"))
+            .query(&mut c)
+            .unwrap();
+        if let Some(k) = keys.first() {
+            return redis::cmd("HGETALL").arg(k).query(&mut c).unwrap();
+        }
+    }
+    panic!("no generations hash for {name}");
+}
+
+/// The newest generation's number.
+fn top(nodes: &str, name: &str) -> u64 {
+    generations(nodes, name)
+        .iter()
+        .find(|(k, _)| k == "top")
+        .map(|(_, v)| v.parse().unwrap())
+        .unwrap()
+}
+
+/// The nodes and the name of a location.
+fn parts(loc: &str) -> (String, String) {
+    let rest = loc.split_once("://").unwrap().1;
+    let (nodes, name) = rest.rsplit_once('/').unwrap();
+    (nodes.to_string(), name.to_string())
+}
+
+/// A filter that grows keeps awk's output as it adds generations (1,000
+/// lines the first, doubling): a second run prints nothing, `query` finds
+/// every line, and the filter has grown to five generations or more.
+#[test]
+fn a_growing_filter_is_awk_across_generations() {
+    for loc in [standalone("grow"), cluster("grow")].into_iter().flatten() {
+        let d = tmp();
+        let j = journal(&d);
+        let env = [("SEEN_JOURNAL_DIR", j.as_str())];
+        let data = urls(40_000, 21);
+        let want = reference(&data, b'\n', false);
+        let make = ["dedup", "-q", "--growth", "2", "-n", "1000", "-f", &loc];
+        seen_env(d.path(), &env, make, &data).ok().stdout(&want);
+        seen_env(d.path(), &env, ["dedup", "-f", &loc], &data)
+            .ok()
+            .stdout(b"");
+        let n = want.iter().filter(|&&b| b == b'\n').count();
+        seen_env(d.path(), &env, ["query", "-c", &loc], &data)
+            .ok()
+            .stdout(format!("{}\n", data.iter().filter(|&&b| b == b'\n').count()).as_bytes());
+        let (nodes, name) = parts(&loc);
+        // 1,000 + 2,000 + 4,000 + 8,000 < n: five generations at least.
+        assert!(n > 15_000, "{n}");
+        assert!(top(&nodes, &name) >= 4, "{:?}", generations(&nodes, &name));
+        seen_env(d.path(), &env, ["verify", &loc], b"").ok();
+        // `stats` counts each live generation's sets.
+        let s = seen_env(d.path(), &env, ["stats", "--json", &loc], b"");
+        let v: serde_json::Value = serde_json::from_slice(&s.ok().stdout).unwrap();
+        let gens = v["generations"].as_array().unwrap();
+        assert!(gens.len() >= 5, "{v}");
+        let sum = |f: &str| gens.iter().map(|g| g[f].as_u64().unwrap()).sum::<u64>();
+        assert_eq!(
+            (sum("inserts"), v["inserts"].as_u64()),
+            (n as u64, Some(n as u64))
+        );
+        // Fingerprints: each line one, bar a collision or two in a set.
+        assert!(sum("fingerprints") + 2 >= n as u64, "{v}");
+        assert_eq!(
+            gens[1]["capacity"],
+            2 * gens[0]["capacity"].as_u64().unwrap()
+        );
+        assert_eq!(v["growth"]["can_grow"], true, "{v}");
+        assert!(v["estimated_fpp"].as_f64().unwrap() < 1e-6, "{v}");
+    }
+}
+
+/// Promise 2 across growth: four writers at once on the Cluster, with
+/// overlapping inputs, add generations as they go, and between them print
+/// every distinct line exactly once.
+#[test]
+fn four_writers_crossing_growth_print_each_line_once() {
+    let Some(loc) = cluster("grow4") else { return };
+    let d = tmp();
+    let j = journal(&d);
+    let env = [("SEEN_JOURNAL_DIR", j.as_str())];
+    seen_env(
+        d.path(),
+        &env,
+        ["dedup", "-q", "--growth", "2", "-n", "500", "-f", &loc],
+        b"",
+    )
+    .ok();
+    let inputs: Vec<Vec<u8>> = (0..4).map(|w| urls(30_000, 30 + w)).collect();
+    let outs = run_writers(&d, &j, &loc, &inputs, |_| Vec::new());
+    let all: Vec<u8> = inputs.concat();
+    let outs: Vec<&[u8]> = outs.iter().map(Vec::as_slice).collect();
+    exactly_once(&outs, &reference(&all, b'\n', false), "growth");
+    let (nodes, name) = parts(&loc);
+    assert!(top(&nodes, &name) >= 3, "{:?}", generations(&nodes, &name));
+}
+
+/// Runs a writer per input at once (`dedup -f loc`, small chunks, with the
+/// extra arguments `extra(w)`), and returns their outputs once all ended
+/// well.
+fn run_writers(
+    d: &tempfile::TempDir,
+    j: &str,
+    loc: &str,
+    inputs: &[Vec<u8>],
+    extra: impl Fn(usize) -> Vec<String>,
+) -> Vec<Vec<u8>> {
+    let children: Vec<_> = inputs
+        .iter()
+        .enumerate()
+        .map(|(w, data)| {
+            let path = write(d, &format!("in{w}"), data);
+            command(d.path())
+                .env("SEEN_JOURNAL_DIR", j)
+                .env("SEEN_CHUNK_BYTES", "32768")
+                .args(["dedup", "-f", loc])
+                .args(extra(w))
+                .arg(path)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            out.stdout
+        })
+        .collect()
+}
+
+/// A slice boundary of a 7-day window in 8 slices (21 hours each), in
+/// December 2026.
+const BOUNDARY: u64 = 23_765 * 21 * 3600;
+
+/// Promise 2 across a slice boundary: four writers whose clocks (`--now`)
+/// are up to a minute apart, two before the boundary and two after, print
+/// every distinct line exactly once between them; a writer more than a
+/// minute behind the latest is refused, saying what to do.
+#[test]
+fn four_writers_across_a_slice_boundary_with_clocks_apart() {
+    let Some(loc) = cluster("slice4") else { return };
+    let d = tmp();
+    let j = journal(&d);
+    let env = [("SEEN_JOURNAL_DIR", j.as_str())];
+    let at = |t: u64| format!("@{t}");
+    seen_env(
+        d.path(),
+        &env,
+        [
+            "dedup",
+            "-q",
+            "--window",
+            "7d",
+            "-n",
+            "200k",
+            "-f",
+            &loc,
+            "--now",
+            &at(BOUNDARY - 30),
+        ],
+        b"",
+    )
+    .ok();
+    // Three boundaries, a slice apart, with lines of their own.
+    let slice = 21 * 3600;
+    for r in 0..3u64 {
+        let b = BOUNDARY + r * slice;
+        let inputs: Vec<Vec<u8>> = (0..4)
+            .map(|w| {
+                let text = String::from_utf8(urls(20_000, 40 + w)).unwrap();
+                text.replace("example.org", &format!("r{r}.example.org"))
+                    .into_bytes()
+            })
+            .collect();
+        let times = [b - 30, b - 10, b + 10, b + 29];
+        let outs = run_writers(&d, &j, &loc, &inputs, |w| {
+            vec!["--now".into(), at(times[w])]
+        });
+        let all: Vec<u8> = inputs.concat();
+        let outs: Vec<&[u8]> = outs.iter().map(Vec::as_slice).collect();
+        exactly_once(&outs, &reference(&all, b'\n', false), "slice boundary");
+    }
+    let (nodes, name) = parts(&loc);
+    let g = generations(&nodes, &name);
+    assert!(top(&nodes, &name) >= 3, "no new slices: {g:?}");
+    // More than a minute behind the filter's clock (the latest writer's).
+    seen_env(
+        d.path(),
+        &env,
+        ["dedup", "-f", &loc, "--now", &at(BOUNDARY + 2 * slice - 40)],
+        b"x\n",
+    )
+    .code(2)
+    .stderr_has("behind the filter's")
+    .stderr_has("--now");
+}
+
+/// The window's rule on Redis, as for a file (the popup case, with
+/// `--url`): with a 6-day window, a URL seen on day 0 is not shown on day
+/// 3, and is shown again on day 8, its spelling aside.
+#[test]
+fn the_popup_case_on_redis() {
+    for loc in [standalone("popup"), cluster("popup")]
+        .into_iter()
+        .flatten()
+    {
+        let d = tmp();
+        let j = journal(&d);
+        let env = [("SEEN_JOURNAL_DIR", j.as_str())];
+        let day = |n: u64| format!("@{}", BOUNDARY + n * 86_400);
+        let run = |n: u64, line: &[u8]| {
+            seen_env(
+                d.path(),
+                &env,
+                [
+                    "dedup",
+                    "-q",
+                    "--url",
+                    "--window",
+                    "6d",
+                    "-f",
+                    &loc,
+                    "--now",
+                    &day(n),
+                ],
+                line,
+            )
+        };
+        run(0, b"https://Example.com/popup\n")
+            .ok()
+            .stdout(b"https://Example.com/popup\n");
+        run(3, b"https://example.com/popup\n").ok().stdout(b"");
+        run(8, b"https://EXAMPLE.com/popup\n")
+            .ok()
+            .stdout(b"https://EXAMPLE.com/popup\n");
+        // Live on day 8: the slices of day 3's run and day 8's; day 0's is
+        // not (its line counts no more).
+        let s = seen_env(
+            d.path(),
+            &env,
+            ["stats", "--json", &loc, "--now", &day(8)],
+            b"",
+        );
+        let v: serde_json::Value = serde_json::from_slice(&s.ok().stdout).unwrap();
+        let live = v["window"]["live"].as_array().unwrap();
+        assert_eq!(v["inserts"], 1, "{v}");
+        assert_eq!(live.len(), 2, "{v}");
+        let gens = v["generations"].as_array().unwrap();
+        assert!(gens.iter().all(|g| g["index"] != 0), "{v}");
+        assert!(live[1]["forgotten_at"].as_u64().unwrap() > BOUNDARY + 8 * 86_400 + 6 * 86_400);
+    }
+}
+
+/// Redis removes expired slices itself: every data key of a windowed
+/// filter (its sets, its groups' top keys, its generations hash) has a
+/// time to live no longer than W·(1 + 1/S) from now, so a fleet that stops
+/// writing leaves nothing of its lines behind; only the meta key and the
+/// counters stay.
+#[test]
+fn a_windowed_filters_data_expires_by_itself() {
+    if crate::common::redis_server("SEEN_TEST_REDIS").is_none() {
+        return;
+    }
+    let d = tmp();
+    let srv = Private::start(d.path());
+    let mut c = srv.conn();
+    let loc = format!("redis://{}/expire", srv.addr);
+    let j = journal(&d);
+    let env = [("SEEN_JOURNAL_DIR", j.as_str())];
+    let data = urls(5_000, 50);
+    seen_env(
+        d.path(),
+        &env,
+        [
+            "dedup", "-q", "--window", "40s", "--slices", "4", "-f", &loc,
+        ],
+        &data,
+    )
+    .ok()
+    .stdout(&reference(&data, b'\n', false));
+    let keys: Vec<String> = redis::cmd("KEYS").arg("seen:*").query(&mut c).unwrap();
+    let mut data_keys = 0;
+    for k in &keys {
+        let ttl: i64 = redis::cmd("TTL").arg(k).query(&mut c).unwrap();
+        if k == "seen:{expire}:meta" || k == "seen:{expire}:count" {
+            assert_eq!(ttl, -1, "{k}");
+            continue;
+        }
+        data_keys += 1;
+        // W·(1 + 1/S) = 50 s at most.
+        assert!((1..=50).contains(&ttl), "{k}: TTL {ttl}");
+    }
+    assert!(data_keys > 16, "{keys:?}");
+}
