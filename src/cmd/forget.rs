@@ -66,13 +66,7 @@ pub fn run(a: ForgetArgs) -> Result<ExitCode> {
     }
     let mut filter = Opened::open(&place, None)?;
     if filter.forgets().is_none() {
-        bail!(
-            "{}: a Redis filter in the Bloom layout (`--redis-layout bloom`) cannot forget \
-             keys (filter files and Redis filters of fingerprint sets can); to drop keys from \
-             it, copy it to a file (`seen copy`), forget them there, and copy it back with \
-             --force",
-            a.filter
-        );
+        bail!("{}: {}", a.filter, filter.cannot_forget());
     }
     let keys_only = !a.items.is_empty() || a.as_keys;
     let keys = settle_keys(a.keys.spec(), filter.recorded_keys(), keys_only);

@@ -203,6 +203,10 @@ impl GensMeta {
         let sum = xxhash_rust::xxh3::xxh3_64(&v[..SUM_AT]);
         put(&mut v, SUM_AT, &sum.to_le_bytes());
         put(&mut v, HEADER_LEN, META_MAGIC);
+        // The length a file of it would have, as the Bloom layout's meta
+        // says: a reader of that layout (seen 0.3) then decodes the header,
+        // and refuses its format by name.
+        put(&mut v, HEADER_LEN + 16, &(HEADER_LEN as u64).to_le_bytes());
         v
     }
 
@@ -576,7 +580,9 @@ mod tests {
             assert_eq!(GensMeta::decode(&loc, &v).unwrap(), m);
             // A reader of filter headers (seen 0.3's Redis code reads the
             // meta value as one) refuses it as a newer format.
-            let e = Header::decode(&v[..HEADER_LEN], HEADER_LEN as u64).unwrap_err();
+            // (seen 0.3 reads the header with the length the meta gives.)
+            let len = u64::from_le_bytes(v[HEADER_LEN + 16..HEADER_LEN + 24].try_into().unwrap());
+            let e = Header::decode(&v[..HEADER_LEN], len).unwrap_err();
             assert!(e.to_string().contains("5.0"), "{e}");
             let mut bad = v.clone();
             bad[41] ^= 1;

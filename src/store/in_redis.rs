@@ -443,6 +443,13 @@ impl Held for RedisFilter {
         RedisFilter::header(self)
     }
 
+    fn cannot_forget(&self) -> String {
+        "a Redis filter in the Bloom layout (`--redis-layout bloom`) cannot forget keys (filter \
+         files and Redis filters of fingerprint sets can); to drop keys from it, copy it to a \
+         file (`seen copy`), forget them there, and copy it back with --force"
+            .into()
+    }
+
     fn bits(&mut self, progress: &mut dyn FnMut(u64)) -> Result<Vec<&[u8]>> {
         self.read_all(progress)
     }

@@ -23,6 +23,13 @@ impl Held for GensFilter {
         )
     }
 
+    fn cannot_forget(&self) -> String {
+        "a Redis filter that grows or has a time window cannot forget keys yet (filter files \
+         and fixed-size Redis filters of fingerprint sets can): with a window, its lines are \
+         forgotten when their slice expires"
+            .into()
+    }
+
     fn gens(&mut self) -> Option<&mut GensFilter> {
         Some(self)
     }

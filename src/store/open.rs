@@ -92,6 +92,12 @@ pub(crate) trait Held: Store {
         None
     }
 
+    /// Why `seen forget` cannot forget keys here (for a store whose
+    /// [`Store::forgets`] is `None`).
+    fn cannot_forget(&self) -> String {
+        "this filter cannot forget keys".into()
+    }
+
     /// A Redis filter in generations, for `stats`; `None` for any other
     /// store.
     fn gens(&mut self) -> Option<&mut crate::redis::GensFilter> {
@@ -138,6 +144,11 @@ impl Opened {
     /// See [`Held::sets`].
     pub(crate) fn sets(&mut self) -> Option<&mut crate::redis::SetsFilter> {
         self.0.sets()
+    }
+
+    /// See [`Held::cannot_forget`].
+    pub(crate) fn cannot_forget(&self) -> String {
+        self.0.cannot_forget()
     }
 
     /// See [`Held::gens`].

@@ -5,9 +5,10 @@
 //! clocks apart), the window's rule, expiry by Redis itself, and a writer
 //! whose clock is too far behind refused.
 
-use crate::common::{command, reference, seen_env, tmp, write};
+use crate::common::{Rng, command, reference, run_killed_env, seen_env, tmp, write};
 use crate::redis::{Private, cluster, standalone, urls};
 use crate::redis_edges::exactly_once;
+use std::collections::HashSet;
 use std::process::Stdio;
 
 /// The journal directory of a test (inside its temp dir).
@@ -75,6 +76,8 @@ fn a_growing_filter_is_awk_across_generations() {
         assert!(n > 15_000, "{n}");
         assert!(top(&nodes, &name) >= 4, "{:?}", generations(&nodes, &name));
         seen_env(d.path(), &env, ["verify", &loc], b"").ok();
+        seen_env(d.path(), &env, ["forget", &loc, "x"], b"")
+            .fails("grows or has a time window cannot forget keys yet");
         // `stats` counts each live generation's sets.
         let s = seen_env(d.path(), &env, ["stats", "--json", &loc], b"");
         let v: serde_json::Value = serde_json::from_slice(&s.ok().stdout).unwrap();
@@ -325,4 +328,75 @@ fn a_windowed_filters_data_expires_by_itself() {
         assert!((1..=50).contains(&ttl), "{k}: TTL {ttl}");
     }
     assert!(data_keys > 16, "{keys:?}");
+}
+
+/// Promise 3 across growth and rotation: writers killed at random moments
+/// while they add generations (a growing filter, 500 lines the first) or
+/// start a new slice (each run a slice later), then a last run to the
+/// end: no line of the input is lost, and the filter holds them all.
+#[test]
+fn sigkill_during_growth_and_rotation_loses_no_line() {
+    let Some(base) = standalone("gkill") else {
+        return;
+    };
+    let mut rng = Rng(0x0BAD_CAFE);
+    let data = urls(20_000, 60);
+    let want: HashSet<Vec<u8>> = data
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect();
+    let total: usize = want.iter().map(|l| l.len() + 1).sum();
+    let slice = 21 * 3600;
+    let mut kills = 0;
+    for (trial, windowed) in [false, true, false, true].into_iter().enumerate() {
+        let d = tmp();
+        let j = journal(&d);
+        let env = [
+            ("SEEN_JOURNAL_DIR", j.as_str()),
+            ("SEEN_CHUNK_BYTES", "32768"),
+        ];
+        write(&d, "in.txt", &data);
+        let loc = format!("{base}-{trial}");
+        let args = |run: u64| -> Vec<String> {
+            let mut a: Vec<String> = vec!["dedup".into(), "-q".into(), "-f".into(), loc.clone()];
+            if windowed {
+                let now = format!("@{}", BOUNDARY + run * slice);
+                a.extend(["--window".into(), "7d".into(), "--now".into(), now]);
+            } else {
+                a.extend(["--growth".into(), "2".into(), "-n".into(), "500".into()]);
+            }
+            a.push("in.txt".into());
+            a
+        };
+        let mut printed: Vec<Vec<u8>> = Vec::new();
+        let lines = |out: &[u8], into: &mut Vec<Vec<u8>>| {
+            let whole = out.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            into.extend(
+                out[..whole]
+                    .split(|&b| b == b'\n')
+                    .filter(|l| !l.is_empty())
+                    .map(<[u8]>::to_vec),
+            );
+        };
+        for run in 0..3 {
+            let at = rng.below(total as u64 / 2) as usize;
+            let a = args(run);
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            let (out, killed) = run_killed_env(d.path(), &env, &a, at);
+            kills += usize::from(killed);
+            lines(&out, &mut printed);
+        }
+        let a = args(3);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let last = seen_env(d.path(), &env, &a, b"");
+        last.code(0);
+        lines(&last.stdout, &mut printed);
+        let got: HashSet<Vec<u8>> = printed.iter().cloned().collect();
+        let lost = want.difference(&got).count();
+        assert_eq!(lost, 0, "trial {trial}: lines lost");
+        assert!(got.is_subset(&want), "trial {trial}");
+        seen_env(d.path(), &env, &a, b"").ok().no_stdout();
+    }
+    assert!(kills >= 6, "only {kills} runs were killed");
 }
