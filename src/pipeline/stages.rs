@@ -364,9 +364,24 @@ impl<'f, B: Store> Inserter<'f, B> {
                     }
                     j.judging(chunk)?;
                 }
-                for p in &mut chunk.pieces[..chunk.used] {
-                    counts.read += p.hashes.len() as u64;
-                    counts.new += filter.insert_batch(&p.hashes, &mut p.verdicts)?;
+                if filter.whole_chunks() && chunk.used > 1 {
+                    let pieces = &mut chunk.pieces[..chunk.used];
+                    let hashes: Vec<_> = pieces.iter().flat_map(|p| p.hashes.clone()).collect();
+                    let mut verdicts = Vec::with_capacity(hashes.len());
+                    counts.read += hashes.len() as u64;
+                    counts.new += filter.insert_batch(&hashes, &mut verdicts)?;
+                    let mut at = 0;
+                    for p in pieces {
+                        p.verdicts.clear();
+                        p.verdicts
+                            .extend_from_slice(&verdicts[at..at + p.hashes.len()]);
+                        at += p.hashes.len();
+                    }
+                } else {
+                    for p in &mut chunk.pieces[..chunk.used] {
+                        counts.read += p.hashes.len() as u64;
+                        counts.new += filter.insert_batch(&p.hashes, &mut p.verdicts)?;
+                    }
                 }
             }
             (None, true) => {

@@ -87,6 +87,13 @@ pub trait Store {
         None
     }
 
+    /// Whether [`Store::insert_batch`] takes a whole chunk's keys at once
+    /// rather than a piece's (a store whose cost is per call, not per key,
+    /// batches more).
+    fn whole_chunks(&self) -> bool {
+        false
+    }
+
     /// Deletion (`seen forget`), if the store keeps a forget list. `None`:
     /// it cannot forget.
     fn forgets(&mut self) -> Option<&mut dyn Forgets> {

@@ -120,6 +120,8 @@ pub(super) struct Client {
     slots: Option<Vec<u16>>,
     /// TLS only: the certificates given in the environment (see [`TLS_ENV`]).
     certs: Option<Box<redis::TlsCertificates>>,
+    /// Commands a node redirected (MOVED, ASK, TRYAGAIN) so far.
+    redirected: u64,
 }
 
 /// Environment variables naming PEM files for TLS (`rediss://`): the
@@ -188,6 +190,7 @@ impl Client {
             } else {
                 None
             },
+            redirected: 0,
         };
         if loc.cluster {
             client.refresh_slots()?;
@@ -206,6 +209,13 @@ impl Client {
     }
 
     /// The location this client serves.
+    /// Commands a node redirected so far: a caller that needs its
+    /// commands on one key to run in the order sent compares it before and
+    /// after (a redirected one ran after those behind it).
+    pub(super) fn redirected(&self) -> u64 {
+        self.redirected
+    }
+
     pub(super) fn location(&self) -> &Location {
         &self.loc
     }
@@ -753,7 +763,9 @@ impl Client {
                         return Err(Failure::Lost(e));
                     }
                 };
-                match redirect(&v) {
+                let r = redirect(&v);
+                self.redirected += u64::from(r.is_some());
+                match r {
                     Some(Redirect::Moved) => {
                         raw.refresh = true;
                         raw.again.push((i, None));

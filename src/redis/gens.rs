@@ -29,6 +29,7 @@
 //! With a window, a slice's keys expire by themselves (`EXPIRE`, set by the
 //! script each time it writes them) when the slice stops being live.
 
+mod reads;
 pub(crate) mod store;
 
 use super::location::{Location, META_LEN, META_MAGIC};
@@ -50,7 +51,7 @@ const SUM_AT: usize = HEADER_LEN - 8;
 /// Groups at most: each is a hash slot, so a Cluster spreads them over its
 /// masters; a script call takes a part's lines of one group, so fewer
 /// groups mean more lines a call.
-const MAX_GROUPS: u64 = 1024;
+const MAX_GROUPS: u64 = 256;
 /// Groups at least.
 const MIN_GROUPS: u64 = 16;
 /// How far behind the filter's clock a writer's may be (seconds): a
@@ -458,36 +459,43 @@ impl GensState {
 /// The test-and-set of one group's lines, in one atomic step. `KEYS[1]` is
 /// the group's top key, the rest its sets. `ARGV[1]`: the newest
 /// generation the writer knows; `ARGV[2]`: seconds the newest
-/// generation's keys live (0: for ever); `ARGV[3]`: the lines of the call;
-/// then for each set (`KEYS[2..]`), `n` (newest) or `o` (older), its count,
-/// and (line, fingerprint) pairs. Replies `{1, top}` and does nothing when
-/// the group holds a generation newer than the writer's; else `{0, top}`
-/// and a verdict per line (0: new, added to the newest generation; 1:
-/// present in a live generation, or repeated in the call).
+/// generation's keys live (0: for ever); `ARGV[3]`: the call's lines `n`;
+/// `ARGV[4]`: the fingerprint widths `w` (1 or 2: 32 and 64 bits); then
+/// `w` runs of `n` fingerprints, one per line; then for each set
+/// (`KEYS[2..]`) a flag (`n` newest or `o` older, and the width's number)
+/// and its lines' numbers, two bytes each, big-endian. Replies `{1, top}`
+/// and does nothing when the group holds a generation newer than the
+/// writer's; else `{0, top}` and a verdict per line (0: new, added to the
+/// newest generation; 1: present in a live generation, or its fingerprint
+/// given twice in the call's set).
 pub(crate) const TAS_SCRIPT: &str = r"
 local top = tonumber(redis.call('GET', KEYS[1]) or '-1')
 local g = tonumber(ARGV[1])
-local ttl = tonumber(ARGV[2])
 if top > g then return {1, top} end
+local ttl = tonumber(ARGV[2])
 if top < g then redis.call('SET', KEYS[1], g) end
 if ttl > 0 then redis.call('EXPIRE', KEYS[1], ttl) end
 local n = tonumber(ARGV[3])
+local at = 5 + tonumber(ARGV[4]) * n
 local out = {0, top}
 for i = 1, n do out[i + 2] = 1 end
-local seen, news, at = {}, {}, 4
+local seen, news = {}, {}
 for k = 2, #KEYS do
-  local newest = ARGV[at] == 'n'
-  local c = tonumber(ARGV[at + 1])
+  local flag, blob = ARGV[at], ARGV[at + 1]
   at = at + 2
+  local off = 4 + (tonumber(string.sub(flag, 2)) - 1) * n
   local pos, fps = {}, {}
-  for j = 1, c do
-    pos[j] = tonumber(ARGV[at]); fps[j] = ARGV[at + 1]; at = at + 2
+  for j = 1, #blob / 2 do
+    local hi, lo = string.byte(blob, 2 * j - 1, 2 * j)
+    local p = hi * 256 + lo
+    pos[j] = p
+    fps[j] = ARGV[off + p]
   end
-  if newest then
+  if string.sub(flag, 1, 1) == 'n' then
     news[#news + 1] = {k, pos, fps}
   else
     local r = redis.call('SMISMEMBER', KEYS[k], unpack(fps))
-    for j = 1, c do if r[j] == 1 then seen[pos[j]] = true end end
+    for j = 1, #pos do if r[j] == 1 then seen[pos[j]] = true end end
   end
 end
 for _, e in ipairs(news) do
@@ -502,8 +510,10 @@ for _, e in ipairs(news) do
       out[p + 2] = 0
     end
   end
-  if #add > 0 then redis.call('SADD', KEYS[k], unpack(add)) end
-  if ttl > 0 then redis.call('EXPIRE', KEYS[k], ttl) end
+  if #add > 0 then
+    redis.call('SADD', KEYS[k], unpack(add))
+    if ttl > 0 then redis.call('EXPIRE', KEYS[k], ttl) end
+  end
 end
 return out
 ";

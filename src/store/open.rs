@@ -269,6 +269,10 @@ impl Store for Opened {
         self.0.journals()
     }
 
+    fn whole_chunks(&self) -> bool {
+        self.0.whole_chunks()
+    }
+
     fn forgets(&mut self) -> Option<&mut dyn Forgets> {
         self.0.forgets()
     }

@@ -23,7 +23,7 @@ use crate::redis::location::Location;
 use crate::redis::slot::slot;
 use anyhow::{Context, Result, anyhow, bail};
 use redis::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Times a batch's lines are sent again after the generations moved under
 /// them, before the run gives up.
@@ -31,23 +31,23 @@ const MAX_RETRIES: usize = 32;
 
 /// A filter in generations, open for a run.
 pub(crate) struct GensFilter {
-    client: Client,
-    meta: GensMeta,
-    meta_bytes: Vec<u8>,
-    header: Header,
-    state: GensState,
+    pub(super) client: Client,
+    pub(super) meta: GensMeta,
+    pub(super) meta_bytes: Vec<u8>,
+    pub(super) header: Header,
+    pub(super) state: GensState,
     /// The generations in `state`, planned.
-    planned: Vec<Gen>,
+    pub(super) planned: Vec<Gen>,
     /// Lines recorded in each generation, as the counters said when read.
-    counted: BTreeMap<u64, u64>,
+    pub(super) counted: BTreeMap<u64, u64>,
     /// Lines this run recorded in each generation, not yet counted.
-    added: BTreeMap<u64, u64>,
+    pub(super) added: BTreeMap<u64, u64>,
     /// The SHA1 of [`TAS_SCRIPT`] (from `SCRIPT LOAD`).
-    sha: String,
-    write: bool,
-    journal: Option<Journal>,
+    pub(super) sha: String,
+    pub(super) write: bool,
+    pub(super) journal: Option<Journal>,
     /// Set when a reply was lost: the run stops at its next batch.
-    broken: Option<anyhow::Error>,
+    pub(super) broken: Option<anyhow::Error>,
 }
 
 /// One script call: a group's lines of a batch.
@@ -56,12 +56,17 @@ struct Call {
     slot: u16,
     /// `KEYS`: the top key, then the sets.
     keys: Vec<String>,
-    /// For each set: whether it is of the newest generation, and its
-    /// (line in the call, fingerprint) pairs.
-    sets: Vec<(bool, Vec<(u32, i64)>)>,
+    /// For each set: whether it is of the newest generation, its
+    /// fingerprints' width (1: 32 bits, 2: 64), and its lines' numbers in
+    /// the call (from 1).
+    sets: Vec<(bool, u8, Vec<u16>)>,
     /// The batch positions of the call's lines.
     lines: Vec<u32>,
 }
+
+/// Lines a script call takes at most (its lines are numbered in two
+/// bytes, and Lua's `unpack` takes some thousands of values).
+const CALL_LINES: usize = 4000;
 
 impl GensFilter {
     /// Makes the filter `meta` describes at the client's location unless
@@ -244,7 +249,7 @@ impl GensFilter {
 
     /// The generations live at time `t`: every one without a window, else
     /// those of the slices a lookup at `t` tests.
-    fn live(&self, t: u64) -> Vec<Gen> {
+    pub(super) fn live(&self, t: u64) -> Vec<Gen> {
         let oldest = self
             .meta
             .window
@@ -350,78 +355,107 @@ impl GensFilter {
     }
 
     /// Builds the script calls for the lines `todo` of `hashes`, for the
-    /// live generations `live` (the newest last).
-    fn calls(&self, hashes: &[Hash128], todo: &[u32], live: &[Gen]) -> Vec<Call> {
+    /// live generations `live` (the newest last): each checks its lines in
+    /// the newest and in the older ones from `recheck[group]` on (all of
+    /// them for a group not there).
+    fn calls(
+        &self,
+        hashes: &[Hash128],
+        todo: &[u32],
+        live: &[Gen],
+        recheck: &HashMap<u64, u64>,
+    ) -> Vec<Call> {
         let loc = self.client.location();
         let newest = live.len() - 1;
-        let mut by_group: HashMap<u64, (Call, HashMap<String, usize>)> = HashMap::new();
+        let mut by_group: HashMap<u64, Vec<u32>> = HashMap::new();
         for &i in todo {
-            let h = hashes[i as usize];
-            let t = self.meta.group_of(h);
-            let (call, names) = by_group.entry(t).or_insert_with(|| {
+            by_group
+                .entry(self.meta.group_of(hashes[i as usize]))
+                .or_default()
+                .push(i);
+        }
+        let mut calls = Vec::new();
+        for (t, lines) in by_group {
+            for lines in lines.chunks(CALL_LINES) {
                 let top = self.meta.top_key(loc, t);
-                (
-                    Call {
-                        slot: slot(top.as_bytes()),
-                        keys: vec![top],
-                        sets: Vec::new(),
-                        lines: Vec::new(),
-                    },
-                    HashMap::new(),
-                )
-            });
-            let pos = call.lines.len() as u32 + 1;
-            call.lines.push(i);
-            for (n, g) in live.iter().enumerate() {
-                let key = self.meta.set_key(loc, g, h);
-                let at = *names.entry(key.clone()).or_insert_with(|| {
-                    call.keys.push(key);
-                    call.sets.push((n == newest, Vec::new()));
-                    call.sets.len() - 1
-                });
-                call.sets[at].1.push((pos, fingerprint(g.fp_bits, h)));
+                let mut call = Call {
+                    slot: crate::redis::slot::slot(top.as_bytes()),
+                    keys: vec![top],
+                    sets: Vec::new(),
+                    lines: lines.to_vec(),
+                };
+                let mut names: HashMap<String, usize> = HashMap::new();
+                for (pos, &i) in lines.iter().enumerate() {
+                    let h = hashes[i as usize];
+                    let from = recheck.get(&t).copied().unwrap_or(0);
+                    for (n, g) in live.iter().enumerate() {
+                        if n != newest && g.index < from {
+                            continue;
+                        }
+                        let key = self.meta.set_key(loc, g, h);
+                        let at = *names.entry(key).or_insert_with_key(|key| {
+                            call.keys.push(key.clone());
+                            let width = if g.fp_bits == 32 { 1 } else { 2 };
+                            call.sets.push((n == newest, width, Vec::new()));
+                            call.sets.len() - 1
+                        });
+                        call.sets[at].2.push(pos as u16 + 1);
+                    }
+                }
+                calls.push(call);
             }
         }
-        by_group.into_values().map(|(c, _)| c).collect()
+        calls
     }
 
     /// The call packed as `EVALSHA` (or `EVAL` with `body`), for
     /// generation `g` whose keys live `ttl` seconds (0: for ever).
-    fn pack(&self, call: &Call, g: u64, ttl: u64, body: bool) -> Routed {
-        let mut args: Vec<Vec<u8>> = Vec::with_capacity(8 + 2 * call.lines.len());
-        args.push(if body {
-            b"EVAL".to_vec()
-        } else {
-            b"EVALSHA".to_vec()
-        });
-        args.push(if body {
-            TAS_SCRIPT.as_bytes().to_vec()
-        } else {
-            self.sha.as_bytes().to_vec()
-        });
-        args.push(call.keys.len().to_string().into_bytes());
-        args.extend(call.keys.iter().map(|k| k.as_bytes().to_vec()));
-        args.push(g.to_string().into_bytes());
-        args.push(ttl.to_string().into_bytes());
-        args.push(call.lines.len().to_string().into_bytes());
-        for (newest, pairs) in &call.sets {
-            args.push(if *newest {
-                b"n".to_vec()
+    fn pack(&self, call: &Call, hashes: &[Hash128], g: u64, ttl: u64, body: bool) -> Routed {
+        let wide = call.sets.iter().any(|s| s.1 == 2);
+        let widths: &[u32] = if wide { &[32, 64] } else { &[32] };
+        let mut packed = Vec::with_capacity(64 + 16 * call.lines.len() * widths.len());
+        let mut count = 0usize;
+        let mut arg = |packed: &mut Vec<u8>, a: &[u8]| {
+            packed.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            packed.extend_from_slice(a);
+            packed.extend_from_slice(b"\r\n");
+            count += 1;
+        };
+        let mut body_args = Vec::new();
+        arg(&mut body_args, if body { b"EVAL" } else { b"EVALSHA" });
+        arg(
+            &mut body_args,
+            if body {
+                TAS_SCRIPT.as_bytes()
             } else {
-                b"o".to_vec()
-            });
-            args.push(pairs.len().to_string().into_bytes());
-            for (pos, fp) in pairs {
-                args.push(pos.to_string().into_bytes());
-                args.push(fp.to_string().into_bytes());
+                self.sha.as_bytes()
+            },
+        );
+        arg(&mut body_args, call.keys.len().to_string().as_bytes());
+        for k in &call.keys {
+            arg(&mut body_args, k.as_bytes());
+        }
+        arg(&mut body_args, g.to_string().as_bytes());
+        arg(&mut body_args, ttl.to_string().as_bytes());
+        arg(&mut body_args, call.lines.len().to_string().as_bytes());
+        arg(&mut body_args, widths.len().to_string().as_bytes());
+        let mut digits = String::new();
+        for &bits in widths {
+            for &i in &call.lines {
+                use std::fmt::Write as _;
+                digits.clear();
+                let _ = write!(digits, "{}", fingerprint(bits, hashes[i as usize]));
+                arg(&mut body_args, digits.as_bytes());
             }
         }
-        let mut packed = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            packed.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            packed.extend_from_slice(&a);
-            packed.extend_from_slice(b"\r\n");
+        for (newest, width, pos) in &call.sets {
+            let flag = [if *newest { b'n' } else { b'o' }, b'0' + width];
+            arg(&mut body_args, &flag);
+            let blob: Vec<u8> = pos.iter().flat_map(|p| p.to_be_bytes()).collect();
+            arg(&mut body_args, &blob);
         }
+        packed.extend_from_slice(format!("*{count}\r\n").as_bytes());
+        packed.extend_from_slice(&body_args);
         Routed {
             slot: call.slot,
             packed,
@@ -434,9 +468,16 @@ impl GensFilter {
         let mut new = vec![false; hashes.len()];
         let mut t = Parts::default();
         let mut sent_any = false;
-        let mut todo: Vec<u32> = (0..hashes.len() as u32)
+        let first: Vec<u32> = (0..hashes.len() as u32)
             .filter(|&i| !out[i as usize])
             .collect();
+        let live = self.live(self.time());
+        let (mut todo, mut recheck) = self.precheck(hashes, &first, &live)?;
+        // Found in a generation: present.
+        let rest: HashSet<u32> = todo.iter().copied().collect();
+        for i in first {
+            out[i as usize] |= !rest.contains(&i);
+        }
         let mut tries = 0;
         while !todo.is_empty() && t.failed.is_none() {
             tries += 1;
@@ -456,7 +497,9 @@ impl GensFilter {
                 .meta
                 .slice_end(g.slice)
                 .map_or(0, |end| end.saturating_sub(now).max(1));
-            let calls = self.calls(hashes, &todo, &live);
+            let calls = self.calls(hashes, &todo, &live, &recheck);
+            // Lines sent again: every live generation checked in the step.
+            recheck.clear();
             let mut again = Vec::new();
             let mut part = Vec::new();
             let mut lines = 0;
@@ -467,7 +510,8 @@ impl GensFilter {
                 if lines < PART_KEYS && calls.peek().is_some() {
                     continue;
                 }
-                let (sent, stale) = self.send_part(&part, g.index, ttl, &mut new, out, &mut t);
+                let (sent, stale) =
+                    self.send_part(&part, hashes, (g.index, ttl), &mut new, out, &mut t);
                 if !sent && !sent_any {
                     // Nothing went out: nothing was recorded.
                     return Err(t.failed.take().expect("a part not sent failed"));
@@ -506,14 +550,17 @@ impl GensFilter {
     fn send_part(
         &mut self,
         part: &[Call],
-        g: u64,
-        ttl: u64,
+        hashes: &[Hash128],
+        (g, ttl): (u64, u64),
         new: &mut [bool],
         out: &mut [bool],
         t: &mut Parts,
     ) -> (bool, Vec<u32>) {
         let owners: Vec<Vec<u32>> = part.iter().map(|c| c.lines.clone()).collect();
-        let cmds = part.iter().map(|c| self.pack(c, g, ttl, false)).collect();
+        let cmds = part
+            .iter()
+            .map(|c| self.pack(c, hashes, g, ttl, false))
+            .collect();
         let mut replies = match self.client.exec(cmds) {
             Ok(r) => r,
             Err(Failure::NotSent(e)) => {
@@ -540,7 +587,7 @@ impl GensFilter {
         if !unknown.is_empty() {
             let cmds = unknown
                 .iter()
-                .map(|&i| self.pack(&part[i], g, ttl, true))
+                .map(|&i| self.pack(&part[i], hashes, g, ttl, true))
                 .collect();
             match self.client.exec(cmds) {
                 Ok(r) => {
@@ -584,49 +631,6 @@ impl GensFilter {
             }
         }
         (true, stale)
-    }
-
-    /// Lookups of a batch in the live generations: `SMISMEMBER` per set.
-    fn lookup(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
-        out.clear();
-        out.resize(hashes.len(), false);
-        let loc = self.client.location().clone();
-        let live = self.live(self.time());
-        for part in (0..hashes.len()).collect::<Vec<_>>().chunks(PART_KEYS) {
-            let mut sets: HashMap<(usize, String), Vec<usize>> = HashMap::new();
-            for &i in part {
-                for (n, g) in live.iter().enumerate() {
-                    sets.entry((n, self.meta.set_key(&loc, g, hashes[i])))
-                        .or_default()
-                        .push(i);
-                }
-            }
-            let mut order = Vec::new();
-            let mut cmds = Vec::new();
-            for ((n, key), who) in sets {
-                let g = &live[n];
-                let mut c = redis::cmd("SMISMEMBER");
-                c.arg(&key);
-                for &i in &who {
-                    c.arg(fingerprint(g.fp_bits, hashes[i]));
-                }
-                cmds.push(Routed::new(slot(key.as_bytes()), &c));
-                order.push(who);
-            }
-            let replies = self.client.exec(cmds).map_err(Failure::into_error)?;
-            for (v, who) in replies.iter().zip(order) {
-                let Value::Array(items) = v else {
-                    return Err(server_error("SMISMEMBER", &loc, v)
-                        .unwrap_or_else(|| anyhow!("{loc}: unexpected SMISMEMBER reply")));
-                };
-                for (o, i) in items.iter().zip(who) {
-                    if *o == Value::Int(1) {
-                        out[i] = true;
-                    }
-                }
-            }
-        }
-        Ok(())
     }
 
     /// Adds this run's lines to the counters (per generation), and moves
@@ -752,70 +756,6 @@ impl GensFilter {
     }
 }
 
-/// What one live generation holds, counted with `SCARD` of its sets.
-#[derive(Clone, Debug)]
-pub(crate) struct GenCensus {
-    /// The generation.
-    pub generation: Gen,
-    /// Lines recorded in it (the counters).
-    pub lines: u64,
-    /// Fingerprints its sets hold.
-    pub fingerprints: u64,
-    /// The fullest set's.
-    pub max_load: u64,
-    /// Sets past the server's intset limit (kept as hash tables).
-    pub past: u64,
-    /// Keys where its sets should be that are not sets.
-    pub wrong: Vec<String>,
-}
-
-impl GensFilter {
-    /// Counts the live generations' sets (`SCARD`, pipelined), telling
-    /// `progress` the sets counted.
-    ///
-    /// # Errors
-    /// A server that cannot be reached.
-    pub(crate) fn census(&mut self, progress: &mut dyn FnMut(u64)) -> Result<Vec<GenCensus>> {
-        let loc = self.client.location().clone();
-        let mut all = Vec::new();
-        for (g, lines) in self.generations() {
-            let mut c = GenCensus {
-                generation: g,
-                lines,
-                fingerprints: 0,
-                max_load: 0,
-                past: 0,
-                wrong: Vec::new(),
-            };
-            let names: Vec<String> = (0..self.meta.groups)
-                .flat_map(|t| (0..g.per_group).map(move |k| (t, k)))
-                .map(|(t, k)| self.meta.set_name(&loc, g.index, t, k))
-                .collect();
-            for part in names.chunks(4096) {
-                let cmds = part
-                    .iter()
-                    .map(|n| Routed::new(slot(n.as_bytes()), redis::cmd("SCARD").arg(n)))
-                    .collect();
-                let replies = self.client.exec(cmds).map_err(Failure::into_error)?;
-                for (n, v) in part.iter().zip(replies) {
-                    match v {
-                        Value::Int(k) => {
-                            let k = u64::try_from(k).unwrap_or(0);
-                            c.fingerprints += k;
-                            c.max_load = c.max_load.max(k);
-                            c.past += u64::from(k > self.meta.limit);
-                        }
-                        _ => c.wrong.push(n.clone()),
-                    }
-                }
-                progress(part.len() as u64);
-            }
-            all.push(c);
-        }
-        Ok(all)
-    }
-}
-
 impl Store for GensFilter {
     fn seed(&self) -> u64 {
         self.meta.seed
@@ -865,6 +805,12 @@ impl Store for GensFilter {
         } else {
             None
         }
+    }
+
+    /// A script call costs the server per call as much as per line: the
+    /// more lines a call, the fewer calls.
+    fn whole_chunks(&self) -> bool {
+        true
     }
 }
 

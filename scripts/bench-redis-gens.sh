@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# What growth and windows cost a Redis filter of fingerprint sets (issue 42),
+# on a redis-server of this machine (started here, on port 7392, keeping
+# nothing on disk). The first LINES lines of CORPUS (default 1M) go through
+# `dedup -f` in 9 parts, then all of them again (every line present), into
+# a new filter each run; medians of RUNS (default 5) of Redis CPU (INFO
+# used_cpu_user + used_cpu_sys) per input line, and Redis memory per
+# distinct line (used_memory after the first pass):
+#
+#   plain    fixed size (-n the distinct lines): one SADD a line
+#   window   --window 7d --slices 8, each part a slice later (--now): the
+#            last parts check the 8 slices before theirs
+#   gen1     --growth 2 sized for all lines: one generation
+#   gen4     --growth 2 -n distinct/15: four generations (1 + 2 + 4 + 8)
+#
+#   scripts/bench-redis-gens.sh SEEN CORPUS [RUNS] [LINES]
+set -euo pipefail
+SEEN=$1; CORPUS=$2; RUNS=${3:-5}; LINES=${4:-1000000}
+PORT=7392
+W=$(mktemp -d)
+trap 'redis-cli -p $PORT shutdown nosave >/dev/null 2>&1 || true; rm -rf "$W"' EXIT
+redis-server --port $PORT --save '' --appendonly no --dir "$W" --daemonize yes \
+    --logfile "$W/log" >/dev/null
+for _ in $(seq 50); do redis-cli -p $PORT ping >/dev/null 2>&1 && break; sleep 0.1; done
+head -n "$LINES" "$CORPUS" > "$W/in.txt"
+split -n l/9 -d -a 1 "$W/in.txt" "$W/part"
+n=$(wc -l < "$W/in.txt"); distinct=$(awk '!s[$0]++' "$W/in.txt" | wc -l)
+export SEEN_JOURNAL_DIR=$W/j
+cpu() { redis-cli -p $PORT info cpu | awk -F: '/used_cpu_(user|sys):/ { s += $2 } END { printf "%.6f", s }'; }
+mem() { redis-cli -p $PORT info memory | awk -F: '/^used_memory:/ { print $2 + 0 }'; }
+median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+T0=1796634000 # a slice boundary of a 7-day window in 8 slices
+# one KIND RUN: prints "new_cpu present_cpu bytes_per_line".
+one() {
+    local kind=$1 i=$2 loc=redis://127.0.0.1:$PORT/$1$2 c0 c1 c2 m0 m1 p t
+    redis-cli -p $PORT flushall >/dev/null
+    m0=$(mem); c0=$(cpu)
+    for p in 0 1 2 3 4 5 6 7 8; do
+        t=$((T0 + p * 75600))
+        case $kind in
+            plain) "$SEEN" dedup -q -n "$distinct" -f "$loc" "$W/part$p" >/dev/null ;;
+            window) "$SEEN" dedup -q --window 7d --slices 8 -n "$distinct" --now "@$t" -f "$loc" "$W/part$p" >/dev/null ;;
+            gen1) "$SEEN" dedup -q --growth 2 -n "$distinct" -f "$loc" "$W/part$p" >/dev/null ;;
+            gen4) "$SEEN" dedup -q --growth 2 -n $((distinct / 15)) -f "$loc" "$W/part$p" >/dev/null ;;
+        esac
+    done
+    c1=$(cpu); m1=$(mem)
+    case $kind in
+        window) "$SEEN" dedup -q --now "@$((T0 + 8 * 75600))" -f "$loc" "$W/in.txt" >/dev/null ;;
+        *) "$SEEN" dedup -q -f "$loc" "$W/in.txt" >/dev/null ;;
+    esac
+    c2=$(cpu)
+    echo "$(echo "($c1 - $c0) / $n * 1000000000" | bc -l) $(echo "($c2 - $c1) / $n * 1000000000" | bc -l) $(echo "($m1 - $m0) / $distinct" | bc -l)"
+}
+declare -A res
+for ((i = 0; i < RUNS; i++)); do
+    for k in plain window gen1 gen4; do res[$k]+="$(one $k $i)"$'\n'; done
+done
+col() { printf '%s' "${res[$1]}" | awk -v k="$2" 'NF { print $k }' | median; }
+echo "corpus $CORPUS: $n lines, $distinct distinct; medians of $RUNS runs; Redis CPU ns per input line"
+printf '%-7s %10s %10s %12s\n' kind new present bytes/line
+for k in plain window gen1 gen4; do
+    printf '%-7s %10.0f %10.0f %12.1f\n' "$k" "$(col $k 1)" "$(col $k 2)" "$(col $k 3)"
+done
+r() { echo "$(col "$1" "$3") / $(col "$2" "$3")" | bc -l; }
+printf 'window/plain: new %.2fx, present %.2fx, memory %.2fx\n' "$(r window plain 1)" "$(r window plain 2)" "$(r window plain 3)"
+printf 'gen4/gen1:    new %.2fx, present %.2fx, memory %.2fx\n' "$(r gen4 gen1 1)" "$(r gen4 gen1 2)" "$(r gen4 gen1 3)"

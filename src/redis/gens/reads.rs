@@ -1,0 +1,215 @@
+//! What a run of a filter in generations reads without a script: the
+//! first step of a test-and-set ([`GensFilter::precheck`]), lookups
+//! (`query`, and a journal's replay), and the count of the live
+//! generations' sets (`stats`, `verify`).
+
+use super::fingerprint;
+use super::store::GensFilter;
+use crate::hash::Hash128;
+use crate::redis::bitfield::PART_KEYS;
+use crate::redis::client::{Failure, Routed, server_error};
+use crate::redis::gens::Gen;
+use crate::redis::slot::slot;
+use anyhow::{Result, anyhow};
+use redis::Value;
+use std::collections::{HashMap, HashSet};
+
+impl GensFilter {
+    /// The first step of a batch, without a script: the lines `todo` of
+    /// `hashes` looked up in the live generations, newest first, each
+    /// round only the lines not found yet (`SMISMEMBER`; the first after a
+    /// `GET` of each group's top, in order on its node). A line found is
+    /// present (sets only grow). Returns the lines still to decide, and per
+    /// group the oldest generation the script must check again: one the
+    /// group's top had not passed yet could take the line after it was
+    /// looked up (a writer still on it); the others refuse adds. After a
+    /// redirected command (which runs after those behind it) every
+    /// generation is checked again.
+    ///
+    /// # Errors
+    /// A server error or a lost connection (nothing was recorded).
+    pub(super) fn precheck(
+        &mut self,
+        hashes: &[Hash128],
+        todo: &[u32],
+        live: &[Gen],
+    ) -> Result<(Vec<u32>, HashMap<u64, u64>)> {
+        let loc = self.client.location().clone();
+        let before = self.client.redirected();
+        let mut left: Vec<u32> = todo.to_vec();
+        let mut recheck = HashMap::new();
+        for (round, g) in live.iter().rev().enumerate() {
+            if left.is_empty() {
+                break;
+            }
+            let mut cmds = Vec::new();
+            // What each reply is about: a group's top, or a set's lines.
+            let mut about: Vec<(u64, Vec<u32>)> = Vec::new();
+            let mut by_group: HashMap<u64, Vec<u32>> = HashMap::new();
+            for &i in &left {
+                by_group
+                    .entry(self.meta.group_of(hashes[i as usize]))
+                    .or_default()
+                    .push(i);
+            }
+            for (t, lines) in by_group {
+                if round == 0 {
+                    let top = self.meta.top_key(&loc, t);
+                    cmds.push(Routed::new(
+                        slot(top.as_bytes()),
+                        redis::cmd("GET").arg(&top),
+                    ));
+                    about.push((t, Vec::new()));
+                }
+                let mut sets: HashMap<String, Vec<u32>> = HashMap::new();
+                for i in lines {
+                    sets.entry(self.meta.set_key(&loc, g, hashes[i as usize]))
+                        .or_default()
+                        .push(i);
+                }
+                for (key, who) in sets {
+                    let mut c = redis::cmd("SMISMEMBER");
+                    c.arg(&key);
+                    for &i in &who {
+                        c.arg(fingerprint(g.fp_bits, hashes[i as usize]));
+                    }
+                    cmds.push(Routed::new(slot(key.as_bytes()), &c));
+                    about.push((t, who));
+                }
+            }
+            let replies = self.client.exec(cmds).map_err(Failure::into_error)?;
+            let mut found = HashSet::new();
+            for (v, (t, who)) in replies.iter().zip(about) {
+                if who.is_empty() {
+                    if let Value::BulkString(b) = v
+                        && let Some(top) = std::str::from_utf8(b).ok().and_then(|s| s.parse().ok())
+                    {
+                        recheck.insert(t, top);
+                    }
+                    continue;
+                }
+                let Value::Array(items) = v else {
+                    return Err(server_error("SMISMEMBER", &loc, v)
+                        .unwrap_or_else(|| anyhow!("{loc}: unexpected SMISMEMBER reply")));
+                };
+                for (o, &i) in items.iter().zip(&who) {
+                    if *o == Value::Int(1) {
+                        found.insert(i);
+                    }
+                }
+            }
+            left.retain(|i| !found.contains(i));
+        }
+        if self.client.redirected() != before {
+            recheck.clear();
+        }
+        Ok((left, recheck))
+    }
+
+    /// Lookups of a batch in the live generations: `SMISMEMBER` per set.
+    pub(super) fn lookup(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
+        out.clear();
+        out.resize(hashes.len(), false);
+        let loc = self.client.location().clone();
+        let live = self.live(self.time());
+        for part in (0..hashes.len()).collect::<Vec<_>>().chunks(PART_KEYS) {
+            let mut sets: HashMap<(usize, String), Vec<usize>> = HashMap::new();
+            for &i in part {
+                for (n, g) in live.iter().enumerate() {
+                    sets.entry((n, self.meta.set_key(&loc, g, hashes[i])))
+                        .or_default()
+                        .push(i);
+                }
+            }
+            let mut order = Vec::new();
+            let mut cmds = Vec::new();
+            for ((n, key), who) in sets {
+                let g = &live[n];
+                let mut c = redis::cmd("SMISMEMBER");
+                c.arg(&key);
+                for &i in &who {
+                    c.arg(fingerprint(g.fp_bits, hashes[i]));
+                }
+                cmds.push(Routed::new(slot(key.as_bytes()), &c));
+                order.push(who);
+            }
+            let replies = self.client.exec(cmds).map_err(Failure::into_error)?;
+            for (v, who) in replies.iter().zip(order) {
+                let Value::Array(items) = v else {
+                    return Err(server_error("SMISMEMBER", &loc, v)
+                        .unwrap_or_else(|| anyhow!("{loc}: unexpected SMISMEMBER reply")));
+                };
+                for (o, i) in items.iter().zip(who) {
+                    if *o == Value::Int(1) {
+                        out[i] = true;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What one live generation holds, counted with `SCARD` of its sets.
+#[derive(Clone, Debug)]
+pub(crate) struct GenCensus {
+    /// The generation.
+    pub generation: Gen,
+    /// Lines recorded in it (the counters).
+    pub lines: u64,
+    /// Fingerprints its sets hold.
+    pub fingerprints: u64,
+    /// The fullest set's.
+    pub max_load: u64,
+    /// Sets past the server's intset limit (kept as hash tables).
+    pub past: u64,
+    /// Keys where its sets should be that are not sets.
+    pub wrong: Vec<String>,
+}
+
+impl GensFilter {
+    /// Counts the live generations' sets (`SCARD`, pipelined), telling
+    /// `progress` the sets counted.
+    ///
+    /// # Errors
+    /// A server that cannot be reached.
+    pub(crate) fn census(&mut self, progress: &mut dyn FnMut(u64)) -> Result<Vec<GenCensus>> {
+        let loc = self.client.location().clone();
+        let mut all = Vec::new();
+        for (g, lines) in self.generations() {
+            let mut c = GenCensus {
+                generation: g,
+                lines,
+                fingerprints: 0,
+                max_load: 0,
+                past: 0,
+                wrong: Vec::new(),
+            };
+            let names: Vec<String> = (0..self.meta.groups)
+                .flat_map(|t| (0..g.per_group).map(move |k| (t, k)))
+                .map(|(t, k)| self.meta.set_name(&loc, g.index, t, k))
+                .collect();
+            for part in names.chunks(4096) {
+                let cmds = part
+                    .iter()
+                    .map(|n| Routed::new(slot(n.as_bytes()), redis::cmd("SCARD").arg(n)))
+                    .collect();
+                let replies = self.client.exec(cmds).map_err(Failure::into_error)?;
+                for (n, v) in part.iter().zip(replies) {
+                    match v {
+                        Value::Int(k) => {
+                            let k = u64::try_from(k).unwrap_or(0);
+                            c.fingerprints += k;
+                            c.max_load = c.max_load.max(k);
+                            c.past += u64::from(k > self.meta.limit);
+                        }
+                        _ => c.wrong.push(n.clone()),
+                    }
+                }
+                progress(part.len() as u64);
+            }
+            all.push(c);
+        }
+        Ok(all)
+    }
+}
