@@ -92,7 +92,9 @@ pub(crate) fn lost_meta(loc: &Location, link: Link) -> Result<Option<String>> {
 fn refuse_generations(loc: &Location, spec: &Spec) -> Result<()> {
     if spec.window.is_some() || spec.growth.is_some() {
         bail!(
-            "{loc}: `build -o` makes a Redis filter of a fixed size only; a filter that grows              or has a --window is made by its first writer (`seen dedup -f {loc} --window …`              or `--growth …`), then `build --add -o {loc}` adds to it"
+            "{loc}: `build -o` makes a Redis filter of a fixed size only; a filter that grows \
+             or has a --window is made by its first writer (`seen dedup -f {loc} --window …` \
+             or `--growth …`), then `build --add -o {loc}` adds to it"
         );
     }
     Ok(())

@@ -78,12 +78,44 @@ fn a_growing_filter_is_awk_across_generations() {
         seen_env(d.path(), &env, ["verify", &loc], b"").ok();
         seen_env(d.path(), &env, ["forget", &loc, "x"], b"")
             .fails("grows or has a time window cannot forget keys yet");
+        // Made by a first writer, not by `build -o`; added to by `--add`.
+        let other = format!("{loc}-b");
+        seen_env(
+            d.path(),
+            &env,
+            ["build", "-o", &other, "--growth", "2"],
+            b"x\n",
+        )
+        .fails("made by its first writer");
+        seen_env(
+            d.path(),
+            &env,
+            ["build", "--add", "-o", &loc],
+            b"new line\n",
+        )
+        .ok();
+        seen_env(d.path(), &env, ["query", &loc, "new line"], b"").ok();
         // `stats` counts each live generation's sets.
         let s = seen_env(d.path(), &env, ["stats", "--json", &loc], b"");
         let v: serde_json::Value = serde_json::from_slice(&s.ok().stdout).unwrap();
         let gens = v["generations"].as_array().unwrap();
         assert!(gens.len() >= 5, "{v}");
+        // Each entry has the members docs/STATS.md lists, no more.
+        let doc = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/STATS.md"),
+        )
+        .unwrap();
+        let documented: std::collections::BTreeSet<String> = doc
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `generations[]."))
+            .map(|l| l.split('`').next().unwrap().to_string())
+            .collect();
+        let got: std::collections::BTreeSet<String> =
+            gens[0].as_object().unwrap().keys().cloned().collect();
+        assert_eq!(got, documented);
         let sum = |f: &str| gens.iter().map(|g| g[f].as_u64().unwrap()).sum::<u64>();
+        // Every line once, and the one `build --add` recorded.
+        let n = n + 1;
         assert_eq!(
             (sum("inserts"), v["inserts"].as_u64()),
             (n as u64, Some(n as u64))
