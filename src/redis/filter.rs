@@ -51,6 +51,12 @@ pub(crate) fn first_layer(spec: &Spec) -> Result<Plan> {
     if spec.window.is_some() {
         bail!("{NO_WINDOW}");
     }
+    if spec.growth.is_some() {
+        bail!(
+            "a Redis filter in the Bloom layout does not grow: drop --growth, or make it in the \
+             fingerprint-set layout (the default), which grows with --growth"
+        );
+    }
     crate::filter::sizing::plan_few_bits(spec.capacity, spec.target_fpp, ROOM)
         .context("cannot size the filter (-n/--capacity, -p/--fpp)")
 }

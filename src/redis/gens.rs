@@ -27,7 +27,9 @@
 //! - `seen:{NAME:t}:TAG:G:k`: set k of group t in generation G.
 //!
 //! With a window, a slice's keys expire by themselves (`EXPIRE`, set by the
-//! script each time it writes them) when the slice stops being live.
+//! script when it adds to them) when the slice stops being live; the
+//! generations hash (a few fields) stays with the meta key, so that a
+//! filter left idle past its window goes on with its next writer.
 
 mod reads;
 pub(crate) mod store;
@@ -521,9 +523,9 @@ return out
 /// Adds a generation, in one step, when the newest is still `ARGV[1]`:
 /// `ARGV[2]` its slice, `ARGV[3]` its rank, `ARGV[4]` the writer's time
 /// (the clock only moves forward), `ARGV[5]` the oldest live slice (older
-/// generations leave the hash), `ARGV[6]` seconds the hash lives (0: for
-/// ever). Replies the newest generation after it (the one added, or the one
-/// another writer added first).
+/// generations leave the hash, and their counters, fields `ARGV[6]`G of
+/// `KEYS[2]`, go). Replies the newest generation after it (the one added,
+/// or the one another writer added first).
 pub(crate) const GROW_SCRIPT: &str = r"
 local top = tonumber(redis.call('HGET', KEYS[1], 'top') or '-1')
 local t = tonumber(ARGV[4])
@@ -538,11 +540,12 @@ for i = 1, #all, 2 do
   local f = all[i]
   if string.sub(f, 1, 2) == 'g:' then
     local s = tonumber(string.match(all[i + 1], '^(%d+)'))
-    if s < oldest then redis.call('HDEL', KEYS[1], f) end
+    if s < oldest then
+      redis.call('HDEL', KEYS[1], f)
+      redis.call('HDEL', KEYS[2], ARGV[6] .. string.sub(f, 3))
+    end
   end
 end
-local ttl = tonumber(ARGV[6])
-if ttl > 0 then redis.call('EXPIRE', KEYS[1], ttl) end
 return g
 ";
 

@@ -376,8 +376,10 @@ impl Journal {
             .with_context(|| format!("cannot create the journal {}", fresh.display()))?;
             rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)
                 .with_context(|| format!("cannot lock the journal {}", fresh.display()))?;
-            std::fs::rename(&fresh, &path)
-                .with_context(|| format!("cannot create the journal {}", path.display()))?;
+            // A link, not a rename: it never replaces a file of that name.
+            let named = std::fs::hard_link(&fresh, &path);
+            let _ = std::fs::remove_file(&fresh);
+            named.with_context(|| format!("cannot create the journal {}", path.display()))?;
             mark_location(&self.dir, &self.location);
             self.segments.push_back(Segment {
                 path,

@@ -411,6 +411,20 @@ fn window_refusals() {
         b"a\n",
     )
     .fails("cannot be kept in Redis in the Bloom layout");
+    seen_io(
+        d.path(),
+        [
+            "dedup",
+            "-f",
+            "redis://127.0.0.1:1/x",
+            "--growth",
+            "2",
+            "--redis-layout",
+            "bloom",
+        ],
+        b"a\n",
+    )
+    .fails("Bloom layout does not grow");
     seen(d.path(), ["copy", "w.seen", "redis://127.0.0.1:1/x"])
         .fails("cannot be kept in Redis in the Bloom layout");
     assert!(!d.path().join("m.seen").exists()); // A time in milliseconds is refused, not taken for the year 58,884.

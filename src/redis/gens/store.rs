@@ -93,12 +93,6 @@ impl GensFilter {
         if let Some(e) = server_error("HSET of the generations", &loc, &v) {
             return Err(e);
         }
-        if let Some(ttl) = meta
-            .slice_end(slice)
-            .map(|end| end.saturating_sub(t).max(1))
-        {
-            client.query(s, redis::cmd("EXPIRE").arg(&gens).arg(ttl).clone())?;
-        }
         let v = client.query_once(
             slot(loc.meta_key().as_bytes()),
             redis::cmd("SET")
@@ -130,16 +124,21 @@ impl GensFilter {
         write: bool,
     ) -> Result<GensFilter> {
         let loc = client.location().clone();
-        let v = client.query(
-            slot(loc.meta_key().as_bytes()),
-            redis::cmd("SCRIPT").arg("LOAD").arg(TAS_SCRIPT).clone(),
-        )?;
-        let sha = match v {
-            Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
-            other => {
-                return Err(server_error("SCRIPT LOAD", &loc, &other)
-                    .unwrap_or_else(|| anyhow!("{loc}: unexpected SCRIPT LOAD reply")));
+        // Only a writer runs the script (a reader may lack the right to).
+        let sha = if write {
+            let v = client.query(
+                slot(loc.meta_key().as_bytes()),
+                redis::cmd("SCRIPT").arg("LOAD").arg(TAS_SCRIPT).clone(),
+            )?;
+            match v {
+                Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+                other => {
+                    return Err(server_error("SCRIPT LOAD", &loc, &other)
+                        .unwrap_or_else(|| anyhow!("{loc}: unexpected SCRIPT LOAD reply")));
+                }
             }
+        } else {
+            String::new()
         };
         let header = meta.header();
         let mut f = GensFilter {
@@ -285,15 +284,7 @@ impl GensFilter {
             let (top, slice, rank) = self.state.newest();
             let want = match self.meta.window {
                 Some(w) if w.slice_at(t) > slice => Some((w.slice_at(t), 0)),
-                _ => {
-                    let g = self.planned.last().expect("one at least");
-                    let held = self.counted.get(&top).copied().unwrap_or(0)
-                        + self.added.get(&top).copied().unwrap_or(0);
-                    let room = self.meta.growth.is_some()
-                        && rank + 1 < MAX_GENS
-                        && self.state.gens.len() < 2 * MAX_GENS as usize;
-                    (room && held >= g.capacity).then_some((slice, rank + 1))
-                }
+                _ => (self.room() == Some(0)).then_some((slice, rank + 1)),
             };
             let Some((slice, rank)) = want else {
                 return Ok(());
@@ -312,7 +303,10 @@ impl GensFilter {
     /// filter grows (`None`: it does not, or no more).
     pub(crate) fn room(&self) -> Option<u64> {
         let (top, _, rank) = self.state.newest();
-        if self.meta.growth.is_none() || rank + 1 >= MAX_GENS {
+        if self.meta.growth.is_none()
+            || rank + 1 >= MAX_GENS
+            || self.state.gens.len() >= 2 * MAX_GENS as usize
+        {
             return None;
         }
         let g = self.planned.last().expect("one at least");
@@ -330,22 +324,19 @@ impl GensFilter {
             .meta
             .window
             .map_or(0, |w| slice.saturating_sub(u64::from(w.slices)));
-        let ttl = self
-            .meta
-            .slice_end(slice)
-            .map_or(0, |end| end.saturating_sub(t).max(1));
         let v = self.client.query_once(
             slot(gens.as_bytes()),
             redis::cmd("EVAL")
                 .arg(GROW_SCRIPT)
-                .arg(1)
+                .arg(2)
                 .arg(&gens)
+                .arg(loc.count_key())
                 .arg(top)
                 .arg(slice)
                 .arg(rank)
                 .arg(t)
                 .arg(oldest)
-                .arg(ttl)
+                .arg(format!("lines:{:08x}:", self.meta.tag))
                 .clone(),
         )?;
         if let Some(e) = server_error("adding a generation", &loc, &v) {
@@ -481,18 +472,38 @@ impl GensFilter {
         let mut tries = 0;
         while !todo.is_empty() && t.failed.is_none() {
             tries += 1;
-            if tries > MAX_RETRIES {
-                bail!(
+            let ready = if tries > MAX_RETRIES {
+                Err(anyhow!(
                     "{}: its generations kept moving while this writer sent a batch",
                     self.location()
-                );
-            }
-            if tries > 1 {
-                self.refresh()?;
-            }
+                ))
+            } else if tries > 1 {
+                self.refresh()
+            } else {
+                Ok(())
+            };
             let now = self.time();
             let live = self.live(now);
-            let g = *live.last().expect("the newest is live");
+            let newest = live.last().copied();
+            let g = match (ready, newest) {
+                (Ok(()), Some(g)) => g,
+                (ready, _) => {
+                    let e = ready.err().unwrap_or_else(|| {
+                        anyhow!("{}: no live generation to record in", self.location())
+                    });
+                    if !sent_any {
+                        // The first step only read: nothing was recorded.
+                        return Err(e);
+                    }
+                    // Lines recorded before stay judged (and journaled);
+                    // these were not sent again: not recorded.
+                    for &i in &todo {
+                        out[i as usize] = true;
+                    }
+                    t.failed = Some(e);
+                    break;
+                }
+            };
             let ttl = self
                 .meta
                 .slice_end(g.slice)
@@ -584,6 +595,7 @@ impl GensFilter {
             .filter(|(_, v)| matches!(v, Value::ServerError(e) if e.code() == "NOSCRIPT"))
             .map(|(i, _)| i)
             .collect();
+        let mut lost_calls = HashSet::new();
         if !unknown.is_empty() {
             let cmds = unknown
                 .iter()
@@ -596,16 +608,20 @@ impl GensFilter {
                     }
                 }
                 Err(f) => {
+                    // Those may have run; the other calls' replies are in.
                     let lost: Vec<Vec<u32>> = unknown.iter().map(|&i| owners[i].clone()).collect();
                     t.mark(&lost, new);
                     t.fail(f.into_error(), new);
-                    return (true, Vec::new());
+                    lost_calls.extend(unknown);
                 }
             }
         }
         let loc = self.client.location().clone();
         let mut stale = Vec::new();
-        for (v, who) in replies.iter().zip(&owners) {
+        for (n, (v, who)) in replies.iter().zip(&owners).enumerate() {
+            if lost_calls.contains(&n) {
+                continue;
+            }
             match v {
                 Value::Array(items) if items.first() == Some(&Value::Int(1)) => {
                     stale.extend_from_slice(who);
@@ -645,8 +661,12 @@ impl GensFilter {
 
     /// Adds this run's lines to each generation's counter.
     fn commit_counts(&mut self) -> Result<()> {
-        let added = std::mem::take(&mut self.added);
+        // Each generation's count is taken off as it is sent (a lost reply
+        // may have counted it: never twice); after a failure the rest are
+        // still owed.
+        let added: Vec<(u64, u64)> = self.added.iter().map(|(&g, &n)| (g, n)).collect();
         for (g, n) in added {
+            self.added.remove(&g);
             if n == 0 {
                 continue;
             }
@@ -788,6 +808,14 @@ impl Store for GensFilter {
         let mut new = 0;
         let mut from = 0;
         while from < hashes.len() {
+            if self.broken.is_some() {
+                // A reply was lost: nothing more is sent (the run stops).
+                out[from..].fill(true);
+                if let Some(j) = &mut self.journal {
+                    j.verdicts(out[from..].iter().map(|_| crate::redis::journal::PRESENT));
+                }
+                break;
+            }
             self.advance()?;
             let to = match self.room() {
                 Some(room) => from + (room.max(1) as usize).min(hashes.len() - from),
