@@ -450,6 +450,24 @@ fn build_makes_and_replaces_only_when_told() {
 /// is still exactly awk's.
 #[test]
 fn resharding_during_a_run_changes_nothing() {
+    reshard_during_a_run(&["-n", "600k", "-p", "1e-9"]);
+}
+
+/// The same with a filter that grows (generations: a script call per
+/// group, over keys that move with their slot).
+#[test]
+fn resharding_during_a_run_of_a_growing_filter_changes_nothing() {
+    reshard_during_a_run(&["--growth", "2", "-n", "100k"]);
+}
+
+/// A run of `dedup -f` with the sizing flags `size` on the Cluster while
+/// slots move away and back (see `resharding_during_a_run_changes_nothing`).
+fn reshard_during_a_run(size: &[&str]) {
+    // One reshard of the Cluster at a time.
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let Some(nodes) = server("SEEN_TEST_REDIS_CLUSTER") else {
         return;
     };
@@ -518,7 +536,9 @@ fn resharding_during_a_run_changes_nothing() {
     };
     let mut writer = command(d.path())
         .env("SEEN_JOURNAL_DIR", &j)
-        .args(["dedup", "-n", "600k", "-p", "1e-9", "-f", &loc])
+        .arg("dedup")
+        .args(size)
+        .args(["-f", &loc])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
