@@ -463,13 +463,15 @@ impl GensState {
 /// generation the writer knows; `ARGV[2]`: seconds the newest
 /// generation's keys live (0: for ever); `ARGV[3]`: the call's lines `n`;
 /// `ARGV[4]`: the fingerprint widths `w` (1 or 2: 32 and 64 bits); then
-/// `w` runs of `n` fingerprints, one per line; then for each set
-/// (`KEYS[2..]`) a flag (`n` newest or `o` older, and the width's number)
-/// and its lines' numbers, two bytes each, big-endian. Replies `{1, top}`
-/// and does nothing when the group holds a generation newer than the
-/// writer's; else `{0, top}` and a verdict per line (0: new, added to the
-/// newest generation; 1: present in a live generation, or its fingerprint
-/// given twice in the call's set).
+/// `w` runs of `n` fingerprints, one per line, the lines of each set of
+/// the newest generation together; then for each set (`KEYS[2..]`) a flag
+/// (`n` newest or `o` older, and the width's number) and, for the newest,
+/// its first line's number and its count, for an older one its lines'
+/// numbers, two bytes each, big-endian (lines are numbered from 1).
+/// Replies `{1, top}` and does nothing when the group holds a generation
+/// newer than the writer's; else `{0, top}` and a verdict per line (0: new,
+/// added to the newest generation; 1: present in a live generation, or its
+/// fingerprint given twice in the call's set).
 pub(crate) const TAS_SCRIPT: &str = r"
 local top = tonumber(redis.call('GET', KEYS[1]) or '-1')
 local g = tonumber(ARGV[1])
@@ -486,29 +488,32 @@ for k = 2, #KEYS do
   local flag, blob = ARGV[at], ARGV[at + 1]
   at = at + 2
   local off = 4 + (tonumber(string.sub(flag, 2)) - 1) * n
-  local pos, fps = {}, {}
-  for j = 1, #blob / 2 do
-    local hi, lo = string.byte(blob, 2 * j - 1, 2 * j)
-    local p = hi * 256 + lo
-    pos[j] = p
-    fps[j] = ARGV[off + p]
-  end
   if string.sub(flag, 1, 1) == 'n' then
-    news[#news + 1] = {k, pos, fps}
+    local fhi, flo, chi, clo = string.byte(blob, 1, 4)
+    news[#news + 1] = {k, off, fhi * 256 + flo, chi * 256 + clo}
   else
+    local fps = {}
+    local pos = {}
+    for j = 1, #blob / 2 do
+      local hi, lo = string.byte(blob, 2 * j - 1, 2 * j)
+      local p = hi * 256 + lo
+      pos[j] = p
+      fps[j] = ARGV[off + p]
+    end
     local r = redis.call('SMISMEMBER', KEYS[k], unpack(fps))
     for j = 1, #pos do if r[j] == 1 then seen[pos[j]] = true end end
   end
 end
 for _, e in ipairs(news) do
-  local k, pos, fps = e[1], e[2], e[3]
-  local r = redis.call('SMISMEMBER', KEYS[k], unpack(fps))
+  local k, off, from, c = e[1], e[2], e[3], e[4]
+  local r = redis.call('SMISMEMBER', KEYS[k], unpack(ARGV, off + from, off + from + c - 1))
   local add, mine = {}, {}
-  for j = 1, #pos do
-    local p = pos[j]
-    if not seen[p] and r[j] == 0 and not mine[fps[j]] then
-      mine[fps[j]] = true
-      add[#add + 1] = fps[j]
+  for j = 1, c do
+    local p = from + j - 1
+    local fp = ARGV[off + p]
+    if not seen[p] and r[j] == 0 and not mine[fp] then
+      mine[fp] = true
+      add[#add + 1] = fp
       out[p + 2] = 0
     end
   end

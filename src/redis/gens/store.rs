@@ -366,7 +366,12 @@ impl GensFilter {
                 .push(i);
         }
         let mut calls = Vec::new();
-        for (t, lines) in by_group {
+        let g = &live[newest];
+        let sets = u128::from(self.meta.groups * g.per_group);
+        for (t, mut lines) in by_group {
+            // Each newest set's lines together (the script passes them on
+            // as a run of its arguments).
+            lines.sort_by_key(|&i| (u128::from(hashes[i as usize].lo) * sets) >> 64);
             for lines in lines.chunks(CALL_LINES) {
                 let top = self.meta.top_key(loc, t);
                 let mut call = Call {
@@ -442,7 +447,14 @@ impl GensFilter {
         for (newest, width, pos) in &call.sets {
             let flag = [if *newest { b'n' } else { b'o' }, b'0' + width];
             arg(&mut body_args, &flag);
-            let blob: Vec<u8> = pos.iter().flat_map(|p| p.to_be_bytes()).collect();
+            let blob: Vec<u8> = if *newest {
+                // A run: its first line and its count.
+                debug_assert!(pos.windows(2).all(|w| w[1] == w[0] + 1));
+                let (first, count) = (pos[0], pos.len() as u16);
+                [first.to_be_bytes(), count.to_be_bytes()].concat()
+            } else {
+                pos.iter().flat_map(|p| p.to_be_bytes()).collect()
+            };
             arg(&mut body_args, &blob);
         }
         packed.extend_from_slice(format!("*{count}\r\n").as_bytes());
