@@ -256,7 +256,7 @@ impl RedisFilter {
     /// for the next run otherwise.
     pub(crate) fn end_journal(&mut self, ok: bool) {
         if let Some(j) = self.journal.take() {
-            if ok { j.close() } else { j.keep() }
+            j.end(ok);
         }
     }
 

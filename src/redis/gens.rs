@@ -310,6 +310,21 @@ impl GensMeta {
         ((u128::from(h.lo) * u128::from(self.groups)) >> 64) as u64
     }
 
+    /// The lines `lines` (positions in `hashes`) by group, in their order.
+    pub(crate) fn by_group(
+        &self,
+        hashes: &[Hash128],
+        lines: &[u32],
+    ) -> std::collections::HashMap<u64, Vec<u32>> {
+        let mut by: std::collections::HashMap<u64, Vec<u32>> = Default::default();
+        for &i in lines {
+            by.entry(self.group_of(hashes[i as usize]))
+                .or_default()
+                .push(i);
+        }
+        by
+    }
+
     /// The name of group `t`'s top key.
     pub(crate) fn top_key(&self, loc: &Location, t: u64) -> String {
         format!("seen:{{{}:{t}}}:{:08x}:top", loc.name, self.tag)
@@ -403,29 +418,8 @@ impl GensState {
     /// A hash without generations, or a field that is not one.
     pub(crate) fn read(v: &redis::Value, loc: &Location) -> Result<GensState> {
         let mut s = GensState::default();
-        let fields: Vec<(Vec<u8>, Vec<u8>)> = match v {
-            redis::Value::Array(items) => items
-                .chunks(2)
-                .filter_map(|p| match p {
-                    [redis::Value::BulkString(k), redis::Value::BulkString(v)] => {
-                        Some((k.clone(), v.clone()))
-                    }
-                    _ => None,
-                })
-                .collect(),
-            redis::Value::Map(items) => items
-                .iter()
-                .filter_map(|p| match p {
-                    (redis::Value::BulkString(k), redis::Value::BulkString(v)) => {
-                        Some((k.clone(), v.clone()))
-                    }
-                    _ => None,
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
-        for (k, val) in fields {
-            let text = String::from_utf8_lossy(&val).into_owned();
+        for (k, val) in super::reply::hash_fields(v) {
+            let text = String::from_utf8_lossy(val).into_owned();
             if k == b"clock" {
                 s.clock = text.parse().unwrap_or(0);
             } else if let Some(g) = k.strip_prefix(b"g:") {

@@ -527,6 +527,12 @@ impl Journal {
         self.partial = true;
     }
 
+    /// Ends the journal: [`Journal::close`] when the run went well (`ok`),
+    /// [`Journal::keep`] otherwise.
+    pub(crate) fn end(self, ok: bool) {
+        if ok { self.close() } else { self.keep() }
+    }
+
     /// Ends the journal of a run that went well: its files go (and the
     /// directory, when no other run has files there), unless some lines
     /// judged new were not written (the sink stopped early): then they stay

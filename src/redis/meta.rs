@@ -309,29 +309,10 @@ pub(super) fn read_counts(v: &Value, header: &mut Header) {
 
 /// Calls `f` with each field and number of an `HGETALL` reply.
 pub(super) fn each_count(v: &Value, f: &mut dyn FnMut(&[u8], u64)) {
-    let pairs: Vec<(Vec<u8>, u64)> = match v {
-        Value::Array(items) => items
-            .chunks(2)
-            .filter_map(|p| match p {
-                [Value::BulkString(k), Value::BulkString(n)] => {
-                    Some((k.clone(), std::str::from_utf8(n).ok()?.parse().ok()?))
-                }
-                _ => None,
-            })
-            .collect(),
-        Value::Map(items) => items
-            .iter()
-            .filter_map(|(k, n)| match (k, n) {
-                (Value::BulkString(k), Value::BulkString(n)) => {
-                    Some((k.clone(), std::str::from_utf8(n).ok()?.parse().ok()?))
-                }
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
-    for (k, n) in pairs {
-        f(&k, n);
+    for (k, n) in super::reply::hash_fields(v) {
+        if let Some(n) = std::str::from_utf8(n).ok().and_then(|n| n.parse().ok()) {
+            f(k, n);
+        }
     }
 }
 

@@ -20,6 +20,7 @@ mod journal;
 mod location;
 mod meta;
 mod open;
+mod reply;
 mod set_keys;
 mod sets;
 mod shards;

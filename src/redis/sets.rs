@@ -231,11 +231,7 @@ impl SetsFilter {
     pub(crate) fn finish(&mut self, ok: bool) -> Result<Option<Header>> {
         let broken = self.broken.take();
         if let Some(j) = self.journal.take() {
-            if ok && broken.is_none() {
-                j.close();
-            } else {
-                j.keep();
-            }
+            j.end(ok && broken.is_none());
         }
         if let Some(replace) = self.pending {
             if !ok || broken.is_some() {

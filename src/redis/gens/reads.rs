@@ -45,14 +45,7 @@ impl GensFilter {
             let mut cmds = Vec::new();
             // What each reply is about: a group's top, or a set's lines.
             let mut about: Vec<(u64, Vec<u32>)> = Vec::new();
-            let mut by_group: HashMap<u64, Vec<u32>> = HashMap::new();
-            for &i in &left {
-                by_group
-                    .entry(self.meta.group_of(hashes[i as usize]))
-                    .or_default()
-                    .push(i);
-            }
-            for (t, lines) in by_group {
+            for (t, lines) in self.meta.by_group(hashes, &left) {
                 if round == 0 {
                     let top = self.meta.top_key(&loc, t);
                     cmds.push(Routed::new(

@@ -358,17 +358,10 @@ impl GensFilter {
     ) -> Vec<Call> {
         let loc = self.client.location();
         let newest = live.len() - 1;
-        let mut by_group: HashMap<u64, Vec<u32>> = HashMap::new();
-        for &i in todo {
-            by_group
-                .entry(self.meta.group_of(hashes[i as usize]))
-                .or_default()
-                .push(i);
-        }
         let mut calls = Vec::new();
         let g = &live[newest];
         let sets = u128::from(self.meta.groups * g.per_group);
-        for (t, mut lines) in by_group {
+        for (t, mut lines) in self.meta.by_group(hashes, todo) {
             // Each newest set's lines together (the script passes them on
             // as a run of its arguments).
             lines.sort_by_key(|&i| (u128::from(hashes[i as usize].lo) * sets) >> 64);
@@ -773,11 +766,7 @@ impl GensFilter {
     pub(crate) fn finish(&mut self, ok: bool) -> Result<Option<Header>> {
         let broken = self.broken.take();
         if let Some(j) = self.journal.take() {
-            if ok && broken.is_none() {
-                j.close();
-            } else {
-                j.keep();
-            }
+            j.end(ok && broken.is_none());
         }
         let committed = self.commit();
         if let Some(e) = broken {
