@@ -31,6 +31,7 @@
 //! generations hash (a few fields) stays with the meta key, so that a
 //! filter left idle past its window goes on with its next writer.
 
+mod calls;
 mod reads;
 pub(crate) mod store;
 
@@ -460,12 +461,18 @@ impl GensState {
 /// `w` runs of `n` fingerprints, one per line, the lines of each set of
 /// the newest generation together; then for each set (`KEYS[2..]`) a flag
 /// (`n` newest or `o` older, and the width's number) and, for the newest,
-/// its first line's number and its count, for an older one its lines'
-/// numbers, two bytes each, big-endian (lines are numbered from 1).
+/// its first line's number and its count, then (when the writer knows it)
+/// the set's size in digits when the writer found none of those lines in
+/// it; for an older one its lines' numbers, two bytes each, big-endian
+/// (lines are numbered from 1).
+///
 /// Replies `{1, top}` and does nothing when the group holds a generation
-/// newer than the writer's; else `{0, top}` and a verdict per line (0: new,
-/// added to the newest generation; 1: present in a live generation, or its
-/// fingerprint given twice in the call's set).
+/// newer than the writer's. Else it adds to the newest generation the
+/// lines found in none of the sets, and replies `{0, top}` followed by the
+/// numbers of the lines that were not new (found, or a fingerprint given
+/// twice in a set). A newest set still of the size the writer gave has
+/// taken nothing since the writer looked (sets only grow): when no older
+/// set holds a line either, its run is added with one `SADD`, unread.
 pub(crate) const TAS_SCRIPT: &str = r"
 local top = tonumber(redis.call('GET', KEYS[1]) or '-1')
 local g = tonumber(ARGV[1])
@@ -476,15 +483,14 @@ if ttl > 0 then redis.call('EXPIRE', KEYS[1], ttl) end
 local n = tonumber(ARGV[3])
 local at = 5 + tonumber(ARGV[4]) * n
 local out = {0, top}
-for i = 1, n do out[i + 2] = 1 end
-local seen, news = {}, {}
+local seen, news, any = {}, {}, false
 for k = 2, #KEYS do
   local flag, blob = ARGV[at], ARGV[at + 1]
   at = at + 2
   local off = 4 + (tonumber(string.sub(flag, 2)) - 1) * n
   if string.sub(flag, 1, 1) == 'n' then
     local fhi, flo, chi, clo = string.byte(blob, 1, 4)
-    news[#news + 1] = {k, off, fhi * 256 + flo, chi * 256 + clo}
+    news[#news + 1] = {k, off, fhi * 256 + flo, chi * 256 + clo, tonumber(string.sub(blob, 5))}
   else
     local fps = {}
     local pos = {}
@@ -495,25 +501,37 @@ for k = 2, #KEYS do
       fps[j] = ARGV[off + p]
     end
     local r = redis.call('SMISMEMBER', KEYS[k], unpack(fps))
-    for j = 1, #pos do if r[j] == 1 then seen[pos[j]] = true end end
+    for j = 1, #pos do
+      if r[j] == 1 then
+        seen[pos[j]] = true
+        any = true
+      end
+    end
   end
 end
 for _, e in ipairs(news) do
-  local k, off, from, c = e[1], e[2], e[3], e[4]
-  local r = redis.call('SMISMEMBER', KEYS[k], unpack(ARGV, off + from, off + from + c - 1))
-  local add, mine = {}, {}
-  for j = 1, c do
-    local p = from + j - 1
-    local fp = ARGV[off + p]
-    if not seen[p] and r[j] == 0 and not mine[fp] then
-      mine[fp] = true
-      add[#add + 1] = fp
-      out[p + 2] = 0
-    end
-  end
-  if #add > 0 then
-    redis.call('SADD', KEYS[k], unpack(add))
+  local k, off, from, c, size = e[1], e[2], e[3], e[4], e[5]
+  local first, last = off + from, off + from + c - 1
+  if not any and size ~= nil and redis.call('SCARD', KEYS[k]) == size then
+    redis.call('SADD', KEYS[k], unpack(ARGV, first, last))
     if ttl > 0 then redis.call('EXPIRE', KEYS[k], ttl) end
+  else
+    local r = redis.call('SMISMEMBER', KEYS[k], unpack(ARGV, first, last))
+    local add, mine = {}, {}
+    for j = 1, c do
+      local p = from + j - 1
+      local fp = ARGV[off + p]
+      if not seen[p] and r[j] == 0 and not mine[fp] then
+        mine[fp] = true
+        add[#add + 1] = fp
+      else
+        out[#out + 1] = p
+      end
+    end
+    if #add > 0 then
+      redis.call('SADD', KEYS[k], unpack(add))
+      if ttl > 0 then redis.call('EXPIRE', KEYS[k], ttl) end
+    end
   end
 end
 return out

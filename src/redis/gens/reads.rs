@@ -14,17 +14,40 @@ use anyhow::{Result, anyhow};
 use redis::Value;
 use std::collections::{HashMap, HashSet};
 
+/// What a precheck found (see [`GensFilter::precheck`]).
+pub(super) struct Prechecked {
+    /// The lines found in no live generation.
+    pub todo: Vec<u32>,
+    /// Per group, the oldest generation to check again.
+    pub recheck: HashMap<u64, u64>,
+    /// The newest generation's sets looked in, and their sizes then.
+    pub sizes: HashMap<String, u64>,
+}
+
+/// What a reply of a precheck is about.
+enum About {
+    /// A group's top.
+    Top(u64),
+    /// A set's size.
+    Size(String),
+    /// A set's lookup of these lines.
+    Lines(Vec<u32>),
+}
+
 impl GensFilter {
     /// The first step of a batch, without a script: the lines `todo` of
     /// `hashes` looked up in the live generations, newest first, each
-    /// round only the lines not found yet (`SMISMEMBER`; the first after a
-    /// `GET` of each group's top, in order on its node). A line found is
-    /// present (sets only grow). Returns the lines still to decide, and per
-    /// group the oldest generation the script must check again: one the
-    /// group's top had not passed yet could take the line after it was
-    /// looked up (a writer still on it); the others refuse adds. After a
-    /// redirected command (which runs after those behind it) every
-    /// generation is checked again.
+    /// round only the lines not found yet (`SMISMEMBER`; the first round
+    /// after a `GET` of each group's top, and each set's `SCARD` before
+    /// its lookup, in order on its node). A line found is present (sets
+    /// only grow). Returns the lines still to decide; per group the oldest
+    /// generation the script must check again (one the group's top had not
+    /// passed yet could take the line after it was looked up: a writer
+    /// still on it; the others refuse adds); and the newest sets' sizes
+    /// (a set the same size when the script runs has taken no line since:
+    /// the lines looked up in it are still not there). After a redirected
+    /// command (which runs after those behind it) every generation is
+    /// checked again and no size is kept.
     ///
     /// # Errors
     /// A server error or a lost connection (nothing was recorded).
@@ -33,18 +56,19 @@ impl GensFilter {
         hashes: &[Hash128],
         todo: &[u32],
         live: &[Gen],
-    ) -> Result<(Vec<u32>, HashMap<u64, u64>)> {
+    ) -> Result<Prechecked> {
         let loc = self.client.location().clone();
         let before = self.client.redirected();
         let mut left: Vec<u32> = todo.to_vec();
         let mut recheck = HashMap::new();
+        let mut sizes = HashMap::new();
         for (round, g) in live.iter().rev().enumerate() {
             if left.is_empty() {
                 break;
             }
             let mut cmds = Vec::new();
-            // What each reply is about: a group's top, or a set's lines.
-            let mut about: Vec<(u64, Vec<u32>)> = Vec::new();
+            // What each reply is about.
+            let mut about: Vec<About> = Vec::new();
             for (t, lines) in self.meta.by_group(hashes, &left) {
                 if round == 0 {
                     let top = self.meta.top_key(&loc, t);
@@ -52,7 +76,7 @@ impl GensFilter {
                         slot(top.as_bytes()),
                         redis::cmd("GET").arg(&top),
                     ));
-                    about.push((t, Vec::new()));
+                    about.push(About::Top(t));
                 }
                 let mut sets: HashMap<String, Vec<u32>> = HashMap::new();
                 for i in lines {
@@ -61,26 +85,45 @@ impl GensFilter {
                         .push(i);
                 }
                 for (key, who) in sets {
+                    if round == 0 {
+                        cmds.push(Routed::new(
+                            slot(key.as_bytes()),
+                            redis::cmd("SCARD").arg(&key),
+                        ));
+                        about.push(About::Size(key.clone()));
+                    }
                     let mut c = redis::cmd("SMISMEMBER");
                     c.arg(&key);
                     for &i in &who {
                         c.arg(fingerprint(g.fp_bits, hashes[i as usize]));
                     }
                     cmds.push(Routed::new(slot(key.as_bytes()), &c));
-                    about.push((t, who));
+                    about.push(About::Lines(who));
                 }
             }
             let replies = self.client.exec(cmds).map_err(Failure::into_error)?;
             let mut found = HashSet::new();
-            for (v, (t, who)) in replies.iter().zip(about) {
-                if who.is_empty() {
-                    if let Value::BulkString(b) = v
-                        && let Some(top) = std::str::from_utf8(b).ok().and_then(|s| s.parse().ok())
-                    {
-                        recheck.insert(t, top);
+            for (v, about) in replies.iter().zip(about) {
+                let who = match about {
+                    About::Top(t) => {
+                        if let Value::BulkString(b) = v
+                            && let Some(top) =
+                                std::str::from_utf8(b).ok().and_then(|s| s.parse().ok())
+                        {
+                            recheck.insert(t, top);
+                        }
+                        continue;
                     }
-                    continue;
-                }
+                    About::Size(key) => {
+                        if let Value::Int(n) = v
+                            && let Ok(n) = u64::try_from(*n)
+                        {
+                            sizes.insert(key, n);
+                        }
+                        continue;
+                    }
+                    About::Lines(who) => who,
+                };
                 let Value::Array(items) = v else {
                     return Err(server_error("SMISMEMBER", &loc, v)
                         .unwrap_or_else(|| anyhow!("{loc}: unexpected SMISMEMBER reply")));
@@ -95,8 +138,13 @@ impl GensFilter {
         }
         if self.client.redirected() != before {
             recheck.clear();
+            sizes.clear();
         }
-        Ok((left, recheck))
+        Ok(Prechecked {
+            todo: left,
+            recheck,
+            sizes,
+        })
     }
 
     /// Lookups of a batch in the live generations: `SMISMEMBER` per set.

@@ -11,7 +11,6 @@
 
 use super::{
     CLOCK_BOUND, CLOCK_SCRIPT, GROW_SCRIPT, Gen, GensMeta, GensState, MAX_GENS, TAS_SCRIPT,
-    fingerprint,
 };
 use crate::format::Header;
 use crate::hash::Hash128;
@@ -23,7 +22,7 @@ use crate::redis::location::Location;
 use crate::redis::slot::slot;
 use anyhow::{Context, Result, anyhow, bail};
 use redis::Value;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 /// Times a batch's lines are sent again after the generations moved under
 /// them, before the run gives up.
@@ -49,24 +48,6 @@ pub(crate) struct GensFilter {
     /// Set when a reply was lost: the run stops at its next batch.
     pub(super) broken: Option<anyhow::Error>,
 }
-
-/// One script call: a group's lines of a batch.
-struct Call {
-    /// The group's slot.
-    slot: u16,
-    /// `KEYS`: the top key, then the sets.
-    keys: Vec<String>,
-    /// For each set: whether it is of the newest generation, its
-    /// fingerprints' width (1: 32 bits, 2: 64), and its lines' numbers in
-    /// the call (from 1).
-    sets: Vec<(bool, u8, Vec<u16>)>,
-    /// The batch positions of the call's lines.
-    lines: Vec<u32>,
-}
-
-/// Lines a script call takes at most (its lines are numbered in two
-/// bytes, and Lua's `unpack` takes some thousands of values).
-const CALL_LINES: usize = 4000;
 
 impl GensFilter {
     /// Makes the filter `meta` describes at the client's location unless
@@ -345,119 +326,6 @@ impl GensFilter {
         Ok(())
     }
 
-    /// Builds the script calls for the lines `todo` of `hashes`, for the
-    /// live generations `live` (the newest last): each checks its lines in
-    /// the newest and in the older ones from `recheck[group]` on (all of
-    /// them for a group not there).
-    fn calls(
-        &self,
-        hashes: &[Hash128],
-        todo: &[u32],
-        live: &[Gen],
-        recheck: &HashMap<u64, u64>,
-    ) -> Vec<Call> {
-        let loc = self.client.location();
-        let newest = live.len() - 1;
-        let mut calls = Vec::new();
-        let g = &live[newest];
-        let sets = u128::from(self.meta.groups * g.per_group);
-        for (t, mut lines) in self.meta.by_group(hashes, todo) {
-            // Each newest set's lines together (the script passes them on
-            // as a run of its arguments).
-            lines.sort_by_key(|&i| (u128::from(hashes[i as usize].lo) * sets) >> 64);
-            for lines in lines.chunks(CALL_LINES) {
-                let top = self.meta.top_key(loc, t);
-                let mut call = Call {
-                    slot: crate::redis::slot::slot(top.as_bytes()),
-                    keys: vec![top],
-                    sets: Vec::new(),
-                    lines: lines.to_vec(),
-                };
-                let mut names: HashMap<String, usize> = HashMap::new();
-                for (pos, &i) in lines.iter().enumerate() {
-                    let h = hashes[i as usize];
-                    let from = recheck.get(&t).copied().unwrap_or(0);
-                    for (n, g) in live.iter().enumerate() {
-                        if n != newest && g.index < from {
-                            continue;
-                        }
-                        let key = self.meta.set_key(loc, g, h);
-                        let at = *names.entry(key).or_insert_with_key(|key| {
-                            call.keys.push(key.clone());
-                            let width = if g.fp_bits == 32 { 1 } else { 2 };
-                            call.sets.push((n == newest, width, Vec::new()));
-                            call.sets.len() - 1
-                        });
-                        call.sets[at].2.push(pos as u16 + 1);
-                    }
-                }
-                calls.push(call);
-            }
-        }
-        calls
-    }
-
-    /// The call packed as `EVALSHA` (or `EVAL` with `body`), for
-    /// generation `g` whose keys live `ttl` seconds (0: for ever).
-    fn pack(&self, call: &Call, hashes: &[Hash128], g: u64, ttl: u64, body: bool) -> Routed {
-        let wide = call.sets.iter().any(|s| s.1 == 2);
-        let widths: &[u32] = if wide { &[32, 64] } else { &[32] };
-        let mut packed = Vec::with_capacity(64 + 16 * call.lines.len() * widths.len());
-        let mut count = 0usize;
-        let mut arg = |packed: &mut Vec<u8>, a: &[u8]| {
-            packed.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            packed.extend_from_slice(a);
-            packed.extend_from_slice(b"\r\n");
-            count += 1;
-        };
-        let mut body_args = Vec::new();
-        arg(&mut body_args, if body { b"EVAL" } else { b"EVALSHA" });
-        arg(
-            &mut body_args,
-            if body {
-                TAS_SCRIPT.as_bytes()
-            } else {
-                self.sha.as_bytes()
-            },
-        );
-        arg(&mut body_args, call.keys.len().to_string().as_bytes());
-        for k in &call.keys {
-            arg(&mut body_args, k.as_bytes());
-        }
-        arg(&mut body_args, g.to_string().as_bytes());
-        arg(&mut body_args, ttl.to_string().as_bytes());
-        arg(&mut body_args, call.lines.len().to_string().as_bytes());
-        arg(&mut body_args, widths.len().to_string().as_bytes());
-        let mut digits = String::new();
-        for &bits in widths {
-            for &i in &call.lines {
-                use std::fmt::Write as _;
-                digits.clear();
-                let _ = write!(digits, "{}", fingerprint(bits, hashes[i as usize]));
-                arg(&mut body_args, digits.as_bytes());
-            }
-        }
-        for (newest, width, pos) in &call.sets {
-            let flag = [if *newest { b'n' } else { b'o' }, b'0' + width];
-            arg(&mut body_args, &flag);
-            let blob: Vec<u8> = if *newest {
-                // A run: its first line and its count.
-                debug_assert!(pos.windows(2).all(|w| w[1] == w[0] + 1));
-                let (first, count) = (pos[0], pos.len() as u16);
-                [first.to_be_bytes(), count.to_be_bytes()].concat()
-            } else {
-                pos.iter().flat_map(|p| p.to_be_bytes()).collect()
-            };
-            arg(&mut body_args, &blob);
-        }
-        packed.extend_from_slice(format!("*{count}\r\n").as_bytes());
-        packed.extend_from_slice(&body_args);
-        Routed {
-            slot: call.slot,
-            packed,
-        }
-    }
-
     /// Test-and-set of a batch (see the module's doc). A line repeated in
     /// the batch is present and sends nothing.
     fn test_and_set(&mut self, hashes: &[Hash128], out: &mut [bool]) -> Result<u64> {
@@ -468,7 +336,8 @@ impl GensFilter {
             .filter(|&i| !out[i as usize])
             .collect();
         let live = self.live(self.time());
-        let (mut todo, mut recheck) = self.precheck(hashes, &first, &live)?;
+        let found = self.precheck(hashes, &first, &live)?;
+        let (mut todo, mut recheck, mut sizes) = (found.todo, found.recheck, found.sizes);
         // Found in a generation: present.
         let rest: HashSet<u32> = todo.iter().copied().collect();
         for i in first {
@@ -513,9 +382,14 @@ impl GensFilter {
                 .meta
                 .slice_end(g.slice)
                 .map_or(0, |end| end.saturating_sub(now).max(1));
-            let calls = self.calls(hashes, &todo, &live, &recheck);
-            // Lines sent again: every live generation checked in the step.
+            let (calls, twins) = self.calls(hashes, &todo, &live, &recheck, &sizes);
+            for i in twins {
+                out[i as usize] = true;
+            }
+            // Lines sent again: every live generation checked in the step,
+            // every newest set read.
             recheck.clear();
+            sizes.clear();
             let mut again = Vec::new();
             let mut part = Vec::new();
             let mut lines = 0;
@@ -556,102 +430,6 @@ impl GensFilter {
             self.broken = broken;
         }
         Ok(count)
-    }
-
-    /// Sends one part's calls (pipelined; a call a node did not know the
-    /// script for is sent again with it), records the verdicts in `new`
-    /// and the lines added per generation. Returns whether anything was
-    /// sent, and the lines to send again (their group held a newer
-    /// generation).
-    fn send_part(
-        &mut self,
-        part: &[Call],
-        hashes: &[Hash128],
-        (g, ttl): (u64, u64),
-        new: &mut [bool],
-        out: &mut [bool],
-        t: &mut Parts,
-    ) -> (bool, Vec<u32>) {
-        let owners: Vec<Vec<u32>> = part.iter().map(|c| c.lines.clone()).collect();
-        let cmds = part
-            .iter()
-            .map(|c| self.pack(c, hashes, g, ttl, false))
-            .collect();
-        let mut replies = match self.client.exec(cmds) {
-            Ok(r) => r,
-            Err(Failure::NotSent(e)) => {
-                // Not sent: not judged new, not recorded.
-                for &i in owners.iter().flatten() {
-                    out[i as usize] = true;
-                }
-                t.fail(e, new);
-                return (false, Vec::new());
-            }
-            Err(Failure::Lost(e)) => {
-                t.mark(&owners, new);
-                t.fail(e, new);
-                return (true, Vec::new());
-            }
-        };
-        // Nodes without the script cached: the same calls, with it.
-        let unknown: Vec<usize> = replies
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| matches!(v, Value::ServerError(e) if e.code() == "NOSCRIPT"))
-            .map(|(i, _)| i)
-            .collect();
-        let mut lost_calls = HashSet::new();
-        if !unknown.is_empty() {
-            let cmds = unknown
-                .iter()
-                .map(|&i| self.pack(&part[i], hashes, g, ttl, true))
-                .collect();
-            match self.client.exec(cmds) {
-                Ok(r) => {
-                    for (&i, v) in unknown.iter().zip(r) {
-                        replies[i] = v;
-                    }
-                }
-                Err(f) => {
-                    // Those may have run; the other calls' replies are in.
-                    let lost: Vec<Vec<u32>> = unknown.iter().map(|&i| owners[i].clone()).collect();
-                    t.mark(&lost, new);
-                    t.fail(f.into_error(), new);
-                    lost_calls.extend(unknown);
-                }
-            }
-        }
-        let loc = self.client.location().clone();
-        let mut stale = Vec::new();
-        for (n, (v, who)) in replies.iter().zip(&owners).enumerate() {
-            if lost_calls.contains(&n) {
-                continue;
-            }
-            match v {
-                Value::Array(items) if items.first() == Some(&Value::Int(1)) => {
-                    stale.extend_from_slice(who);
-                }
-                Value::Array(items)
-                    if items.first() == Some(&Value::Int(0)) && items.len() == who.len() + 2 =>
-                {
-                    let mut added = 0;
-                    for (o, &i) in items[2..].iter().zip(who) {
-                        if *o == Value::Int(0) {
-                            new[i as usize] = true;
-                            added += 1;
-                        }
-                    }
-                    *self.added.entry(g).or_default() += added;
-                }
-                other => {
-                    t.mark(std::slice::from_ref(who), new);
-                    let e = server_error("a test-and-set", &loc, other)
-                        .unwrap_or_else(|| anyhow!("{loc}: unexpected test-and-set reply"));
-                    t.failed.get_or_insert(e);
-                }
-            }
-        }
-        (true, stale)
     }
 
     /// Adds this run's lines to the counters (per generation), and moves
