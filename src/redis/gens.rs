@@ -566,6 +566,16 @@ end
 return g
 ";
 
+/// Makes a filter: its meta key `KEYS[1]` (`ARGV[1]`) unless it exists, and
+/// then its generations hash `KEYS[2]` naming generation 0 (slice and rank
+/// `ARGV[2]`, clock `ARGV[3]`). Replies 1 when it made them, 0 when the meta
+/// key was there.
+pub(crate) const CREATE_SCRIPT: &str = r"
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
+redis.call('HSET', KEYS[2], 'top', 0, 'g:0', ARGV[2], 'clock', ARGV[3])
+return 1
+";
+
 /// Moves the clock forward to `ARGV[1]` (a writer's time), when it is later.
 pub(crate) const CLOCK_SCRIPT: &str = r"
 local clock = tonumber(redis.call('HGET', KEYS[1], 'clock') or '0')

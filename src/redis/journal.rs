@@ -245,6 +245,38 @@ pub(crate) fn remove_if_empty(dir: &Path) {
     }
 }
 
+/// How old a file made under its temporary name (`.new-log-…`) must be to
+/// be taken for one a run left when it died before it named it (a live run
+/// names its file right after it made and locked it).
+const UNNAMED_SECS: u64 = 60;
+
+/// Removes the files of `dir` that runs made under a temporary name and
+/// died before naming (empty, or a second name of a file named since),
+/// older than [`UNNAMED_SECS`] and locked by no one, so that the directory
+/// can go once its journals have.
+fn remove_unnamed(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(UNNAMED_SECS);
+    for e in entries.filter_map(Result::ok) {
+        if !e.file_name().to_string_lossy().starts_with(".new-log-") {
+            continue;
+        }
+        let p = e.path();
+        let Ok(f) = File::open(&p) else { continue };
+        let stale = f
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t < old);
+        if stale
+            && rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok()
+        {
+            let _ = std::fs::remove_file(&p);
+        }
+    }
+}
+
 /// Where a chunk's slots are in its file.
 #[derive(Clone, Copy)]
 struct Slots {
@@ -572,6 +604,7 @@ impl Journal {
         holds: &mut Asker<'_>,
         out: &mut dyn Write,
     ) -> Result<u64> {
+        remove_unnamed(dir);
         let Ok(entries) = std::fs::read_dir(dir) else {
             return Ok(0);
         };
@@ -834,6 +867,29 @@ mod tests {
             j.close();
             assert_eq!(replay(dir.path(), &[]).0, again, "unread {unread}");
         }
+    }
+
+    #[test]
+    fn files_left_unnamed_go_when_old_and_unlocked() {
+        let dir = tempfile::tempdir().unwrap();
+        let make = |name: &str, age: u64| {
+            let p = dir.path().join(name);
+            let f = File::create(&p).unwrap();
+            let t = std::time::SystemTime::now() - std::time::Duration::from_secs(age);
+            f.set_modified(t).unwrap();
+            (p, f)
+        };
+        let (old, _f1) = make(".new-log-a-000001", UNNAMED_SECS + 5);
+        let (fresh, _f2) = make(".new-log-b-000001", 1);
+        let (locked, f3) = make(".new-log-c-000001", UNNAMED_SECS + 5);
+        rustix::fs::flock(&f3, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
+        let (other, _f4) = make(".other", UNNAMED_SECS + 5);
+        let (printed, n) = replay(dir.path(), &[]);
+        assert_eq!((printed.as_str(), n), ("", 0));
+        assert!(!old.exists(), "an old, unlocked one goes");
+        assert!(fresh.exists(), "a live run may be about to name it");
+        assert!(locked.exists(), "a live run holds it");
+        assert!(other.exists(), "not a journal's");
     }
 
     #[test]

@@ -155,8 +155,8 @@ fn window(m: &GensMeta, gens: &[GenStats], now: u64, clock: u64) -> Option<Windo
                     .filter(|(_, g)| g.slice == Some(slice))
                     .map(|(i, _)| i)
                     .collect();
-                let start = (slice as f64 * secs).ceil() as u64;
-                let end = ((slice + 1) as f64 * secs).ceil() as u64;
+                let start = w.slice_start(slice);
+                let end = w.slice_start(slice + 1);
                 SliceStats {
                     start,
                     end,

@@ -10,7 +10,8 @@
 //! those lines again.
 
 use super::{
-    CLOCK_BOUND, CLOCK_SCRIPT, GROW_SCRIPT, Gen, GensMeta, GensState, MAX_GENS, TAS_SCRIPT,
+    CLOCK_BOUND, CLOCK_SCRIPT, CREATE_SCRIPT, GROW_SCRIPT, Gen, GensMeta, GensState, MAX_GENS,
+    TAS_SCRIPT,
 };
 use crate::format::Header;
 use crate::hash::Hash128;
@@ -51,46 +52,35 @@ pub(crate) struct GensFilter {
 
 impl GensFilter {
     /// Makes the filter `meta` describes at the client's location unless
-    /// one is there (`SET NX` of its meta key, after its generations hash
-    /// names generation 0). Returns whether this run made it.
+    /// one is there ([`CREATE_SCRIPT`]: its meta key and its generations
+    /// hash naming generation 0, in one step). Returns whether this run
+    /// made it.
     ///
     /// # Errors
     /// A server error or a lost connection.
     pub(in crate::redis) fn create(client: &mut Client, meta: &GensMeta) -> Result<bool> {
         let loc = client.location().clone();
-        let gens = meta.gens_key(&loc);
         let t = crate::clock::now();
         let slice = meta.window.map_or(0, |w| w.slice_at(t));
-        let mut hset = redis::cmd("HSET");
-        hset.arg(&gens)
-            .arg("top")
-            .arg(0)
-            .arg("g:0")
-            .arg(format!("{slice} 0"))
-            .arg("clock")
-            .arg(t);
-        let s = slot(gens.as_bytes());
-        let v = client.query(s, hset)?;
-        if let Some(e) = server_error("HSET of the generations", &loc, &v) {
-            return Err(e);
-        }
+        // One step (the two keys share the name's slot): a run killed in
+        // the middle leaves neither, and a writer that lost the race none
+        // of its own.
         let v = client.query_once(
             slot(loc.meta_key().as_bytes()),
-            redis::cmd("SET")
+            redis::cmd("EVAL")
+                .arg(CREATE_SCRIPT)
+                .arg(2)
                 .arg(loc.meta_key())
+                .arg(meta.gens_key(&loc))
                 .arg(meta.encode())
-                .arg("NX")
+                .arg(format!("{slice} 0"))
+                .arg(t)
                 .clone(),
         )?;
-        if let Some(e) = server_error("SET of the meta key", &loc, &v) {
+        if let Some(e) = server_error("making the filter", &loc, &v) {
             return Err(e);
         }
-        let made = v == Value::Okay;
-        if !made {
-            // Another writer made it first: theirs is used.
-            let _ = client.query(s, redis::cmd("UNLINK").arg(&gens).clone());
-        }
-        Ok(made)
+        Ok(v == Value::Int(1))
     }
 
     /// The filter `meta` (stored as `meta_bytes`) on `client`, its
