@@ -5,7 +5,8 @@
 # `dedup -f` in 9 parts, then all of them again (every line present), into
 # a new filter each run; medians of RUNS (default 5) of Redis CPU (INFO
 # used_cpu_user + used_cpu_sys) per input line, and Redis memory per
-# distinct line (used_memory after the first pass):
+# distinct line (used_memory after the first pass); ratios as the ratio of
+# the medians and as the median of each run's ratio:
 #
 #   plain    fixed size (-n the distinct lines): one SADD a line
 #   window   --window 7d --slices 8, each part a slice later (--now): the
@@ -13,6 +14,9 @@
 #   gen1     --growth 2 sized for all lines: one generation
 #   gen4     --growth 2 -n distinct/15: four generations (1 + 2 + 4 + 8)
 #
+# "last-part" is the first pass's last part alone (per line of it): with a
+# window, the part that looks in all 9 live slices, as every part of a
+# long-running windowed filter does.
 #   scripts/bench-redis-gens.sh SEEN CORPUS [RUNS] [LINES]
 set -euo pipefail
 SEEN=$1; CORPUS=$2; RUNS=${3:-5}; LINES=${4:-1000000}
@@ -25,17 +29,19 @@ for _ in $(seq 50); do redis-cli -p $PORT ping >/dev/null 2>&1 && break; sleep 0
 head -n "$LINES" "$CORPUS" > "$W/in.txt"
 split -n l/9 -d -a 1 "$W/in.txt" "$W/part"
 n=$(wc -l < "$W/in.txt"); distinct=$(awk '!s[$0]++' "$W/in.txt" | wc -l)
+n8=$(wc -l < "$W/part8")
 export SEEN_JOURNAL_DIR=$W/j
 cpu() { redis-cli -p $PORT info cpu | awk -F: '/used_cpu_(user|sys):/ { s += $2 } END { printf "%.6f", s }'; }
 mem() { redis-cli -p $PORT info memory | awk -F: '/^used_memory:/ { print $2 + 0 }'; }
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 T0=1796634000 # a slice boundary of a 7-day window in 8 slices
-# one KIND RUN: prints "new_cpu present_cpu bytes_per_line".
+# one KIND RUN: prints "new_cpu present_cpu bytes_per_line last_part_cpu".
 one() {
-    local kind=$1 i=$2 loc=redis://127.0.0.1:$PORT/$1$2 c0 c1 c2 m0 m1 p t
+    local kind=$1 i=$2 loc=redis://127.0.0.1:$PORT/$1$2 c0 c1 c2 c8 m0 m1 p t
     redis-cli -p $PORT flushall >/dev/null
     m0=$(mem); c0=$(cpu)
     for p in 0 1 2 3 4 5 6 7 8; do
+        [ $p = 8 ] && c8=$(cpu)
         t=$((T0 + p * 75600))
         case $kind in
             plain) "$SEEN" dedup -q -n "$distinct" -f "$loc" "$W/part$p" >/dev/null ;;
@@ -50,7 +56,7 @@ one() {
         *) "$SEEN" dedup -q -f "$loc" "$W/in.txt" >/dev/null ;;
     esac
     c2=$(cpu)
-    echo "$(echo "($c1 - $c0) / $n * 1000000000" | bc -l) $(echo "($c2 - $c1) / $n * 1000000000" | bc -l) $(echo "($m1 - $m0) / $distinct" | bc -l)"
+    echo "$(echo "($c1 - $c0) / $n * 1000000000" | bc -l) $(echo "($c2 - $c1) / $n * 1000000000" | bc -l) $(echo "($m1 - $m0) / $distinct" | bc -l) $(echo "($c1 - $c8) / $n8 * 1000000000" | bc -l)"
 }
 declare -A res
 for ((i = 0; i < RUNS; i++)); do
@@ -58,10 +64,23 @@ for ((i = 0; i < RUNS; i++)); do
 done
 col() { printf '%s' "${res[$1]}" | awk -v k="$2" 'NF { print $k }' | median; }
 echo "corpus $CORPUS: $n lines, $distinct distinct; medians of $RUNS runs; Redis CPU ns per input line"
-printf '%-7s %10s %10s %12s\n' kind new present bytes/line
+printf '%-7s %10s %10s %12s %10s\n' kind new present bytes/line last-part
 for k in plain window gen1 gen4; do
-    printf '%-7s %10.0f %10.0f %12.1f\n' "$k" "$(col $k 1)" "$(col $k 2)" "$(col $k 3)"
+    printf '%-7s %10.0f %10.0f %12.1f %10.0f\n' "$k" "$(col $k 1)" "$(col $k 2)" "$(col $k 3)" "$(col $k 4)"
 done
 r() { echo "$(col "$1" "$3") / $(col "$2" "$3")" | bc -l; }
-printf 'window/plain: new %.2fx, present %.2fx, memory %.2fx\n' "$(r window plain 1)" "$(r window plain 2)" "$(r window plain 3)"
-printf 'gen4/gen1:    new %.2fx, present %.2fx, memory %.2fx\n' "$(r gen4 gen1 1)" "$(r gen4 gen1 2)" "$(r gen4 gen1 3)"
+# The median of the runs' own ratios: each pairs two kinds measured minutes
+# apart at most, so it moves less with the machine than the ratio of medians.
+pr() {
+    paste <(printf '%s' "${res[$1]}" | awk -v k="$3" 'NF { print $k }') \
+        <(printf '%s' "${res[$2]}" | awk -v k="$3" 'NF { print $k }') |
+        awk '{ print $1 / $2 }' | median
+}
+printf 'ratio of medians (median of the runs'"'"' ratios):\n'
+printf 'window/plain: new %.2fx (%.2fx), present %.2fx (%.2fx), memory %.2fx\n' \
+    "$(r window plain 1)" "$(pr window plain 1)" "$(r window plain 2)" "$(pr window plain 2)" "$(r window plain 3)"
+printf 'window/plain, last part (9 live slices): %.2fx (%.2fx)\n' "$(r window plain 4)" "$(pr window plain 4)"
+printf 'window/gen1:  new %.2fx (%.2fx), present %.2fx (%.2fx)\n' \
+    "$(r window gen1 1)" "$(pr window gen1 1)" "$(r window gen1 2)" "$(pr window gen1 2)"
+printf 'gen4/gen1:    new %.2fx (%.2fx), present %.2fx (%.2fx), memory %.2fx\n' \
+    "$(r gen4 gen1 1)" "$(pr gen4 gen1 1)" "$(r gen4 gen1 2)" "$(pr gen4 gen1 2)" "$(r gen4 gen1 3)"
