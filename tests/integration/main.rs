@@ -33,6 +33,7 @@ mod parallel;
 mod probe;
 mod progress;
 mod redis;
+mod redis_cut;
 mod redis_edges;
 mod redis_forget;
 mod redis_gens;
