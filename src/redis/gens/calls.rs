@@ -47,8 +47,8 @@ impl GensFilter {
     /// them for a group not there); `sizes` are the newest sets' sizes
     /// when the lines were looked up in them. A line whose fingerprint
     /// another of them has in the same newest set is left out and
-    /// returned: it is present once the other is added (so a call adds
-    /// each of its fingerprints once).
+    /// returned, with that other line: it is present once the other is
+    /// added (so a call adds each of its fingerprints once).
     pub(super) fn calls(
         &self,
         hashes: &[Hash128],
@@ -56,7 +56,7 @@ impl GensFilter {
         live: &[Gen],
         recheck: &HashMap<u64, u64>,
         sizes: &HashMap<String, u64>,
-    ) -> (Vec<Call>, Vec<u32>) {
+    ) -> (Vec<Call>, Vec<(u32, u32)>) {
         let loc = self.client.location();
         let newest = live.len() - 1;
         let mut calls = Vec::new();
@@ -280,14 +280,15 @@ impl GensFilter {
 }
 
 /// Sorts `lines` by their `place` (a newest set and a fingerprint in it),
-/// and takes out and returns each line whose place an earlier one has.
-fn drop_twins<P: Ord>(lines: &mut Vec<u32>, place: impl Fn(u32) -> P) -> Vec<u32> {
+/// and takes out each line whose place an earlier one has: returned with
+/// the line kept, (twin, kept).
+fn drop_twins<P: Ord>(lines: &mut Vec<u32>, place: impl Fn(u32) -> P) -> Vec<(u32, u32)> {
     lines.sort_by_key(|&i| place(i));
     let mut twins = Vec::new();
     lines.dedup_by(|later, kept| {
         let twin = place(*later) == place(*kept);
         if twin {
-            twins.push(*later);
+            twins.push((*later, *kept));
         }
         twin
     });
@@ -320,7 +321,7 @@ mod tests {
         let mut twins = drop_twins(&mut lines, |i| places[i as usize]);
         twins.sort_unstable();
         assert_eq!(lines, [1, 0, 3]);
-        assert_eq!(twins, [2, 4, 5]);
+        assert_eq!(twins, [(2, 0), (4, 1), (5, 0)]);
     }
 
     #[test]

@@ -373,7 +373,9 @@ impl GensFilter {
                 .slice_end(g.slice)
                 .map_or(0, |end| end.saturating_sub(now).max(1));
             let (calls, twins) = self.calls(hashes, &todo, &live, &recheck, &sizes);
-            for i in twins {
+            // Present once the line kept is added (and until then not
+            // judged new, nor sent).
+            for &(i, _) in &twins {
                 out[i as usize] = true;
             }
             // Lines sent again: every live generation checked in the step,
@@ -411,6 +413,15 @@ impl GensFilter {
                     out[i as usize] = true;
                 }
                 break;
+            }
+            // A twin goes again with its line kept, into a generation where
+            // the two may differ.
+            let stale: HashSet<u32> = again.iter().copied().collect();
+            for (i, kept) in twins {
+                if stale.contains(&kept) {
+                    out[i as usize] = false;
+                    again.push(i);
+                }
             }
             todo = again;
         }
