@@ -17,6 +17,10 @@
 # "last-part" is the first pass's last part alone (per line of it): with a
 # window, the part that looks in all 9 live slices, as every part of a
 # long-running windowed filter does.
+# N=lines sizes the filters for N lines instead of the distinct lines (gen4
+# for N/15): a filter sized far beyond the lines put through it has sparse
+# sets (most get one line of a chunk), as a large filter has.
+#
 #   scripts/bench-redis-gens.sh SEEN CORPUS [RUNS] [LINES]
 set -euo pipefail
 SEEN=$1; CORPUS=$2; RUNS=${3:-5}; LINES=${4:-1000000}
@@ -29,6 +33,7 @@ for _ in $(seq 50); do redis-cli -p $PORT ping >/dev/null 2>&1 && break; sleep 0
 head -n "$LINES" "$CORPUS" > "$W/in.txt"
 split -n l/9 -d -a 1 "$W/in.txt" "$W/part"
 n=$(wc -l < "$W/in.txt"); distinct=$(awk '!s[$0]++' "$W/in.txt" | wc -l)
+size=${N:-$distinct}
 n8=$(wc -l < "$W/part8")
 export SEEN_JOURNAL_DIR=$W/j
 cpu() { redis-cli -p $PORT info cpu | awk -F: '/used_cpu_(user|sys):/ { s += $2 } END { printf "%.6f", s }'; }
@@ -44,10 +49,10 @@ one() {
         [ $p = 8 ] && c8=$(cpu)
         t=$((T0 + p * 75600))
         case $kind in
-            plain) "$SEEN" dedup -q -n "$distinct" -f "$loc" "$W/part$p" >/dev/null ;;
-            window) "$SEEN" dedup -q --window 7d --slices 8 -n "$distinct" --now "@$t" -f "$loc" "$W/part$p" >/dev/null ;;
-            gen1) "$SEEN" dedup -q --growth 2 -n "$distinct" -f "$loc" "$W/part$p" >/dev/null ;;
-            gen4) "$SEEN" dedup -q --growth 2 -n $((distinct / 15)) -f "$loc" "$W/part$p" >/dev/null ;;
+            plain) "$SEEN" dedup -q -n "$size" -f "$loc" "$W/part$p" >/dev/null ;;
+            window) "$SEEN" dedup -q --window 7d --slices 8 -n "$size" --now "@$t" -f "$loc" "$W/part$p" >/dev/null ;;
+            gen1) "$SEEN" dedup -q --growth 2 -n "$size" -f "$loc" "$W/part$p" >/dev/null ;;
+            gen4) "$SEEN" dedup -q --growth 2 -n $((size / 15)) -f "$loc" "$W/part$p" >/dev/null ;;
         esac
     done
     c1=$(cpu); m1=$(mem)
@@ -63,7 +68,7 @@ for ((i = 0; i < RUNS; i++)); do
     for k in plain window gen1 gen4; do res[$k]+="$(one $k $i)"$'\n'; done
 done
 col() { printf '%s' "${res[$1]}" | awk -v k="$2" 'NF { print $k }' | median; }
-echo "corpus $CORPUS: $n lines, $distinct distinct; medians of $RUNS runs; Redis CPU ns per input line"
+echo "corpus $CORPUS: $n lines, $distinct distinct, filters sized for $size; medians of $RUNS runs; Redis CPU ns per input line"
 printf '%-7s %10s %10s %12s %10s\n' kind new present bytes/line last-part
 for k in plain window gen1 gen4; do
     printf '%-7s %10.0f %10.0f %12.1f %10.0f\n' "$k" "$(col $k 1)" "$(col $k 2)" "$(col $k 3)" "$(col $k 4)"

@@ -470,9 +470,12 @@ impl GensState {
 /// newer than the writer's. Else it adds to the newest generation the
 /// lines found in none of the sets, and replies `{0, top}` followed by the
 /// numbers of the lines that were not new (found, or a fingerprint given
-/// twice in a set). A newest set still of the size the writer gave has
-/// taken nothing since the writer looked (sets only grow): when no older
-/// set holds a line either, its run is added with one `SADD`, unread.
+/// twice in a set). A run of one line is added with one `SADD`, whose
+/// reply says whether it was new. A newest set still of the size the
+/// writer gave has taken nothing since the writer looked (sets only grow):
+/// when no older set holds a line either, its run is added with one
+/// `SADD`, unread (and its time to live set only when it was empty: one
+/// that held fingerprints got it when it was made).
 pub(crate) const TAS_SCRIPT: &str = r"
 local top = tonumber(redis.call('GET', KEYS[1]) or '-1')
 local g = tonumber(ARGV[1])
@@ -512,9 +515,15 @@ end
 for _, e in ipairs(news) do
   local k, off, from, c, size = e[1], e[2], e[3], e[4], e[5]
   local first, last = off + from, off + from + c - 1
-  if not any and size ~= nil and redis.call('SCARD', KEYS[k]) == size then
+  if c == 1 then
+    if seen[from] or redis.call('SADD', KEYS[k], ARGV[first]) == 0 then
+      out[#out + 1] = from
+    elseif ttl > 0 then
+      redis.call('EXPIRE', KEYS[k], ttl)
+    end
+  elseif not any and size ~= nil and redis.call('SCARD', KEYS[k]) == size then
     redis.call('SADD', KEYS[k], unpack(ARGV, first, last))
-    if ttl > 0 then redis.call('EXPIRE', KEYS[k], ttl) end
+    if ttl > 0 and size == 0 then redis.call('EXPIRE', KEYS[k], ttl) end
   else
     local r = redis.call('SMISMEMBER', KEYS[k], unpack(ARGV, first, last))
     local add, mine = {}, {}

@@ -38,8 +38,8 @@ impl GensFilter {
     /// The first step of a batch, without a script: the lines `todo` of
     /// `hashes` looked up in the live generations, newest first, each
     /// round only the lines not found yet (`SMISMEMBER`; the first round
-    /// after a `GET` of each group's top, and each set's `SCARD` before
-    /// its lookup, in order on its node). A line found is present (sets
+    /// after a `GET` of each group's top, and the `SCARD` of each set of
+    /// two lines or more before its lookup, in order on its node). A line found is present (sets
     /// only grow). Returns the lines still to decide; per group the oldest
     /// generation the script must check again (one the group's top had not
     /// passed yet could take the line after it was looked up: a writer
@@ -85,7 +85,9 @@ impl GensFilter {
                         .push(i);
                 }
                 for (key, who) in sets {
-                    if round == 0 {
+                    // A set of one line needs no size: the script's `SADD`
+                    // of it says whether it was new.
+                    if round == 0 && who.len() > 1 {
                         cmds.push(Routed::new(
                             slot(key.as_bytes()),
                             redis::cmd("SCARD").arg(&key),
