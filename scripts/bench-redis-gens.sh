@@ -17,9 +17,11 @@
 # "last-part" is the first pass's last part alone (per line of it): with a
 # window, the part that looks in all 9 live slices, as every part of a
 # long-running windowed filter does.
+#
 # N=lines sizes the filters for N lines instead of the distinct lines (gen4
-# for N/15): a filter sized far beyond the lines put through it has sparse
-# sets (most get one line of a chunk), as a large filter has.
+# for N/15, which then has fewer generations): a filter sized far beyond the
+# lines put through it has sparse sets (most get one line of a chunk), as a
+# large filter has; its bytes per line are then mostly empty keys.
 #
 #   scripts/bench-redis-gens.sh SEEN CORPUS [RUNS] [LINES]
 set -euo pipefail
