@@ -33,7 +33,7 @@ use crate::filter::sizing::{Plan, Spec};
 use crate::filter::{BLOCK_BYTES, BLOCKS_PER_PAGE, KindId};
 use crate::format::Header;
 use crate::hash::Hash128;
-use crate::pipeline::{Chunk, Journals, Store};
+use crate::pipeline::{Journals, Store};
 use anyhow::{Context, Result, anyhow, bail};
 use redis::Value;
 
@@ -242,14 +242,6 @@ impl RedisFilter {
         let replayed = Journal::replay(&dir, term, &mut super::journal::asker(self, keys), out)?;
         self.journal = Some(Journal::start(&dir, &self.location().to_string())?);
         Ok((replayed, dir))
-    }
-
-    /// The run's output was closed by its reader: see
-    /// [`Journal::retract_recent`].
-    pub(crate) fn output_lost(&mut self) {
-        if let Some(j) = &mut self.journal {
-            j.retract_recent();
-        }
     }
 
     /// Ends the run's journal: removed when the run went well (`ok`), kept
@@ -695,19 +687,8 @@ impl Store for RedisFilter {
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
-        out.clear();
-        out.resize(hashes.len(), false);
-        if self.broken.is_some() && self.journal.is_none() {
-            return Err(self.broken.take().expect("checked"));
-        }
-        if self.broken.is_some() {
-            // Stopping at the next chunk: nothing more is sent, so nothing
-            // more is judged new (or recorded).
-            out.fill(true);
-            if let Some(j) = &mut self.journal {
-                j.verdicts(out.iter().map(|_| super::journal::PRESENT));
-            }
-            return Ok(0);
+        if let Some(r) = crate::redis::Journaled::broken_batch(self, out, hashes.len()) {
+            return r;
         }
         if self.layers.len() > 1 {
             // Older layers take no more keys: a key in one is present.
@@ -732,32 +713,13 @@ impl Store for RedisFilter {
     }
 
     fn journals(&mut self) -> Option<&mut dyn Journals> {
-        if self.journal.is_some() {
-            Some(self)
-        } else {
-            None
-        }
+        crate::redis::Journaled::as_journals(self)
     }
 }
 
-/// A journalling `RedisFilter` (`dedup -f` on Redis) keeps the lines it
-/// judged new until they are written.
-impl Journals for RedisFilter {
-    fn judging(&mut self, chunk: &Chunk) -> Result<()> {
-        if let Some(e) = self.broken.take() {
-            return Err(e);
-        }
-        match &mut self.journal {
-            Some(j) => j.chunk(chunk.records_bytes(), chunk.records()),
-            None => Ok(()),
-        }
-    }
-
-    fn written(&mut self, new: Option<usize>) -> Result<()> {
-        match &mut self.journal {
-            Some(j) => j.written(new),
-            None => Ok(()),
-        }
+impl crate::redis::journal::Journaled for RedisFilter {
+    fn journal_parts(&mut self) -> (Option<&mut Journal>, &mut Option<anyhow::Error>) {
+        (self.journal.as_mut(), &mut self.broken)
     }
 }
 

@@ -245,6 +245,76 @@ pub(crate) fn remove_if_empty(dir: &Path) {
     }
 }
 
+/// A Redis layout that keeps a run's journal: what it holds of it, and the
+/// failure that stops its run at the next chunk. Each is then the
+/// pipeline's [`Journals`](crate::pipeline::Journals): a chunk is written
+/// down before it is judged, and marked once its new lines are written.
+pub(crate) trait Journaled {
+    /// The run's journal (none for a run that keeps none), and the failure
+    /// that stopped its test-and-sets.
+    fn journal_parts(&mut self) -> (Option<&mut Journal>, &mut Option<anyhow::Error>);
+
+    /// Readies `out` for a batch of `len` lines; when the run is broken
+    /// (a test-and-set failed), what the batch returns instead: the failure
+    /// when it keeps no journal, else no line new, its verdicts written
+    /// down (nothing more is sent or judged new; the run stops at its next
+    /// chunk).
+    fn broken_batch(&mut self, out: &mut Vec<bool>, len: usize) -> Option<Result<u64>> {
+        out.clear();
+        out.resize(len, false);
+        let (journal, broken) = self.journal_parts();
+        broken.as_ref()?;
+        match journal {
+            None => broken.take().map(Err),
+            Some(j) => {
+                out.fill(true);
+                j.verdicts(out.iter().map(|_| PRESENT));
+                Some(Ok(0))
+            }
+        }
+    }
+
+    /// Itself as the pipeline's journals, while it keeps one.
+    fn as_journals(&mut self) -> Option<&mut dyn crate::pipeline::Journals>
+    where
+        Self: Sized,
+    {
+        if self.journal_parts().0.is_some() {
+            Some(self)
+        } else {
+            None
+        }
+    }
+
+    /// The run's output was closed by its reader: see
+    /// [`Journal::retract_recent`].
+    fn output_lost(&mut self) {
+        if let (Some(j), _) = self.journal_parts() {
+            j.retract_recent();
+        }
+    }
+}
+
+impl<T: Journaled> crate::pipeline::Journals for T {
+    fn judging(&mut self, chunk: &crate::pipeline::Chunk) -> Result<()> {
+        let (journal, broken) = self.journal_parts();
+        if let Some(e) = broken.take() {
+            return Err(e);
+        }
+        match journal {
+            Some(j) => j.chunk(chunk.records_bytes(), chunk.records()),
+            None => Ok(()),
+        }
+    }
+
+    fn written(&mut self, new: Option<usize>) -> Result<()> {
+        match self.journal_parts().0 {
+            Some(j) => j.written(new),
+            None => Ok(()),
+        }
+    }
+}
+
 /// How old a file made under its temporary name (`.new-log-…`) must be to
 /// be taken for one a run left when it died before it named it (a live run
 /// names its file right after it made and locked it).

@@ -29,7 +29,7 @@ mod slot;
 pub(crate) use client::Link;
 pub(crate) use filter::{RedisFilter, first_layer};
 pub(crate) use gens::store::GensFilter;
-pub(crate) use journal::{Orphan, orphans, remove_orphan};
+pub(crate) use journal::{Journaled, Orphan, orphans, remove_orphan};
 pub(crate) use location::{Location, is_location, redact};
 pub(crate) use open::{Layout, Opened, lost_meta, new_sets, open, open_or_create};
 pub(crate) use sets::{Census, SetsFilter, SetsUnion};

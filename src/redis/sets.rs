@@ -28,7 +28,7 @@ use super::set_keys::{SetKeys, SetsMeta, unlink_all};
 use super::slot::slot;
 use crate::format::Header;
 use crate::hash::Hash128;
-use crate::pipeline::{Chunk, Forgets, Journals, Store};
+use crate::pipeline::{Forgets, Journals, Store};
 use anyhow::{Result, bail};
 use redis::Value;
 
@@ -212,13 +212,6 @@ impl SetsFilter {
         let replayed = Journal::replay(&dir, term, &mut super::journal::asker(self, keys), out)?;
         self.journal = Some(Journal::start(&dir, &self.location().to_string())?);
         Ok((replayed, dir))
-    }
-
-    /// The run's output was closed by its reader.
-    pub(crate) fn output_lost(&mut self) {
-        if let Some(j) = &mut self.journal {
-            j.retract_recent();
-        }
     }
 
     /// Ends the run: the journal removed when it went well (`ok`), kept
@@ -674,18 +667,8 @@ impl Store for SetsFilter {
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
-        out.clear();
-        out.resize(hashes.len(), false);
-        if self.broken.is_some() && self.journal.is_none() {
-            return Err(self.broken.take().expect("checked"));
-        }
-        if self.broken.is_some() {
-            // Stopping at the next chunk: nothing more is sent or judged new.
-            out.fill(true);
-            if let Some(j) = &mut self.journal {
-                j.verdicts(out.iter().map(|_| super::journal::PRESENT));
-            }
-            return Ok(0);
+        if let Some(r) = crate::redis::Journaled::broken_batch(self, out, hashes.len()) {
+            return r;
         }
         // As the Bloom layout's: verdicts written down when judged.
         let lists = self.lists_to_check()?;
@@ -696,11 +679,7 @@ impl Store for SetsFilter {
     }
 
     fn journals(&mut self) -> Option<&mut dyn Journals> {
-        if self.journal.is_some() {
-            Some(self)
-        } else {
-            None
-        }
+        crate::redis::Journaled::as_journals(self)
     }
 
     fn forgets(&mut self) -> Option<&mut dyn Forgets> {
@@ -708,22 +687,8 @@ impl Store for SetsFilter {
     }
 }
 
-/// As the Bloom layout's: the lines judged new are kept until written.
-impl Journals for SetsFilter {
-    fn judging(&mut self, chunk: &Chunk) -> Result<()> {
-        if let Some(e) = self.broken.take() {
-            return Err(e);
-        }
-        match &mut self.journal {
-            Some(j) => j.chunk(chunk.records_bytes(), chunk.records()),
-            None => Ok(()),
-        }
-    }
-
-    fn written(&mut self, new: Option<usize>) -> Result<()> {
-        match &mut self.journal {
-            Some(j) => j.written(new),
-            None => Ok(()),
-        }
+impl crate::redis::journal::Journaled for SetsFilter {
+    fn journal_parts(&mut self) -> (Option<&mut Journal>, &mut Option<anyhow::Error>) {
+        (self.journal.as_mut(), &mut self.broken)
     }
 }

@@ -422,7 +422,7 @@ impl Held for SetsFilter {
     }
 
     fn output_lost(&mut self) {
-        SetsFilter::output_lost(self);
+        crate::redis::Journaled::output_lost(self);
     }
 
     fn shared_writer(&self) -> bool {
@@ -459,7 +459,7 @@ impl Held for RedisFilter {
     }
 
     fn output_lost(&mut self) {
-        RedisFilter::output_lost(self);
+        crate::redis::Journaled::output_lost(self);
     }
 
     fn shared_writer(&self) -> bool {

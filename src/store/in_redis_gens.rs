@@ -35,7 +35,7 @@ impl Held for GensFilter {
     }
 
     fn output_lost(&mut self) {
-        GensFilter::output_lost(self);
+        crate::redis::Journaled::output_lost(self);
     }
 
     fn shared_writer(&self) -> bool {

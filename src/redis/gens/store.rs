@@ -15,7 +15,7 @@ use super::{
 };
 use crate::format::Header;
 use crate::hash::Hash128;
-use crate::pipeline::{Chunk, Journals, Store};
+use crate::pipeline::{Journals, Store};
 use crate::redis::bitfield::{PART_KEYS, Parts};
 use crate::redis::client::{Client, Failure, Routed, server_error};
 use crate::redis::journal::Journal;
@@ -530,13 +530,6 @@ impl GensFilter {
         Ok((replayed, dir))
     }
 
-    /// The run's output was closed by its reader.
-    pub(crate) fn output_lost(&mut self) {
-        if let Some(j) = &mut self.journal {
-            j.retract_recent();
-        }
-    }
-
     /// Ends the run (as `SetsFilter::finish`): the journal removed when it
     /// went well, kept otherwise; the counters added to.
     ///
@@ -569,17 +562,8 @@ impl Store for GensFilter {
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
-        out.clear();
-        out.resize(hashes.len(), false);
-        if self.broken.is_some() && self.journal.is_none() {
-            return Err(self.broken.take().expect("checked"));
-        }
-        if self.broken.is_some() {
-            out.fill(true);
-            if let Some(j) = &mut self.journal {
-                j.verdicts(out.iter().map(|_| crate::redis::journal::PRESENT));
-            }
-            return Ok(0);
+        if let Some(r) = crate::redis::Journaled::broken_batch(self, out, hashes.len()) {
+            return r;
         }
         // In steps no larger than the room left in the newest generation,
         // so that a growing filter adds the next one when it is full, not a
@@ -608,11 +592,7 @@ impl Store for GensFilter {
     }
 
     fn journals(&mut self) -> Option<&mut dyn Journals> {
-        if self.journal.is_some() {
-            Some(self)
-        } else {
-            None
-        }
+        crate::redis::Journaled::as_journals(self)
     }
 
     /// A script call costs the server per call as much as per line: the
@@ -622,22 +602,8 @@ impl Store for GensFilter {
     }
 }
 
-/// As the other layouts': the lines judged new are kept until written.
-impl Journals for GensFilter {
-    fn judging(&mut self, chunk: &Chunk) -> Result<()> {
-        if let Some(e) = self.broken.take() {
-            return Err(e);
-        }
-        match &mut self.journal {
-            Some(j) => j.chunk(chunk.records_bytes(), chunk.records()),
-            None => Ok(()),
-        }
-    }
-
-    fn written(&mut self, new: Option<usize>) -> Result<()> {
-        match &mut self.journal {
-            Some(j) => j.written(new),
-            None => Ok(()),
-        }
+impl crate::redis::journal::Journaled for GensFilter {
+    fn journal_parts(&mut self) -> (Option<&mut Journal>, &mut Option<anyhow::Error>) {
+        (self.journal.as_mut(), &mut self.broken)
     }
 }
