@@ -10,7 +10,7 @@
 
 use crate::common::{reference, seen_env, tmp};
 use crate::redis::{Private, urls};
-use crate::redis_edges::exactly_once;
+use crate::redis_edges::{exactly_once, tally};
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -113,12 +113,7 @@ const CHUNK_LINES: usize = CHUNK_BYTES / 29;
 /// repeat of a line printed before): the next run prints it. The replies
 /// lost are those of the parts in flight, within one chunk.
 fn at_least_once(outs: &[&[u8]], want: &[u8], twice: usize, ctx: &str) {
-    let mut n: std::collections::HashMap<&[u8], usize> = Default::default();
-    for o in outs {
-        for l in o.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-            *n.entry(l).or_default() += 1;
-        }
-    }
+    let n = tally(outs);
     let lines: Vec<&[u8]> = want
         .split(|&b| b == b'\n')
         .filter(|l| !l.is_empty())
