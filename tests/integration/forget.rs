@@ -398,3 +398,63 @@ fn a_forgotten_line_recorded_again_leaves_the_list_in_every_span() {
             .no_stdout();
     }
 }
+
+/// A `forget` between two chunks of a running `dedup -f`: the lines of the
+/// next chunk were hashed (and looked up in the forget list, ahead of the
+/// writer) before the writer's next span read the new list, so those
+/// lookups are of the list before; the writer must judge by the list after.
+/// Every forgotten line of that chunk is printed once, and none of the
+/// others.
+#[test]
+fn a_forget_between_a_writers_chunks_is_seen_by_the_next_one() {
+    use std::io::{BufRead, BufReader, Write};
+    let d = tmp();
+    let old = numbered("old", 0..20_000);
+    let oldf = write(&d, "old.txt", &old);
+    build_from(
+        d.path(),
+        &["-n", "100k", "-p", "1e-9", "-o", "f.seen"],
+        &oldf,
+    );
+    // A list before, so that the writer's first chunk is looked up ahead
+    // in an index the forget then replaces.
+    let early = pick(&old, |i| i % 100 == 1);
+    seen_io(d.path(), ["forget", "f.seen"], &early).code(0);
+    let mut w = command(d.path())
+        .args(["dedup", "-f", "f.seen"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = w.stdin.take().unwrap();
+    let mut out = BufReader::new(w.stdout.take().unwrap());
+    // First chunk: new lines; once all are printed, the writer has judged
+    // them and waits for input (a waiting stream holds no lock).
+    let first = numbered("new", 0..5_000);
+    stdin.write_all(&first).unwrap();
+    stdin.flush().unwrap();
+    let mut printed = Vec::new();
+    for _ in 0..5_000 {
+        let mut l = String::new();
+        out.read_line(&mut l).unwrap();
+        printed.push(l);
+    }
+    let gone = pick(&old, |i| i % 10 == 3);
+    seen_io(d.path(), ["forget", "f.seen"], &gone).code(0);
+    stdin.write_all(&old).unwrap();
+    drop(stdin);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    assert!(w.wait().unwrap().success());
+    let mut want: Vec<String> = records(&gone, b'\n')
+        .into_iter()
+        .chain(records(&early, b'\n'))
+        .map(|l| String::from_utf8_lossy(l).into_owned())
+        .collect();
+    want.sort();
+    let mut got: Vec<String> = rest.lines().map(str::to_string).collect();
+    got.sort();
+    assert_eq!(got.len(), want.len(), "printed after the forget");
+    assert_eq!(got, want);
+    assert_eq!(printed.len(), 5_000);
+}
