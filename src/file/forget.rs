@@ -10,7 +10,7 @@
 //! header names the new one.
 
 use super::layers::{Layers, contains_in};
-use crate::filter::forget::{ENTRY_BYTES, ForgetList, ListedAhead, entry_at};
+use crate::filter::forget::{ENTRY_BYTES, ForgetList, entry_at};
 use crate::format::{ALIGN, ForgetEntry, Header, forget_room, forget_summer};
 use crate::hash::Hash128;
 use anyhow::{Context, Result, bail};
@@ -193,41 +193,13 @@ pub(crate) fn free_list(file: &File, old: Option<ForgetEntry>) {
     }
 }
 
-/// The forget list's part in what every file store's layers do: lookups
-/// apply it, keys recorded again leave it, and a window's entries go with
-/// their slices.
+/// The forget list's part in what every file store's layers do: keys
+/// recorded again leave it, and a window's entries go with their slices.
 impl Layers {
-    /// Looks keys up as a writer does ([`contains_in`], then the forget
-    /// list, from what the hashing threads found `ahead` when given), after
-    /// moving the clock ([`Layers::tick`]): lines judged now are recorded
-    /// at this time or later.
-    ///
-    /// # Errors
-    /// As [`Layers::tick`].
-    pub(super) fn contains(
-        &mut self,
-        hashes: &[Hash128],
-        out: &mut Vec<bool>,
-        ahead: Option<&ListedAhead>,
-    ) -> Result<()> {
-        self.tick(crate::clock::now())?;
-        contains_in(&self.header, &self.maps, hashes, out);
-        let asked = &mut self.forget_asked;
-        let ahead = ahead.and_then(|a| a.for_list(&self.forget));
-        let found = |h, spot| _ = asked.insert(h, spot);
-        self.forget.unpresent_ahead(hashes, out, found, ahead);
-        Ok(())
-    }
-
     /// Takes the keys recorded now off the forget list (`seen`: their
     /// verdicts, which a listed key's turn to new): a forgotten key that is
     /// recorded again is present again. Returns how many verdicts turned.
-    pub(super) fn unforget(
-        &mut self,
-        hashes: &[Hash128],
-        seen: Option<&mut Vec<bool>>,
-        ahead: Option<&ListedAhead>,
-    ) -> u64 {
+    pub(super) fn unforget(&mut self, hashes: &[Hash128], seen: Option<&mut Vec<bool>>) -> u64 {
         if self.forget.is_empty() {
             return 0;
         }
@@ -255,8 +227,7 @@ impl Layers {
         let any = seen.is_none() || self.header.window.is_some();
         let mut seen = seen;
         let asked = |i: usize| any || seen.as_deref().is_some_and(|s| s[i]);
-        let ahead = ahead.and_then(|a| a.for_list(&self.forget));
-        for i in self.forget.remove_ahead(hashes, asked, ahead) {
+        for i in self.forget.remove_among(hashes, asked) {
             self.forget_removed.push(hashes[i]);
             // Judged present, it turns new (judged new, its slice expired).
             if let Some(s) = seen.as_deref_mut().filter(|s| s[i]) {

@@ -9,7 +9,7 @@
 use super::checksum::Stale;
 use super::map::huge_pages;
 use super::populate::{self, Populating, Populator};
-use crate::filter::forget::{ForgetList, ListedAhead};
+use crate::filter::forget::ForgetList;
 use crate::filter::sizing::{self, Plan, Spec};
 use crate::filter::{self, LayerBits};
 use crate::format::{self, Header, LayerEntry, VERSION_MINOR, WindowState};
@@ -316,14 +316,12 @@ impl Layers {
     /// ([`Store::record_batch`](crate::pipeline::Store::record_batch)): their
     /// bits are set without a test and each counts. With a time window, keys
     /// go to the layer of the current slice ([`Layers::target`]) and are
-    /// tested against the live slices. `ahead`: what the hashing threads
-    /// found of the keys in the forget list ([`ListedAhead`]), if anything.
+    /// tested against the live slices.
     pub(super) fn add(
         &mut self,
         hashes: &[Hash128],
         mut out: Option<&mut Vec<bool>>,
         room: &mut dyn Room,
-        ahead: Option<&ListedAhead>,
     ) -> Result<u64> {
         if let Some(out) = out.as_deref_mut() {
             out.clear();
@@ -422,7 +420,7 @@ impl Layers {
         }
         // A forgotten key recorded again: new (if its bits said present),
         // and off the list.
-        new += self.unforget(hashes, out, ahead);
+        new += self.unforget(hashes, out);
         Ok(new)
     }
 
@@ -451,6 +449,22 @@ impl Layers {
         }
         self.expected = self.expected.map(|e| e.saturating_sub(done as u64));
         done
+    }
+
+    /// Looks keys up as a writer does ([`contains_in`]), after moving the
+    /// clock ([`Layers::tick`]): lines judged now are recorded at this time
+    /// or later.
+    ///
+    /// # Errors
+    /// As [`Layers::tick`].
+    pub(super) fn contains(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
+        self.tick(crate::clock::now())?;
+        contains_in(&self.header, &self.maps, hashes, out);
+        let asked = &mut self.forget_asked;
+        self.forget.unpresent_each(hashes, out, |h, spot| {
+            asked.insert(h, spot);
+        });
+        Ok(())
     }
 
     /// With a window, moves its clock to the time this run works at

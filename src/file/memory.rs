@@ -117,11 +117,11 @@ impl Store for MemFilter {
     }
 
     fn contains_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
-        self.layers.contains(hashes, out, None)
+        self.layers.contains(hashes, out)
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
-        self.layers.add(hashes, Some(out), &mut Anon, None)
+        self.layers.add(hashes, Some(out), &mut Anon)
     }
 }
 

@@ -381,7 +381,7 @@ impl Store for NewFilter {
     }
 
     fn contains_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
-        self.layers.contains(hashes, out, None)
+        self.layers.contains(hashes, out)
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
@@ -391,6 +391,6 @@ impl Store for NewFilter {
             sync: false,
             held: false,
         };
-        self.layers.add(hashes, Some(out), &mut room, None)
+        self.layers.add(hashes, Some(out), &mut room)
     }
 }

@@ -11,7 +11,7 @@ use super::layers::{Layers, Room, hint_layer};
 use super::lock::lock;
 use super::map::{extend, grow, map_write};
 use super::path::{dir_and_name, sweep_leftovers};
-use crate::filter::forget::{ListIndex, ListedAhead, Spot};
+use crate::filter::forget::Spot;
 use crate::format::{FLAG_DIRTY, Header, LayerEntry};
 use crate::hash::Hash128;
 use crate::pipeline::{Commits, Forgets, LastSpan, STRETCH, Store};
@@ -20,7 +20,6 @@ use memmap2::MmapMut;
 use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// A filter file opened for writing under an exclusive lock. The dirty flag is
 /// set while the lock is held and cleared when counters are written back
@@ -357,24 +356,13 @@ impl WriteFilter {
 
     /// [`Layers::add`], growing at the end of the file.
     fn add(&mut self, hashes: &[Hash128], out: Option<&mut Vec<bool>>) -> Result<u64> {
-        self.add_ahead(hashes, out, None)
-    }
-
-    /// [`WriteFilter::add`] with what was found of the keys in the forget
-    /// list ahead ([`Layers::add_ahead`]).
-    fn add_ahead(
-        &mut self,
-        hashes: &[Hash128],
-        out: Option<&mut Vec<bool>>,
-        ahead: Option<&ListedAhead>,
-    ) -> Result<u64> {
         let mut room = FileRoom {
             file: &self.file,
             path: &self.path,
             sync: true,
             held: self.held,
         };
-        self.layers.add(hashes, out, &mut room, ahead)
+        self.layers.add(hashes, out, &mut room)
     }
 
     /// Holds the layers in anonymous memory, read from the file (nothing is
@@ -633,20 +621,7 @@ impl Store for WriteFilter {
     }
 
     fn contains_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<()> {
-        self.layers.contains(hashes, out, None)
-    }
-
-    fn contains_batch_ahead(
-        &mut self,
-        hashes: &[Hash128],
-        out: &mut Vec<bool>,
-        ahead: &ListedAhead,
-    ) -> Result<()> {
-        self.layers.contains(hashes, out, Some(ahead))
-    }
-
-    fn forget_index(&self) -> Option<Arc<ListIndex>> {
-        self.layers.forget.index()
+        self.layers.contains(hashes, out)
     }
 
     fn insert_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
@@ -673,7 +648,7 @@ impl Store for WriteFilter {
 impl Forgets for WriteFilter {
     fn forget_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
         self.begin_span()?;
-        self.layers.contains(hashes, out, None)?;
+        self.layers.contains(hashes, out)?;
         let added = self.layers.forget.insert_among(hashes, |i| out[i]) as u64;
         self.layers.forget_changed |= added > 0;
         self.end_span()?;
@@ -743,16 +718,6 @@ impl Commits for WriteFilter {
     fn stage_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> Result<u64> {
         self.staged = true;
         self.add(hashes, Some(out))
-    }
-
-    fn stage_batch_ahead(
-        &mut self,
-        hashes: &[Hash128],
-        out: &mut Vec<bool>,
-        ahead: &ListedAhead,
-    ) -> Result<u64> {
-        self.staged = true;
-        self.add_ahead(hashes, Some(out), Some(ahead))
     }
 
     /// Also drops the layers the span added (the file is cut back to the

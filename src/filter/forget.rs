@@ -29,7 +29,6 @@
 //! that recording it again takes it off without a second lookup.
 
 use crate::hash::Hash128;
-use std::sync::Arc;
 
 /// Bytes of one stored entry.
 pub const ENTRY_BYTES: usize = 16;
@@ -61,35 +60,6 @@ impl Spot {
         at: u32::MAX,
         moves: u32::MAX,
     };
-}
-
-/// What the threads that hash a batch of keys found of them in a list's
-/// index ([`ListIndex::listed`]), ahead of the writer that judges them: the
-/// lookups the writer then need not make itself, while the list's index is
-/// still the one looked in ([`ListedAhead::for_list`]).
-#[derive(Clone, Debug, Default)]
-pub struct ListedAhead {
-    /// The index looked in (`None`: none was).
-    pub index: Option<Arc<ListIndex>>,
-    /// The keys it holds: positions in the batch and in its entries.
-    pub found: Vec<(u32, u32)>,
-}
-
-impl ListedAhead {
-    /// Looks the keys `hashes` up in `index` (or nothing: `None`).
-    pub fn look(&mut self, index: Option<&Arc<ListIndex>>, hashes: &[Hash128]) {
-        self.index = index.cloned();
-        match index {
-            Some(ix) => ix.listed(hashes, &mut self.found),
-            None => self.found.clear(),
-        }
-    }
-
-    /// What was found, when `list`'s index is the one looked in.
-    pub fn for_list(&self, list: &ForgetList) -> Option<&[(u32, u32)]> {
-        let ix = self.index.as_ref()?;
-        list.holds_index(ix).then_some(self.found.as_slice())
-    }
 }
 
 /// The stored bytes of the entry for `h`.
@@ -137,10 +107,8 @@ impl std::error::Error for ForgetError {}
 /// The forgotten keys' hashes: their stored order and an index over them.
 #[derive(Clone, Debug, Default)]
 pub struct ForgetList {
-    /// The entries and the table over them, shared with the threads that
-    /// look keys up ahead of a writer ([`ForgetList::index`]) while they
-    /// are unchanged: a change while shared changes a copy.
-    index: Arc<ListIndex>,
+    /// The entries, in stored order, removed ones among them (see `gone`).
+    entries: Vec<Hash128>,
     /// A bit per entry: removed (taken off the list; dropped when it is
     /// stored, or when the table is rebuilt). A removal marks its entry
     /// rather than moving others, so it costs one lookup.
@@ -151,18 +119,6 @@ pub struct ForgetList {
     /// stored`]): the stored image no longer holds it where it was, so a
     /// key listed again goes last rather than back there.
     dropped: Vec<u64>,
-    /// Times the entries were moved (the table rebuilt, removed entries
-    /// dropped): a [`Spot`] of another count is stale. Wraps (a spot is
-    /// used within the span that found it).
-    moves: u32,
-}
-
-/// A list's entries, in stored order (removed ones among them: the list
-/// marks those), and the table that finds them: what a lookup reads.
-#[derive(Clone, Debug, Default)]
-pub struct ListIndex {
-    /// The entries.
-    entries: Vec<Hash128>,
     /// Open addressing over `lo`: 0 is an empty slot, else the entry's
     /// position + 1 and a tag of its key ([`slot_of`]). Its length is a
     /// power of two, at least twice the entries (empty when there are
@@ -176,6 +132,10 @@ pub struct ListIndex {
     /// not listed goes on to the slots.
     /// Bits of removed keys stay set until the table is rebuilt.
     seen: Vec<u64>,
+    /// Times the entries were moved (the table rebuilt, removed entries
+    /// dropped): a [`Spot`] of another count is stale. Wraps (a spot is
+    /// used within the span that found it).
+    moves: u32,
 }
 
 impl ForgetList {
@@ -218,30 +178,21 @@ impl ForgetList {
     /// [`ForgetList::rebuild`]). `Err` gives the entries back when one is
     /// listed twice.
     fn indexed(entries: Vec<Hash128>) -> Result<ForgetList, Vec<Hash128>> {
-        let want = entries.len().max(1) * 2;
-        let mut list = ForgetList::default();
-        list.index = Arc::new(ListIndex::build(entries, want)?);
-        list.gone = vec![0; list.index.entries.len().div_ceil(64) + 1];
-        list.dropped.clone_from(&list.gone);
-        Ok(list)
+        let mut list = ForgetList {
+            entries,
+            ..ForgetList::default()
+        };
+        let want = list.entries.len().max(1) * 2;
+        if list.rebuild(want) {
+            Ok(list)
+        } else {
+            Err(std::mem::take(&mut list.entries))
+        }
     }
 
     /// Entries listed.
     pub fn len(&self) -> usize {
-        self.index.entries.len() - self.gone_count
-    }
-
-    /// What a lookup reads, for threads that look keys up ahead of the
-    /// writer that owns the list ([`ListIndex::listed`]); `None` when
-    /// nothing is listed. Answers it gives hold for this list while
-    /// [`ForgetList::holds_index`] says so.
-    pub fn index(&self) -> Option<Arc<ListIndex>> {
-        (!self.is_empty()).then(|| Arc::clone(&self.index))
-    }
-
-    /// Whether `index` is this list's (answers from it hold here).
-    pub fn holds_index(&self, index: &Arc<ListIndex>) -> bool {
-        Arc::ptr_eq(&self.index, index)
+        self.entries.len() - self.gone_count
     }
 
     /// Whether nothing is listed.
@@ -256,8 +207,7 @@ impl ForgetList {
 
     /// The entries listed, in stored order, as an iterator.
     fn live(&self) -> impl Iterator<Item = Hash128> + '_ {
-        self.index
-            .entries
+        self.entries
             .iter()
             .enumerate()
             .filter(|&(i, _)| !self.is_gone(i))
@@ -307,19 +257,9 @@ impl ForgetList {
     /// Whether `h` is listed.
     #[inline]
     pub fn contains(&self, h: Hash128) -> bool {
-        let ix = &self.index;
-        !ix.slots.is_empty() && ix.maybe(h) && ix.find(h).1.is_some_and(|i| !self.is_gone(i))
+        !self.slots.is_empty() && self.maybe(h) && self.find(h).1.is_some_and(|i| !self.is_gone(i))
     }
 
-    /// Starts loading what a lookup of `h` reads first (a hint, for loops
-    /// that ask about many keys: most are answered by that one read).
-    #[inline]
-    pub fn prefetch(&self, h: Hash128) {
-        self.index.prefetch(h);
-    }
-}
-
-impl ListIndex {
     /// The word and bits of `h` in [`ForgetList::seen`] (the table is not
     /// empty).
     #[inline]
@@ -333,9 +273,10 @@ impl ListIndex {
         (w, b(0) | b(6) | b(12))
     }
 
-    /// [`ForgetList::prefetch`].
+    /// Starts loading what a lookup of `h` reads first (a hint, for loops
+    /// that ask about many keys: most are answered by that one read).
     #[inline]
-    fn prefetch(&self, h: Hash128) {
+    pub fn prefetch(&self, h: Hash128) {
         if !self.seen.is_empty() {
             crate::prefetch::prefetch_item(&self.seen, self.seen_bits(h).0);
         }
@@ -347,16 +288,14 @@ impl ListIndex {
         let (w, b) = self.seen_bits(h);
         self.seen[w] & b == b
     }
-}
 
-impl ForgetList {
     /// Lists `h`; whether it was not listed yet (it goes last, or, removed
     /// earlier, back where it was).
     pub fn insert(&mut self, h: Hash128) -> bool {
-        if self.index.slots.is_empty() {
+        if self.slots.is_empty() {
             self.reserve(1);
         }
-        let (mut slot, found) = self.index.find(h);
+        let (mut slot, found) = self.find(h);
         if let Some(i) = found {
             if !self.is_gone(i) {
                 return false;
@@ -372,20 +311,19 @@ impl ForgetList {
         }
         // Only a key pushed may grow the table: one put back where it was
         // moves no entry (the stored order stays that of the image).
-        if self.index.slots.len() < (self.index.entries.len() + 1) * 2 {
+        if self.slots.len() < (self.entries.len() + 1) * 2 {
             self.reserve(1);
-            slot = self.index.find(h).0;
+            slot = self.find(h).0;
         }
-        let ix = Arc::make_mut(&mut self.index);
-        let at = ix.entries.len();
-        ix.entries.push(h);
-        ix.slots[slot] = slot_of(at, h);
-        let (w, b) = ix.seen_bits(h);
-        ix.seen[w] |= b;
-        if self.gone.len() * 64 < at + 1 {
+        let at = self.entries.len();
+        self.entries.push(h);
+        if self.gone.len() * 64 < self.entries.len() {
             self.gone.push(0);
             self.dropped.push(0);
         }
+        self.slots[slot] = slot_of(at, h);
+        let (w, b) = self.seen_bits(h);
+        self.seen[w] |= b;
         true
     }
 
@@ -403,7 +341,7 @@ impl ForgetList {
             if let Some(&ahead) = hashes.get(i + AHEAD)
                 && take(i + AHEAD)
             {
-                crate::prefetch::prefetch_item(&self.index.slots, self.index.home(ahead));
+                crate::prefetch::prefetch_item(&self.slots, self.home(ahead));
                 self.prefetch(ahead);
             }
             if take(i) && self.insert(h) {
@@ -424,10 +362,10 @@ impl ForgetList {
     /// Takes `h` off the list (its entry marked removed); whether it was
     /// listed.
     pub fn remove(&mut self, h: Hash128) -> bool {
-        if self.index.slots.is_empty() || !self.index.maybe(h) {
+        if self.slots.is_empty() || !self.maybe(h) {
             return false;
         }
-        match self.index.find(h).1 {
+        match self.find(h).1 {
             Some(i) if !self.is_gone(i) => {
                 self.mark_gone(i);
                 true
@@ -441,11 +379,11 @@ impl ForgetList {
     /// still listed there, its entry is marked removed without a lookup.
     pub fn remove_at(&mut self, h: Hash128, spot: Spot) -> bool {
         let i = spot.at as usize;
-        if spot.moves != self.moves || i >= self.index.entries.len() || self.is_gone(i) {
+        if spot.moves != self.moves || i >= self.entries.len() || self.is_gone(i) {
             // Moved, or removed since (and perhaps listed again elsewhere).
             return self.remove(h);
         }
-        debug_assert_eq!(self.index.entries[i], h, "a spot names its key's entry");
+        debug_assert_eq!(self.entries[i], h, "a spot names its key's entry");
         self.mark_gone(i);
         true
     }
@@ -468,22 +406,10 @@ impl ForgetList {
         &self,
         hashes: &[Hash128],
         present: &mut [bool],
-        turned: impl FnMut(Hash128, Spot),
-    ) -> usize {
-        self.unpresent_ahead(hashes, present, turned, None)
-    }
-
-    /// [`ForgetList::unpresent_each`], from what was found `ahead` of
-    /// these keys ([`ListedAhead::for_list`]) when it is given.
-    pub fn unpresent_ahead(
-        &self,
-        hashes: &[Hash128],
-        present: &mut [bool],
         mut turned: impl FnMut(Hash128, Spot),
-        ahead: Option<&[(u32, u32)]>,
     ) -> usize {
         let len = hashes.len().min(present.len());
-        let found = self.listed_noted(&hashes[..len], |i| i < len && present[i], ahead);
+        let found = self.listed_among(&hashes[..len], |i| present[i]);
         for &(i, at) in &found {
             present[i] = false;
             turned(
@@ -505,18 +431,7 @@ impl ForgetList {
         hashes: &[Hash128],
         asked: impl Fn(usize) -> bool,
     ) -> Vec<usize> {
-        self.remove_ahead(hashes, asked, None)
-    }
-
-    /// [`ForgetList::remove_among`], from what was found `ahead` of these
-    /// keys ([`ListedAhead::for_list`]) when it is given.
-    pub fn remove_ahead(
-        &mut self,
-        hashes: &[Hash128],
-        asked: impl Fn(usize) -> bool,
-        ahead: Option<&[(u32, u32)]>,
-    ) -> Vec<usize> {
-        let found = self.listed_noted(hashes, asked, ahead);
+        let found = self.listed_among(hashes, asked);
         let mut taken = Vec::with_capacity(found.len());
         for (i, at) in found {
             if !self.is_gone(at) {
@@ -542,70 +457,6 @@ impl ForgetList {
         if self.is_empty() {
             return Vec::new();
         }
-        let mut found = Vec::new();
-        self.index.listed_among(hashes, asked, |i, at| {
-            if !self.is_gone(at) {
-                found.push((i, at));
-            }
-        });
-        found
-    }
-
-    /// [`ForgetList::listed_among`] from what a thread found ahead in this
-    /// list's index ([`ListIndex::listed`], of these same keys), when it is
-    /// given: the keys among them `asked(i)` says and not removed since.
-    fn listed_noted(
-        &self,
-        hashes: &[Hash128],
-        asked: impl Fn(usize) -> bool,
-        noted: Option<&[(u32, u32)]>,
-    ) -> Vec<(usize, usize)> {
-        let Some(noted) = noted else {
-            return self.listed_among(hashes, asked);
-        };
-        noted
-            .iter()
-            .map(|&(i, at)| (i as usize, at as usize))
-            .filter(|&(i, at)| asked(i) && !self.is_gone(at))
-            .collect()
-    }
-}
-
-impl ListIndex {
-    /// Every key of `hashes` the entries hold (removed ones too: the list
-    /// that owns this index knows those), as its position in `hashes` and
-    /// its entry's: what [`ForgetList`]'s lookups with `noted` take. Run by
-    /// the threads that hash a writer's keys, ahead of it.
-    pub fn listed(&self, hashes: &[Hash128], found: &mut Vec<(u32, u32)>) {
-        found.clear();
-        if self.entries.is_empty() {
-            return;
-        }
-        self.listed_among(
-            hashes,
-            |_| true,
-            |i, at| {
-                found.push((
-                    u32::try_from(i).expect("a batch of fewer than 2^32 keys"),
-                    u32::try_from(at).expect("fewer than 2^32 entries"),
-                ));
-            },
-        );
-    }
-
-    /// Calls `each(i, at)` for every key `hashes[i]` with `asked(i)` that
-    /// entry `at` holds, in order.
-    ///
-    /// In two passes, neither waiting on memory: the prefilter's word of
-    /// each key asked (loaded [`AHEAD`] keys on), then, for the few that
-    /// pass it (listed keys, and about 1 in 150 others), the home slot and
-    /// the entry it names, loaded ahead in turn.
-    fn listed_among(
-        &self,
-        hashes: &[Hash128],
-        asked: impl Fn(usize) -> bool,
-        mut each: impl FnMut(usize, usize),
-    ) {
         let mut maybe = Vec::new();
         for (i, &h) in hashes.iter().enumerate() {
             if let Some(&ahead) = hashes.get(i + AHEAD)
@@ -617,6 +468,7 @@ impl ListIndex {
                 maybe.push(i);
             }
         }
+        let mut found = Vec::new();
         for (j, &i) in maybe.iter().enumerate() {
             if let Some(&k) = maybe.get(j + AHEAD / 2) {
                 crate::prefetch::prefetch_item(&self.slots, self.home(hashes[k]));
@@ -626,14 +478,15 @@ impl ListIndex {
             {
                 crate::prefetch::prefetch_item(&self.entries, p);
             }
-            if let (_, Some(at)) = self.find(hashes[i]) {
-                each(i, at);
+            if let (_, Some(at)) = self.find(hashes[i])
+                && !self.is_gone(at)
+            {
+                found.push((i, at));
             }
         }
+        found
     }
-}
 
-impl ForgetList {
     /// The list of the union of filters whose lists are `lists`: an entry
     /// of any list stays when no filter holds its key as present (each
     /// forgot it too, or never held it); a key one forgot and another holds
@@ -655,7 +508,7 @@ impl ForgetList {
         if candidates.is_empty() {
             return Ok(candidates);
         }
-        let keys = &candidates.index.entries;
+        let keys = &candidates.entries;
         let mut kept = vec![true; keys.len()];
         let mut out = Vec::new();
         for i in 0..lists.len() {
@@ -675,8 +528,8 @@ impl ForgetList {
 
     /// Makes room for `more` entries, keeping the table at most half full.
     fn reserve(&mut self, more: usize) {
-        let want = (self.index.entries.len() + more).max(1) * 2;
-        if self.index.slots.len() >= want {
+        let want = (self.entries.len() + more).max(1) * 2;
+        if self.slots.len() >= want {
             return;
         }
         let unique = self.rebuild(want);
@@ -690,52 +543,12 @@ impl ForgetList {
     /// when an entry is listed twice (the table is then not usable).
     fn rebuild(&mut self, want: usize) -> bool {
         self.moves = self.moves.wrapping_add(1);
-        let entries = if self.gone_count > 0 {
-            self.live().collect()
-        } else {
-            match Arc::get_mut(&mut self.index) {
-                Some(ix) => std::mem::take(&mut ix.entries),
-                None => self.index.entries.clone(),
-            }
-        };
-        self.gone_count = 0;
-        self.gone = vec![0; entries.len().div_ceil(64) + 1];
+        if self.gone_count > 0 {
+            self.entries = self.live().collect();
+            self.gone_count = 0;
+        }
+        self.gone = vec![0; self.entries.len().div_ceil(64) + 1];
         self.dropped.clone_from(&self.gone);
-        match ListIndex::build(entries, want) {
-            Ok(ix) => {
-                self.index = Arc::new(ix);
-                true
-            }
-            Err(entries) => {
-                self.index = Arc::new(ListIndex {
-                    entries,
-                    ..ListIndex::default()
-                });
-                false
-            }
-        }
-    }
-}
-
-impl ListIndex {
-    /// The index of `entries` with a table of `want` slots or more. `Err`
-    /// gives the entries back when one is listed twice.
-    fn build(entries: Vec<Hash128>, want: usize) -> Result<ListIndex, Vec<Hash128>> {
-        let mut ix = ListIndex {
-            entries,
-            ..ListIndex::default()
-        };
-        if ix.fill(want) {
-            Ok(ix)
-        } else {
-            Err(ix.entries)
-        }
-    }
-
-    /// Fills the table, of `want` slots or more, bucket by bucket of home
-    /// slots (see [`ForgetList::rebuild`]); `false` when an entry is listed
-    /// twice.
-    fn fill(&mut self, want: usize) -> bool {
         let len = want.next_power_of_two().max(16);
         self.slots = vec![0; len];
         crate::memory::huge_pages_for(&self.slots);
@@ -939,56 +752,6 @@ mod tests {
                 let key = h((k % 7) * (u64::MAX / 7), k);
                 prop_assert_eq!(l.contains(key), model.contains(&key));
                 prop_assert_eq!(d.contains(key), model.contains(&key));
-            }
-        }
-
-        /// Lookups made ahead from an index taken earlier ([`ListedAhead`]),
-        /// while the list changes (keys listed, which changes a copy of a
-        /// shared index; keys removed, which does not): used only while the
-        /// index is still the list's, and then the verdicts and removals
-        /// are those of the list's own lookups, which agree with a set.
-        #[test]
-        fn lookups_made_ahead_agree_with_a_set(
-            ops in proptest::collection::vec((0u8..4, 0u64..40), 1..200),
-        ) {
-            let key = |k: u64| h((k % 5) * (u64::MAX / 5) + (k % 3), k);
-            let batch: Vec<Hash128> = (0..40).map(key).collect();
-            let mut l = ForgetList::new();
-            let mut model = HashSet::new();
-            let mut ahead = ListedAhead::default();
-            for (op, k) in ops {
-                let kk = key(k);
-                match op {
-                    0 => prop_assert_eq!(l.insert(kk), model.insert(kk)),
-                    1 => prop_assert_eq!(l.remove(kk), model.remove(&kk)),
-                    // Looked up ahead now; used at a later op.
-                    2 => ahead.look(l.index().as_ref(), &batch),
-                    _ => {
-                        let found = ahead.for_list(&l);
-                        prop_assert_eq!(
-                            found.is_some(),
-                            ahead.index.as_ref().is_some_and(|ix| Arc::ptr_eq(ix, &l.index))
-                        );
-                        let mut present = vec![true; batch.len()];
-                        present[k as usize] = false;
-                        let mut turned = Vec::new();
-                        l.unpresent_ahead(&batch, &mut present, |h, _| turned.push(h), found);
-                        for (i, &h) in batch.iter().enumerate() {
-                            let want = i != k as usize && !model.contains(&h);
-                            prop_assert_eq!(present[i], want, "key {}", i);
-                        }
-                        prop_assert_eq!(
-                            turned.len(),
-                            batch.iter().enumerate().filter(|&(i, h)| i != k as usize && model.contains(h)).count()
-                        );
-                        // Recorded again: off the list, each once.
-                        let taken = l.remove_ahead(&batch, |i| i % 2 == 1, found);
-                        let want: Vec<usize> =
-                            (0..40).filter(|&i| i % 2 == 1 && model.remove(&batch[i])).collect();
-                        prop_assert_eq!(taken, want);
-                    }
-                }
-                prop_assert_eq!(l.len(), model.len());
             }
         }
 

@@ -5,13 +5,11 @@
 //! [`Chunk::for_each_run`] and [`Chunk::count`].
 
 use super::MIN_PIECE_BYTES;
-use crate::filter::forget::{ListIndex, ListedAhead};
 use crate::hash::{Hash128, hash};
 use crate::input::{Filled, MappedSpan};
 use crate::keys::{KeySpec, Keyer};
 use anyhow::Result;
 use rayon::prelude::*;
-use std::sync::Arc;
 
 /// A run of records inside a chunk, hashed by one task.
 #[derive(Debug, Default)]
@@ -21,9 +19,6 @@ pub(crate) struct Piece {
     pub(super) ends: Vec<usize>,
     pub(super) hashes: Vec<Hash128>,
     pub(super) verdicts: Vec<bool>,
-    /// What the hashing found of the keys in the store's forget list
-    /// ([`ListedAhead`]).
-    pub(super) ahead: ListedAhead,
     /// Records without the key field, and keys that were not URLs (key options).
     pub(super) missing_field: u64,
     pub(super) not_url: u64,
@@ -263,7 +258,6 @@ impl Chunk {
         seed: u64,
         keys: KeySpec,
         pool: Option<&rayon::ThreadPool>,
-        index: Option<&Arc<ListIndex>>,
     ) -> std::io::Result<()> {
         if let Some(h) = self.prehashed {
             if self.pieces.is_empty() {
@@ -275,7 +269,6 @@ impl Chunk {
             p.ends.push(self.len);
             p.hashes.clear();
             p.hashes.push(h);
-            p.ahead.look(index, &p.hashes);
             self.used = 1;
             return Ok(());
         }
@@ -307,24 +300,17 @@ impl Chunk {
             p.start = starts[i];
         }
         let ends = &starts[1..];
-        // Each piece's keys are looked up in the forget list's index as
-        // soon as they are hashed, on the same thread.
-        let hash_and_look = |p: &mut Piece, end: usize| {
-            p.hash(data, end, term, seed, keys)?;
-            p.ahead.look(index, &p.hashes);
-            Ok(())
-        };
         match pool {
             Some(pool) if self.used > 1 => pool.install(|| {
                 self.pieces[..self.used]
                     .par_iter_mut()
                     .zip(ends.par_iter())
-                    .try_for_each(|(p, &end)| hash_and_look(p, end))
+                    .try_for_each(|(p, &end)| p.hash(data, end, term, seed, keys))
             }),
             _ => self.pieces[..self.used]
                 .iter_mut()
                 .zip(ends)
-                .try_for_each(|(p, &end)| hash_and_look(p, end)),
+                .try_for_each(|(p, &end)| p.hash(data, end, term, seed, keys)),
         }
     }
 }

@@ -136,7 +136,7 @@ impl Deferred {
         // Room for the keys the filter does not hold, before any is judged.
         let mut absent = 0;
         for p in &mut chunk.pieces[..chunk.used] {
-            filter.contains_batch_ahead(&p.hashes, &mut p.verdicts, &p.ahead)?;
+            filter.contains_batch(&p.hashes, &mut p.verdicts)?;
             absent += p.verdicts.iter().filter(|&&v| !v).count();
         }
         self.pending.try_reserve(absent).map_err(|_| {
@@ -185,7 +185,7 @@ impl Deferred {
         };
         let mut new = 0;
         for p in &mut chunk.pieces[..chunk.used] {
-            new += store.stage_batch_ahead(&p.hashes, &mut p.verdicts, &p.ahead)?;
+            new += store.stage_batch(&p.hashes, &mut p.verdicts)?;
             if keep {
                 let keys = p.hashes.iter().zip(&p.verdicts);
                 chunk

@@ -211,11 +211,9 @@ where
     if !matches!(mode, Mode::Lookup) {
         crate::signals::catch();
     }
-    let index = stages::IndexSlot::new(std::sync::Mutex::new(filter.forget_index()));
-    let reader = ReaderStage::spawn(sources, opts, seed, index.clone())?;
+    let reader = ReaderStage::spawn(sources, opts, seed)?;
     let stopped = AtomicBool::new(false);
     let (mut inserter, acks) = Inserter::new(filter, mode);
-    inserter.index = index;
     let (stop, written) = std::thread::scope(|scope| -> Result<_> {
         let writer = WriterStage::spawn(scope, sink, acks, reader.recycler(), &stopped)?;
         let stop = inserter.run(&reader, &writer, &stopped);

@@ -4,12 +4,10 @@
 
 use super::deferred::Deferred;
 use super::{Ack, Chunk, Counts, MIN_PIECE_BYTES, Mode, Options, SIGNAL_POLL, Store, Taken};
-use crate::filter::forget::ListIndex;
 use crate::input::{Reader, Source};
 use anyhow::{Context, Result, anyhow};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender, channel, sync_channel};
-use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
 
@@ -41,12 +39,7 @@ impl ReaderStage {
     ///
     /// # Errors
     /// When the thread cannot be started.
-    pub(super) fn spawn(
-        sources: &[Source],
-        opts: Options,
-        seed: u64,
-        index: IndexSlot,
-    ) -> Result<ReaderStage> {
+    pub(super) fn spawn(sources: &[Source], opts: Options, seed: u64) -> Result<ReaderStage> {
         let (to_inserter, chunks) = sync_channel::<Result<Chunk>>(1);
         let (recycle, recycled) = channel::<Chunk>();
         let mut reader = Reader::new(sources, opts.term);
@@ -73,9 +66,7 @@ impl ReaderStage {
                                     .build()
                                     .ok();
                             }
-                            let ix = index.lock().ok().and_then(|i| i.clone());
-                            match chunk.hash(opts.term, seed, opts.keys, pool.as_ref(), ix.as_ref())
-                            {
+                            match chunk.hash(opts.term, seed, opts.keys, pool.as_ref()) {
                                 Ok(()) => Ok(chunk),
                                 Err(e) => Err(e.into()),
                             }
@@ -242,16 +233,7 @@ pub(super) struct Inserter<'f, B> {
     journal: Option<Receiver<Ack>>,
     /// What it did.
     pub(super) counts: Counts,
-    /// Where the reader finds the store's forget-list index to look keys
-    /// up in as it hashes them ([`Store::forget_index`]), set again after
-    /// each chunk (a span's start may read a list changed by another
-    /// process).
-    pub(super) index: IndexSlot,
 }
-
-/// The store's forget-list index, shared with the reader
-/// ([`Store::forget_index`]).
-pub(super) type IndexSlot = Arc<Mutex<Option<Arc<ListIndex>>>>;
 
 impl<'f, B: Store> Inserter<'f, B> {
     /// The inserter for `mode`, and (deferred mode) where the writer
@@ -275,7 +257,6 @@ impl<'f, B: Store> Inserter<'f, B> {
             deferred,
             journal,
             counts: Counts::default(),
-            index: IndexSlot::default(),
         };
         (inserter, ack)
     }
@@ -332,9 +313,6 @@ impl<'f, B: Store> Inserter<'f, B> {
             idle = false;
             if let Err(e) = self.judge(&mut chunk) {
                 return Stop::Failed(e);
-            }
-            if let Ok(mut ix) = self.index.lock() {
-                *ix = self.filter.forget_index();
             }
             for p in &chunk.pieces[..chunk.used] {
                 self.counts.missing_field += p.missing_field;

@@ -7,9 +7,7 @@
 //! [`Store::journals`] (a journal of the lines judged new until written).
 
 use super::Chunk;
-use crate::filter::forget::{ListIndex, ListedAhead};
 use crate::hash::Hash128;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// What the commit span before did, for [`Commits::stages`].
@@ -52,22 +50,6 @@ pub trait Store {
     /// # Errors
     /// A store that cannot be read (a remote one that cannot be reached).
     fn contains_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> anyhow::Result<()>;
-    /// [`Store::contains_batch`], with what the hashing threads found of
-    /// the keys in the index [`Store::forget_index`] gave ([`ListedAhead`]):
-    /// a store may use it instead of its own lookups while that index is
-    /// still its list's.
-    ///
-    /// # Errors
-    /// As [`Store::contains_batch`].
-    fn contains_batch_ahead(
-        &mut self,
-        hashes: &[Hash128],
-        out: &mut Vec<bool>,
-        ahead: &ListedAhead,
-    ) -> anyhow::Result<()> {
-        let _ = ahead;
-        self.contains_batch(hashes, out)
-    }
     /// Inserts the keys in order; `out[i]` = whether key `i` was (probably) present
     /// before its own insertion (so a key repeated inside the batch is new only
     /// the first time). Returns how many were new.
@@ -114,14 +96,6 @@ pub trait Store {
 
     /// Deletion (`seen forget`), if the store keeps a forget list. `None`:
     /// it cannot forget.
-    /// The index of the store's forget list, for the threads that hash
-    /// keys to look them up in ahead of the store ([`ListedAhead`]):
-    /// lookups a file's writer would otherwise make itself, on the thread
-    /// a run waits on. `None`: nothing to look up.
-    fn forget_index(&self) -> Option<Arc<ListIndex>> {
-        None
-    }
-
     fn forgets(&mut self) -> Option<&mut dyn Forgets> {
         None
     }
@@ -194,21 +168,6 @@ pub trait Commits {
     ///
     /// # Errors
     /// As [`Store::insert_batch`], and always for a store that does not stage.
-    /// [`Commits::stage_batch`], with what was found `ahead` (see
-    /// [`Store::contains_batch_ahead`]).
-    ///
-    /// # Errors
-    /// As [`Commits::stage_batch`].
-    fn stage_batch_ahead(
-        &mut self,
-        hashes: &[Hash128],
-        out: &mut Vec<bool>,
-        ahead: &ListedAhead,
-    ) -> anyhow::Result<u64> {
-        let _ = ahead;
-        self.stage_batch(hashes, out)
-    }
-
     fn stage_batch(&mut self, hashes: &[Hash128], out: &mut Vec<bool>) -> anyhow::Result<u64> {
         let _ = (hashes, out);
         anyhow::bail!("this store cannot stage keys")

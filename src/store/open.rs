@@ -4,7 +4,7 @@
 
 use super::{Access, FilterAt, Link, Where};
 use crate::file::MemFilter;
-use crate::filter::forget::{ForgetList, ListIndex, ListedAhead};
+use crate::filter::forget::ForgetList;
 use crate::format::Header;
 use crate::hash::{DEFAULT_SEED, Hash128};
 use crate::keys::KeySpec;
@@ -12,7 +12,6 @@ use crate::pipeline::{Commits, Forgets, Journals, Store};
 /// What the fingerprint sets of a Redis filter hold (`stats`).
 pub(crate) use crate::redis::Census;
 use anyhow::Result;
-use std::sync::Arc;
 
 /// What an open store does for a run beside the pipeline's port: its
 /// header, its bits read whole, and how the run ends on it. A new store
@@ -276,18 +275,5 @@ impl Store for Opened {
 
     fn forgets(&mut self) -> Option<&mut dyn Forgets> {
         self.0.forgets()
-    }
-
-    fn contains_batch_ahead(
-        &mut self,
-        hashes: &[Hash128],
-        out: &mut Vec<bool>,
-        ahead: &ListedAhead,
-    ) -> Result<()> {
-        self.0.contains_batch_ahead(hashes, out, ahead)
-    }
-
-    fn forget_index(&self) -> Option<Arc<ListIndex>> {
-        self.0.forget_index()
     }
 }

@@ -399,12 +399,11 @@ fn a_forgotten_line_recorded_again_leaves_the_list_in_every_span() {
     }
 }
 
-/// A `forget` between two chunks of a running `dedup -f`: the lines of the
-/// next chunk were hashed (and looked up in the forget list, ahead of the
-/// writer) before the writer's next span read the new list, so those
-/// lookups are of the list before; the writer must judge by the list after.
-/// Every forgotten line of that chunk is printed once, and none of the
-/// others.
+/// A `forget` between two chunks of a running `dedup -f` (its span ended
+/// while its input paused): the writer's next span reads the new list, and
+/// the next chunk is judged by it (its lines may have been read and hashed
+/// before). Every forgotten line of that chunk is printed once, and none
+/// of the others.
 #[test]
 fn a_forget_between_a_writers_chunks_is_seen_by_the_next_one() {
     use std::io::{BufRead, BufReader, Write};
