@@ -13,6 +13,10 @@ tag: one SMISMEMBER of S + 1 members. The test-and-set is one Lua call per
 group and batch: per line, SMISMEMBER and, when no live tag holds it, SADD
 under the newest tag (and, in the "expire" variant, EXPIRE of the key).
 
+Also "fenced": the fixed layout's SADDs sent per group inside MULTI ... EXEC
+with a GET of the group's top key first (the fence a growing or windowed
+filter's newest generation would need), the top unchanged.
+
 Measured against the fixed layout emulated in the same harness (one
 pipelined SADD of a 32-bit fingerprint per line), on a private redis-server:
 Redis CPU (INFO used_cpu_user + used_cpu_sys) per line, new lines then the
@@ -152,6 +156,26 @@ def fixed_cmds(xs, k):
     return out
 
 
+def fenced_cmds(xs, k):
+    """One generation's test-and-set behind a fence: per group and batch,
+    MULTI, GET of the group's top, the lines' SADDs, EXEC."""
+    out = []
+    for i in range(0, len(xs), BATCH):
+        groups = {}
+        for x in xs[i : i + BATCH]:
+            j = x % k
+            fp = ((x >> 32) & 0xFFFFFFFF) - (1 << 31)
+            groups.setdefault(j % GROUPS, []).append(enc(b"SADD", b"f:{%d}:%d" % (j % GROUPS, j), fp))
+        part = []
+        for g, sadds in groups.items():
+            part.append(enc(b"MULTI"))
+            part.append(enc(b"GET", b"top:{%d}" % g))
+            part.extend(sadds)
+            part.append(enc(b"EXEC"))
+        out.append(part)
+    return out
+
+
 def tagged_cmds(xs, k, sha, expire):
     out = []
     for i in range(0, len(xs), BATCH):
@@ -174,7 +198,11 @@ def timed(c, batches):
     replies = 0
     for part in batches:
         for r in c.pipeline(part):
-            replies += len(r) if isinstance(r, list) else r
+            if isinstance(r, list):
+                # EXEC: the GET's reply, then one per SADD.
+                replies += sum(x for x in r[1:]) if r and r[0] is None else len(r)
+            elif isinstance(r, int):
+                replies += r
     return cpu(c) - before, replies
 
 
@@ -252,18 +280,24 @@ def main():
             print("Redis CPU per line, 100,000 lines on 40,000 sets of 3 members:")
             micro(c)
             return
-        rows = {k: [] for k in ("fixed new", "fixed present", "tagged new", "tagged present",
+        rows = {k: [] for k in ("fixed new", "fixed present", "fenced new", "fenced present",
+                                "tagged new", "tagged present",
                                 "tagged+expire new", "tagged+expire present")}
         memrows = {"fixed": [], "tagged": []}
         for run in range(a.runs):
             xs = lines(a.lines, 1000 + run)
-            for name, expire in (("fixed", None), ("tagged", 0), ("tagged+expire", 700000)):
+            for name, expire in (("fixed", None), ("fenced", None), ("tagged", 0), ("tagged+expire", 700000)):
                 c.call("FLUSHALL")
                 sha = c.call("SCRIPT", "LOAD", TAS)
                 if a.fill:
                     fill(c, kf if expire is None else kt, a.fill, expire is not None)
                 m0 = mem(c)
-                cmds = fixed_cmds(xs, kf) if expire is None else tagged_cmds(xs, kt, sha, expire)
+                if name == "fixed":
+                    cmds = fixed_cmds(xs, kf)
+                elif name == "fenced":
+                    cmds = fenced_cmds(xs, kf)
+                else:
+                    cmds = tagged_cmds(xs, kt, sha, expire)
                 secs, new = timed(c, cmds)
                 rows[name + " new"].append(secs / a.lines * 1e9)
                 secs2, again = timed(c, cmds)
