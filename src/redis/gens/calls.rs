@@ -115,44 +115,44 @@ impl GensFilter {
     fn pack(&self, call: &Call, hashes: &[Hash128], g: u64, ttl: u64, body: bool) -> Routed {
         let wide = call.sets.iter().any(|s| s.width == 2);
         let widths: &[u32] = if wide { &[32, 64] } else { &[32] };
+        // EVAL(SHA), its script, the key count, the keys, four numbers, the
+        // fingerprints, and a flag and a blob per set.
+        let args = 3 + call.keys.len() + 4 + call.lines.len() * widths.len() + 2 * call.sets.len();
         let mut packed = Vec::with_capacity(64 + 16 * call.lines.len() * widths.len());
+        packed.extend_from_slice(format!("*{args}\r\n").as_bytes());
         let mut count = 0usize;
-        let mut arg = |packed: &mut Vec<u8>, a: &[u8]| {
+        let mut arg = |a: &[u8]| {
             packed.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
             packed.extend_from_slice(a);
             packed.extend_from_slice(b"\r\n");
             count += 1;
         };
-        let mut body_args = Vec::new();
-        arg(&mut body_args, if body { b"EVAL" } else { b"EVALSHA" });
-        arg(
-            &mut body_args,
-            if body {
-                TAS_SCRIPT.as_bytes()
-            } else {
-                self.sha.as_bytes()
-            },
-        );
-        arg(&mut body_args, call.keys.len().to_string().as_bytes());
+        arg(if body { b"EVAL" } else { b"EVALSHA" });
+        arg(if body {
+            TAS_SCRIPT.as_bytes()
+        } else {
+            self.sha.as_bytes()
+        });
+        arg(call.keys.len().to_string().as_bytes());
         for k in &call.keys {
-            arg(&mut body_args, k.as_bytes());
+            arg(k.as_bytes());
         }
-        arg(&mut body_args, g.to_string().as_bytes());
-        arg(&mut body_args, ttl.to_string().as_bytes());
-        arg(&mut body_args, call.lines.len().to_string().as_bytes());
-        arg(&mut body_args, widths.len().to_string().as_bytes());
+        arg(g.to_string().as_bytes());
+        arg(ttl.to_string().as_bytes());
+        arg(call.lines.len().to_string().as_bytes());
+        arg(widths.len().to_string().as_bytes());
         let mut digits = String::new();
         for &bits in widths {
             for &i in &call.lines {
                 use std::fmt::Write as _;
                 digits.clear();
                 let _ = write!(digits, "{}", fingerprint(bits, hashes[i as usize]));
-                arg(&mut body_args, digits.as_bytes());
+                arg(digits.as_bytes());
             }
         }
         for s in &call.sets {
             let flag = [if s.newest { b'n' } else { b'o' }, b'0' + s.width];
-            arg(&mut body_args, &flag);
+            arg(&flag);
             let blob: Vec<u8> = if s.newest {
                 // A run (its first line and its count), then the set's
                 // size, when known, in digits.
@@ -168,10 +168,9 @@ impl GensFilter {
             } else {
                 s.pos.iter().flat_map(|p| p.to_be_bytes()).collect()
             };
-            arg(&mut body_args, &blob);
+            arg(&blob);
         }
-        packed.extend_from_slice(format!("*{count}\r\n").as_bytes());
-        packed.extend_from_slice(&body_args);
+        debug_assert_eq!(count, args, "the header counts every argument");
         Routed {
             slot: call.slot,
             packed,
