@@ -47,7 +47,6 @@ import tempfile
 import time
 
 LIVE = 9  # --window 7d --slices 8: 9 live slices
-NOW_TAG = 8
 GROUPS = 256
 BATCH = 32768
 
@@ -147,13 +146,16 @@ def lines(n, seed):
 def fixed_cmds(xs, k):
     out = []
     for i in range(0, len(xs), BATCH):
-        part = []
-        for x in xs[i : i + BATCH]:
-            j = x % k
-            fp = ((x >> 32) & 0xFFFFFFFF) - (1 << 31)
-            part.append(enc(b"SADD", b"f:{%d}:%d" % (j % GROUPS, j), fp))
-        out.append(part)
+        out.append([fixed_sadd(x, k)[1] for x in xs[i : i + BATCH]])
     return out
+
+
+def fixed_sadd(x, k):
+    """Line x's group and SADD in the fixed layout: set j of k, a 32-bit
+    fingerprint."""
+    j = x % k
+    fp = ((x >> 32) & 0xFFFFFFFF) - (1 << 31)
+    return j % GROUPS, enc(b"SADD", b"f:{%d}:%d" % (j % GROUPS, j), fp)
 
 
 def fenced_cmds(xs, k):
@@ -163,9 +165,8 @@ def fenced_cmds(xs, k):
     for i in range(0, len(xs), BATCH):
         groups = {}
         for x in xs[i : i + BATCH]:
-            j = x % k
-            fp = ((x >> 32) & 0xFFFFFFFF) - (1 << 31)
-            groups.setdefault(j % GROUPS, []).append(enc(b"SADD", b"f:{%d}:%d" % (j % GROUPS, j), fp))
+            g, sadd = fixed_sadd(x, k)
+            groups.setdefault(g, []).append(sadd)
         part = []
         for g, sadds in groups.items():
             part.append(enc(b"MULTI"))

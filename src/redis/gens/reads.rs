@@ -39,11 +39,12 @@ impl GensFilter {
     /// `hashes` looked up in the live generations, newest first, each
     /// round only the lines not found yet (`SMISMEMBER`; the first round
     /// after a `GET` of each group's top, and the `SCARD` of each set of
-    /// two lines or more before its lookup, in order on its node). A line found is present (sets
-    /// only grow). Returns the lines still to decide; per group the oldest
-    /// generation the script must check again (one the group's top had not
-    /// passed yet could take the line after it was looked up: a writer
-    /// still on it; the others refuse adds); and the newest sets' sizes
+    /// two lines or more before its lookup, in order on its node). A line
+    /// found is present (sets only grow). Returns the lines still to
+    /// decide; per group the oldest generation the script must check again
+    /// (one the group's top had not passed yet could take the line after it
+    /// was looked up: a writer still on it; the others refuse adds); and
+    /// the newest sets' sizes
     /// (a set the same size when the script runs has taken no line since:
     /// the lines looked up in it are still not there). After a redirected
     /// command (which runs after those behind it) every generation is
