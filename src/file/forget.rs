@@ -14,9 +14,11 @@ use crate::filter::forget::{ENTRY_BYTES, ForgetList, entry_at};
 use crate::format::{ALIGN, ForgetEntry, Header, forget_room, forget_summer};
 use crate::hash::Hash128;
 use anyhow::{Context, Result, bail};
+use memmap2::{Mmap, MmapOptions};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Bytes of a list read or written at a time.
 const PART: usize = 1 << 20;
@@ -47,8 +49,9 @@ pub(crate) fn list_mismatch(file: &File, path: &Path, header: &Header) -> Result
 }
 
 /// The list, and with `check` whether it does not match its checksum.
-/// Read a part at a time into its entries (no copy of the whole region is
-/// held: a long list loads in the time its table takes to build).
+/// Its entries are read in place, the region mapped (no copy: fresh memory
+/// costs the kernel's zeroing of it); a region that cannot be mapped is
+/// read a part at a time into memory.
 fn read_summed(
     file: &File,
     path: &Path,
@@ -58,6 +61,15 @@ fn read_summed(
     let Some(f) = header.forget else {
         return Ok((ForgetList::new(), false));
     };
+    if let Some(image) = map_list(file, &f) {
+        let count = image.len() / ENTRY_BYTES;
+        let mismatch = check && {
+            let mut sum = forget_summer();
+            sum.update(&image[..]);
+            sum.digest() != f.sum
+        };
+        return Ok((ForgetList::of_image(Arc::new(image), count), mismatch));
+    }
     // A count past this machine's memory fails in `read_parts`.
     let mut entries = Vec::with_capacity(usize::try_from(f.count).unwrap_or(0));
     crate::memory::huge_pages_for(&entries);
@@ -88,6 +100,35 @@ pub(crate) fn read_list_to_write(
         bail!("{}", damaged(path, &f));
     }
     Ok((list, mismatch))
+}
+
+/// The listed entries of region `f`, mapped read-only and loaded (`None`:
+/// none listed, the file too short for them, or no map to be had; they are
+/// then read a part at a time, which says what is wrong).
+fn map_list(file: &File, f: &ForgetEntry) -> Option<Mmap> {
+    let used = usize::try_from(f.used_bytes()).ok().filter(|&u| u > 0)?;
+    let len = file.metadata().ok()?.len();
+    if f.offset.checked_add(used as u64)? > len {
+        return None;
+    }
+    // SAFETY: the bytes are only read as plain bytes (`&[u8]`). A reader
+    // holds a shared lock, so no `seen` changes them while it reads. A
+    // writer reads them only within its spans, under its exclusive lock;
+    // another process may rewrite or move the list between spans, which
+    // changes the header's entry, and the writer then reads the list again
+    // before its next lookup ([`read_list_to_write`], from `adopt`). The
+    // writer's own rewrites copy the entries out first when they would
+    // change them ([`ForgetList::settle`]). The region lies inside the
+    // file (checked above); a region a list moved from is given back as a
+    // hole, never cut off, and reads as zeros.
+    unsafe {
+        MmapOptions::new()
+            .offset(f.offset)
+            .len(used)
+            .populate()
+            .map(file)
+    }
+    .ok()
 }
 
 /// The listed entries' bytes of region `f`, handed to `each` a part at a
@@ -143,7 +184,7 @@ pub(crate) fn write_list(
     file: &File,
     path: &Path,
     header: &mut Header,
-    list: &ForgetList,
+    list: &mut ForgetList,
 ) -> Result<Option<ForgetEntry>> {
     let count = list.len() as u64;
     let room = forget_room(count);
@@ -154,6 +195,9 @@ pub(crate) fn write_list(
         Some(f) => (end.next_multiple_of(ALIGN), room, Some(f)),
         None => (end.next_multiple_of(ALIGN), room, None),
     };
+    // Entries read in place from the region must not change under the
+    // list: copied out when this write moves or rewrites them.
+    list.settle(header.forget.is_none_or(|f| f.offset != offset));
     let new_end = offset + room * ENTRY_BYTES as u64;
     if new_end > end {
         // Past the end the header names: a dirty file may end so (the next
@@ -295,9 +339,9 @@ mod tests {
         let filter = MemFilter::new(&plan(1000, 1e-6).unwrap(), 1).unwrap();
         let mut header = filter.header().clone().laid_out();
         file.set_len(header.file_len()).unwrap();
-        let before = list_of(10);
+        let mut before = list_of(10);
         assert_eq!(
-            write_list(&file, &path, &mut header, &before).unwrap(),
+            write_list(&file, &path, &mut header, &mut before).unwrap(),
             None
         );
         let old = header.forget.unwrap();
@@ -307,8 +351,8 @@ mod tests {
         layer.checksums = layer.offset + layer.layout.bytes();
         header.layers.push(layer);
         file.set_len(header.file_len()).unwrap();
-        let after = list_of(old.room + 1);
-        let left = write_list(&file, &path, &mut header, &after).unwrap();
+        let mut after = list_of(old.room + 1);
+        let left = write_list(&file, &path, &mut header, &mut after).unwrap();
         assert_eq!(left, Some(old));
         assert!(header.forget.unwrap().offset >= layer.end());
         let on_disk = Header {
@@ -322,5 +366,76 @@ mod tests {
         let (got, mismatch) = read_summed(&file, &path, &header, true).unwrap();
         assert!(!mismatch);
         assert_eq!(got.entries(), after.entries());
+    }
+
+    /// A list read in place (its region mapped) stays the list it is
+    /// while its own writes rewrite that region (keys taken off move the
+    /// others up) or move it (the old region then given back as a hole):
+    /// it holds exactly the keys it should after each write, and what is
+    /// on disk is that list.
+    #[test]
+    fn a_list_read_in_place_survives_its_own_rewrites_and_moves() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.seen");
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let filter = MemFilter::new(&plan(1000, 1e-6).unwrap(), 1).unwrap();
+        let mut header = filter.header().clone().laid_out();
+        file.set_len(header.file_len()).unwrap();
+        let mut first = list_of(600);
+        write_list(&file, &path, &mut header, &mut first).unwrap();
+        let keys = first.entries();
+        let (mut list, mismatch) = read_summed(&file, &path, &header, true).unwrap();
+        assert!(!mismatch);
+        assert!(list.entries() == keys, "read in place");
+        // Every third key taken off, written in place: the entries after
+        // each move up over bytes the list was reading.
+        let mut kept: Vec<Hash128> = Vec::new();
+        for (i, h) in keys.iter().enumerate() {
+            if i % 3 == 0 {
+                assert!(list.remove(*h));
+            } else {
+                kept.push(*h);
+            }
+        }
+        let at = header.forget.unwrap().offset;
+        write_list(&file, &path, &mut header, &mut list).unwrap();
+        list.stored();
+        assert_eq!(header.forget.unwrap().offset, at, "rewritten in place");
+        assert!(list.entries() == kept, "the list after its rewrite");
+        for h in &keys {
+            assert_eq!(list.contains(*h), kept.contains(h), "{h:?}");
+        }
+        let (disk, mismatch) = read_summed(&file, &path, &header, true).unwrap();
+        assert!(!mismatch);
+        assert!(disk.entries() == kept, "the rewritten list on disk");
+        // Read in place again, then moved: a layer after it, and more keys
+        // than its room.
+        let (mut list, _) = read_summed(&file, &path, &header, true).unwrap();
+        let mut layer = *header.layers.last().unwrap();
+        layer.offset = header.file_len().next_multiple_of(ALIGN);
+        layer.checksums = layer.offset + layer.layout.bytes();
+        header.layers.push(layer);
+        file.set_len(header.file_len()).unwrap();
+        let room = header.forget.unwrap().room;
+        let more: Vec<Hash128> = (0..room).map(|i| Hash128 { lo: !i, hi: i << 1 }).collect();
+        list.insert_among(&more, |_| true);
+        let left = write_list(&file, &path, &mut header, &mut list).unwrap();
+        list.stored();
+        assert!(left.is_some(), "moved");
+        free_list(&file, left);
+        kept.extend(&more);
+        assert!(list.entries() == kept, "the list after its move");
+        for h in &more {
+            assert!(list.contains(*h));
+        }
+        let (disk, mismatch) = read_summed(&file, &path, &header, true).unwrap();
+        assert!(!mismatch);
+        assert!(disk.entries() == kept, "the moved list on disk");
     }
 }

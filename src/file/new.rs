@@ -301,7 +301,7 @@ impl NewFilter {
                 self.tmp.as_file(),
                 self.tmp.path(),
                 &mut l.header,
-                &l.forget,
+                &mut l.forget,
             )?;
             l.forget_changed = false;
         }

@@ -298,7 +298,7 @@ impl WriteFilter {
         }
         let mut left = None;
         if l.forget_changed {
-            left = write_list(&self.file, &self.path, &mut l.header, &l.forget)?;
+            left = write_list(&self.file, &self.path, &mut l.header, &mut l.forget)?;
             l.forget.stored();
             l.forget_changed = false;
         }

@@ -29,6 +29,11 @@
 //! that recording it again takes it off without a second lookup.
 
 use crate::hash::Hash128;
+use entries::Entries;
+use memmap2::Mmap;
+use std::sync::Arc;
+
+mod entries;
 
 /// Bytes of one stored entry.
 pub const ENTRY_BYTES: usize = 16;
@@ -108,7 +113,7 @@ impl std::error::Error for ForgetError {}
 #[derive(Clone, Debug, Default)]
 pub struct ForgetList {
     /// The entries, in stored order, removed ones among them (see `gone`).
-    entries: Vec<Hash128>,
+    entries: Entries,
     /// A bit per entry: removed (taken off the list; dropped when it is
     /// stored, or when the table is rebuilt). A removal marks its entry
     /// rather than moving others, so it costs one lookup.
@@ -120,16 +125,16 @@ pub struct ForgetList {
     /// key listed again goes last rather than back there.
     dropped: Vec<u64>,
     /// Open addressing over `lo`: 0 is an empty slot, else the entry's
-    /// position + 1 and a tag of its key ([`slot_of`]). Its length is a
-    /// power of two, at least twice the entries (empty when there are
-    /// none).
+    /// position + 1 and a tag of its key ([`slot_of`]), probed in order
+    /// from a key's home slot ([`ForgetList::home`]). Built three quarters
+    /// full, at most four fifths (empty when nothing was listed).
     slots: Vec<u64>,
-    /// A bitmap of 8 bits per slot (16 or more per entry) in 64-bit words:
-    /// each key listed since the table was built set three bits of one word
-    /// (the word of its home slot, the bits chosen by `hi`). A key with a
-    /// bit of its three clear is not listed, known from one access to a
-    /// bitmap an eighth of the slots' size; about 1 in 150 keys that are
-    /// not listed goes on to the slots.
+    /// A bitmap of 16 bits per slot (20 or more per entry) in 64-bit
+    /// words: each key listed since the table was built set three bits of
+    /// one word (the word of its place in `lo`, the bits chosen by `hi`). A
+    /// key with a bit of its three clear is not listed, known from one
+    /// access to a bitmap a quarter of the slots' size; about 1 in 250 keys
+    /// that are not listed goes on to the slots.
     /// Bits of removed keys stay set until the table is rebuilt.
     seen: Vec<u64>,
     /// Times the entries were moved (the table rebuilt, removed entries
@@ -164,29 +169,53 @@ impl ForgetList {
     /// The list of stored `entries`, in their order (entries listed twice
     /// are taken once: a removal cut short leaves one so).
     pub fn of_stored(entries: Vec<Hash128>) -> ForgetList {
-        let entries = match ForgetList::indexed(entries) {
-            Ok(list) => return list,
-            // An entry listed twice: taken once, below.
-            Err(entries) => entries,
+        ForgetList::indexed(Entries::of_vec(entries))
+    }
+
+    /// The list of the first `count` entries of a stored image, read in
+    /// place rather than copied (see [`ForgetList::settle`]; entries
+    /// listed twice are taken once, copied).
+    ///
+    /// # Panics
+    /// When the image holds fewer than `count` entries.
+    pub fn of_image(image: Arc<Mmap>, count: usize) -> ForgetList {
+        ForgetList::indexed(Entries::of_image(image, count))
+    }
+
+    /// The list of `entries` (in stored order), its table built once (see
+    /// [`ForgetList::rebuild`]), or, when one is listed twice, built key by
+    /// key with each taken once.
+    fn indexed(entries: Entries) -> ForgetList {
+        let mut list = ForgetList {
+            entries,
+            ..ForgetList::default()
         };
+        if list.rebuild(sized_for(list.entries.len())) {
+            return list;
+        }
+        // An entry listed twice: taken once.
+        let entries: Vec<Hash128> = list.entries.iter().collect();
         let mut list = ForgetList::new();
         list.insert_among(&entries, |_| true);
         list
     }
 
-    /// The list of `entries` (in stored order), its table built once (see
-    /// [`ForgetList::rebuild`]). `Err` gives the entries back when one is
-    /// listed twice.
-    fn indexed(entries: Vec<Hash128>) -> Result<ForgetList, Vec<Hash128>> {
-        let mut list = ForgetList {
-            entries,
-            ..ForgetList::default()
-        };
-        let want = list.entries.len().max(1) * 2;
-        if list.rebuild(want) {
-            Ok(list)
-        } else {
-            Err(std::mem::take(&mut list.entries))
+    /// Before the stored image is rewritten: entries read in place from it
+    /// are copied out (the removed ones dropped) when the write may change
+    /// their bytes, which it does when some were removed (the others move
+    /// up) or when `moves` (the list goes to another region, and the old
+    /// one is given back).
+    pub fn settle(&mut self, moves: bool) {
+        if !self.entries.in_place() {
+            return;
+        }
+        if self.gone_count > 0 {
+            // Dropped by the rebuild, the others copied in their order.
+            let unique = self.rebuild(self.slots.len());
+            debug_assert!(unique, "an entry in memory is listed once");
+        } else if moves {
+            // Copied where they are: every position stays.
+            self.entries = Entries::of_vec(self.entries.iter().collect());
         }
     }
 
@@ -211,7 +240,7 @@ impl ForgetList {
             .iter()
             .enumerate()
             .filter(|&(i, _)| !self.is_gone(i))
-            .map(|(_, &h)| h)
+            .map(|(_, h)| h)
     }
 
     /// Whether entry `i` was removed.
@@ -264,11 +293,10 @@ impl ForgetList {
     /// empty).
     #[inline]
     fn seen_bits(&self, h: Hash128) -> (usize, u64) {
-        // Eight bits per slot: `slots / 8` words of 64 bits, the word of a
-        // key's home slot (so a table filled in order of home slots fills
-        // its words in order too).
-        let log2 = self.slots.len().trailing_zeros() - 3;
-        let w = (h.lo >> (64 - log2)) as usize;
+        // Sixteen bits per slot: `slots / 4` words of 64 bits, the word of
+        // `lo`'s place among them (so a table filled in order of home slots
+        // fills its words in order too).
+        let w = scaled(h.lo, self.seen.len());
         let b = |shift: u32| 1u64 << ((h.hi >> shift) & 63);
         (w, b(0) | b(6) | b(12))
     }
@@ -311,7 +339,7 @@ impl ForgetList {
         }
         // Only a key pushed may grow the table: one put back where it was
         // moves no entry (the stored order stays that of the image).
-        if self.slots.len() < (self.entries.len() + 1) * 2 {
+        if too_full(self.entries.len() + 1, self.slots.len()) {
             self.reserve(1);
             slot = self.find(h).0;
         }
@@ -383,7 +411,7 @@ impl ForgetList {
             // Moved, or removed since (and perhaps listed again elsewhere).
             return self.remove(h);
         }
-        debug_assert_eq!(self.entries[i], h, "a spot names its key's entry");
+        debug_assert_eq!(self.entries.get(i), h, "a spot names its key's entry");
         self.mark_gone(i);
         true
     }
@@ -447,7 +475,7 @@ impl ForgetList {
     ///
     /// In two passes, neither waiting on memory: the prefilter's word of
     /// each key asked (loaded [`AHEAD`] keys on), then, for the few that
-    /// pass it (listed keys, and about 1 in 150 others), the home slot and
+    /// pass it (listed keys, and about 1 in 250 others), the home slot and
     /// the entry it names, loaded ahead in turn.
     fn listed_among(
         &self,
@@ -470,13 +498,13 @@ impl ForgetList {
         }
         let mut found = Vec::new();
         for (j, &i) in maybe.iter().enumerate() {
-            if let Some(&k) = maybe.get(j + AHEAD / 2) {
+            if let Some(&k) = maybe.get(j + AHEAD) {
                 crate::prefetch::prefetch_item(&self.slots, self.home(hashes[k]));
             }
-            if let Some(&k) = maybe.get(j + AHEAD / 4)
+            if let Some(&k) = maybe.get(j + AHEAD / 2)
                 && let Some(p) = named(self.slots[self.home(hashes[k])])
             {
-                crate::prefetch::prefetch_item(&self.entries, p);
+                self.entries.prefetch(p);
             }
             if let (_, Some(at)) = self.find(hashes[i])
                 && !self.is_gone(at)
@@ -508,7 +536,7 @@ impl ForgetList {
         if candidates.is_empty() {
             return Ok(candidates);
         }
-        let keys = &candidates.entries;
+        let keys = &candidates.entries();
         let mut kept = vec![true; keys.len()];
         let mut out = Vec::new();
         for i in 0..lists.len() {
@@ -526,44 +554,46 @@ impl ForgetList {
         Ok(merged)
     }
 
-    /// Makes room for `more` entries, keeping the table at most half full.
+    /// Makes room for `more` entries, keeping the table at most four
+    /// fifths full (doubling it, or sizing it for them when more).
     fn reserve(&mut self, more: usize) {
-        let want = (self.entries.len() + more).max(1) * 2;
-        if self.slots.len() >= want {
+        let n = self.entries.len() + more;
+        if !too_full(n, self.slots.len()) {
             return;
         }
-        let unique = self.rebuild(want);
+        let unique = self.rebuild(sized_for(n).max(self.slots.len() * 2));
         debug_assert!(unique, "an entry in memory is listed once");
     }
 
-    /// Builds the table again for `want` slots or more (removed entries go
-    /// for good, the others keep their order), filling it bucket by bucket
-    /// of home slots (a counting sort on their top bits), so that its
-    /// writes walk the table once instead of landing at random. `false`
-    /// when an entry is listed twice (the table is then not usable).
-    fn rebuild(&mut self, want: usize) -> bool {
+    /// Builds the table again with `len` slots (removed entries go for
+    /// good, the others keep their order), filling it bucket by bucket of
+    /// home slots (a counting sort on their top bits), so that its writes
+    /// walk the table once instead of landing at random. `false` when an
+    /// entry is listed twice (the table is then not usable).
+    fn rebuild(&mut self, len: usize) -> bool {
         self.moves = self.moves.wrapping_add(1);
         if self.gone_count > 0 {
-            self.entries = self.live().collect();
+            self.entries = Entries::of_vec(self.live().collect());
             self.gone_count = 0;
         }
-        self.gone = vec![0; self.entries.len().div_ceil(64) + 1];
+        let n = self.entries.len();
+        self.gone = vec![0; n.div_ceil(64) + 1];
         self.dropped.clone_from(&self.gone);
-        let len = want.next_power_of_two().max(16);
+        let len = len.max(16);
         self.slots = vec![0; len];
         crate::memory::huge_pages_for(&self.slots);
-        // Eight bits per slot.
-        self.seen = vec![0; len / 8];
-        let bits = len.trailing_zeros().min(12);
-        let bucket = |h: &Hash128| (h.lo >> (64 - bits)) as usize;
+        // Sixteen bits per slot.
+        self.seen = vec![0; len.div_ceil(4)];
+        let bits = (usize::BITS - 1 - len.leading_zeros()).min(12);
+        let bucket = |h: Hash128| (h.lo >> (64 - bits)) as usize;
         let mut starts = vec![0u32; (1 << bits) + 1];
-        for h in &self.entries {
+        for h in self.entries.iter() {
             starts[bucket(h) + 1] += 1;
         }
         for b in 1..starts.len() {
             starts[b] += starts[b - 1];
         }
-        let mut order = vec![0u32; self.entries.len()];
+        let mut order = vec![0u32; n];
         crate::memory::huge_pages_for(&order);
         for (i, h) in self.entries.iter().enumerate() {
             let at = &mut starts[bucket(h)];
@@ -573,17 +603,17 @@ impl ForgetList {
         // The entries are met at random: each is loaded ahead.
         for (k, &i) in order.iter().enumerate() {
             if let Some(&ahead) = order.get(k + AHEAD) {
-                crate::prefetch::prefetch_item(&self.entries, ahead as usize);
+                self.entries.prefetch(ahead as usize);
             }
-            let h = self.entries[i as usize];
+            let h = self.entries.get(i as usize);
             let mut s = self.home(h);
             loop {
                 match self.slots[s] {
                     0 => break,
-                    v if same(v, h) && named(v).is_some_and(|p| self.entries[p] == h) => {
+                    v if same(v, h) && named(v).is_some_and(|p| self.entries.get(p) == h) => {
                         return false;
                     }
-                    _ => s = (s + 1) & (len - 1),
+                    _ => s = self.next(s),
                 }
             }
             self.slots[s] = slot_of(i as usize, h);
@@ -593,31 +623,53 @@ impl ForgetList {
         true
     }
 
-    /// The slot of `h`'s probe sequence start.
+    /// The slot of `h`'s probe sequence start: `lo`'s place among the
+    /// slots (its top bits, uniform; keys in order of `lo` have their
+    /// homes in order too, which [`ForgetList::rebuild`] uses).
     #[inline]
     fn home(&self, h: Hash128) -> usize {
-        // The top bits of `lo` (uniform): the table's length is a power of
-        // two.
-        let bits = self.slots.len().trailing_zeros();
-        (h.lo >> (64 - bits)) as usize
+        scaled(h.lo, self.slots.len())
+    }
+
+    /// The slot after `s`, the first after the last.
+    #[inline]
+    fn next(&self, s: usize) -> usize {
+        if s + 1 == self.slots.len() { 0 } else { s + 1 }
     }
 
     /// Where `h` is (its slot and its position in the entries), or the
     /// empty slot where it would go.
     #[inline]
     fn find(&self, h: Hash128) -> (usize, Option<usize>) {
-        let mask = self.slots.len() - 1;
         let mut s = self.home(h);
         loop {
             match self.slots[s] {
                 0 => return (s, None),
-                v if same(v, h) && named(v).is_some_and(|p| self.entries[p] == h) => {
+                v if same(v, h) && named(v).is_some_and(|p| self.entries.get(p) == h) => {
                     return (s, named(v));
                 }
-                _ => s = (s + 1) & mask,
+                _ => s = self.next(s),
             }
         }
     }
+}
+
+/// `x`'s place among `n` (`x · n / 2^64`: its top bits, scaled).
+#[inline]
+fn scaled(x: u64, n: usize) -> usize {
+    ((u128::from(x) * n as u128) >> 64) as usize
+}
+
+/// Slots a table of `n` entries is built with: three quarters full (a key
+/// not listed that passes the prefilter probes about 8 slots, one or two
+/// cache lines; a listed one about 2).
+fn sized_for(n: usize) -> usize {
+    (n * 4 / 3).max(16)
+}
+
+/// Whether `n` entries would fill more than four fifths of `len` slots.
+fn too_full(n: usize, len: usize) -> bool {
+    n.saturating_mul(5) > len.saturating_mul(4)
 }
 
 /// A slot naming the entry at position `at`, of key `h`: `at + 1` in the
@@ -850,5 +902,25 @@ mod tests {
                 prop_assert_eq!(union_present, a_present || b_present, "key {}", i);
             }
         }
+    }
+
+    /// Built from stored entries, the table is three quarters full, and
+    /// the prefilter sends few keys that are not listed on to it: fewer
+    /// than 1 in 200 (so a run's keys present in the layers cost one
+    /// bitmap read each).
+    #[test]
+    fn a_stored_list_is_three_quarters_full_and_its_prefilter_passes_few_others() {
+        let key = |i: u64| crate::hash::hash(&i.to_le_bytes(), 7);
+        let n = 100_000;
+        let l = ForgetList::of_stored((0..n).map(key).collect());
+        let load = n as f64 / l.slots.len() as f64;
+        assert!((0.74..=0.76).contains(&load), "load {load}");
+        let others = 1_000_000;
+        let passed = (n..n + others).filter(|&i| l.maybe(key(i))).count();
+        assert!(
+            passed * 200 < others as usize,
+            "{passed} of {others} passed"
+        );
+        assert!((0..n).all(|i| l.contains(key(i))));
     }
 }
