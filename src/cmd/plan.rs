@@ -268,9 +268,11 @@ fn forgetting(out: &mut dyn Write) -> Result<()> {
         out,
         "forgetting",
         format!(
-            "{} bytes a key forgotten (`seen forget`), in pages of {}; nothing until the first",
+            "{} bytes a key forgotten (`seen forget`), in pages of {}; nothing until the \
+             first; a run keeps about {:.0} bytes a key in memory beside them",
             crate::filter::forget::ENTRY_BYTES,
-            HumanBytes(crate::format::ALIGN)
+            HumanBytes(crate::format::ALIGN),
+            crate::filter::forget::MEMORY_BYTES_PER_KEY
         ),
     )?;
     Ok(())

@@ -38,6 +38,11 @@ mod entries;
 /// Bytes of one stored entry.
 pub const ENTRY_BYTES: usize = 16;
 
+/// Memory a list read from a file takes a key in a run, beside the file's
+/// entries read in place: its table's slots (8 bytes) and prefilter (2
+/// bytes a slot), [`sized_for`] three quarters full.
+pub const MEMORY_BYTES_PER_KEY: f64 = (8.0 + 2.0) * 4.0 / 3.0;
+
 /// Keys a batch lookup prefetches ahead of the one it tests.
 pub const AHEAD: usize = 32;
 
@@ -915,6 +920,12 @@ mod tests {
         let l = ForgetList::of_stored((0..n).map(key).collect());
         let load = n as f64 / l.slots.len() as f64;
         assert!((0.74..=0.76).contains(&load), "load {load}");
+        let bytes = (l.slots.len() + l.seen.len()) * 8;
+        let per_key = bytes as f64 / n as f64;
+        assert!(
+            (per_key / MEMORY_BYTES_PER_KEY - 1.0).abs() < 0.02,
+            "{per_key} bytes a key, `plan` says {MEMORY_BYTES_PER_KEY}"
+        );
         let others = 1_000_000;
         let passed = (n..n + others).filter(|&i| l.maybe(key(i))).count();
         assert!(
