@@ -190,6 +190,9 @@ pub(crate) fn write_list(
     let room = forget_room(count);
     let end = header.file_len();
     let (offset, room, old) = match header.forget {
+        // After a failed write that reordered the list: not over the image
+        // the header names, which a cut write must leave whole.
+        Some(f) if list.reordered() => (end.next_multiple_of(ALIGN), room, Some(f)),
         Some(f) if count <= f.room => (f.offset, f.room, None),
         Some(f) if f.end() == end => (f.offset, room, None),
         Some(f) => (end.next_multiple_of(ALIGN), room, Some(f)),
@@ -437,5 +440,59 @@ mod tests {
         let (disk, mismatch) = read_summed(&file, &path, &header, true).unwrap();
         assert!(!mismatch);
         assert!(disk.entries() == kept, "the moved list on disk");
+    }
+
+    /// A write that fails after the list settled (its removed entries
+    /// dropped) leaves the span to be unstaged, which puts the keys it
+    /// took off back last: the next write goes to a new region, so the
+    /// one the header names keeps what the failed write left (a cut
+    /// write of the list in its old order, which loses no key), and a
+    /// crash during it loses none either.
+    #[test]
+    fn the_write_after_a_failed_one_goes_to_a_new_region() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.seen");
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let filter = MemFilter::new(&plan(1000, 1e-6).unwrap(), 1).unwrap();
+        let mut header = filter.header().clone().laid_out();
+        file.set_len(header.file_len()).unwrap();
+        write_list(&file, &path, &mut header, &mut list_of(300)).unwrap();
+        let (mut list, _) = read_summed(&file, &path, &header, true).unwrap();
+        let keys = list.entries();
+        let taken = [keys[5], keys[6], keys[200]];
+        for h in taken {
+            assert!(list.remove(h));
+        }
+        // As `write_list` does, then the write fails: nothing stored.
+        list.settle(false);
+        assert!(list.reordered());
+        for h in taken {
+            assert!(list.insert(h));
+        }
+        let old = header.forget.unwrap();
+        let left = write_list(&file, &path, &mut header, &mut list).unwrap();
+        list.stored();
+        assert_eq!(left, Some(old), "moved");
+        assert!(!list.reordered());
+        let (disk, _) = read_summed(&file, &path, &header, true).unwrap();
+        let mut got = disk.entries();
+        let mut want = keys.clone();
+        got.sort_by_key(|h| (h.lo, h.hi));
+        want.sort_by_key(|h| (h.lo, h.hi));
+        assert!(got == want, "every key listed");
+        // A write without a failure before it stays in place.
+        assert!(list.remove(keys[0]));
+        let at = header.forget.unwrap().offset;
+        assert_eq!(
+            write_list(&file, &path, &mut header, &mut list).unwrap(),
+            None
+        );
+        assert_eq!(header.forget.unwrap().offset, at);
     }
 }

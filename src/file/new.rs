@@ -303,6 +303,7 @@ impl NewFilter {
                 &mut l.header,
                 &mut l.forget,
             )?;
+            l.forget.stored();
             l.forget_changed = false;
         }
         let h = &mut self.layers.header;

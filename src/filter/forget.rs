@@ -146,6 +146,9 @@ pub struct ForgetList {
     /// dropped): a [`Spot`] of another count is stale. Wraps (a spot is
     /// used within the span that found it).
     moves: u32,
+    /// Removed entries were dropped for a write not yet stored
+    /// ([`ForgetList::reordered`]).
+    reordered: bool,
 }
 
 impl ForgetList {
@@ -206,22 +209,33 @@ impl ForgetList {
     }
 
     /// Before the stored image is rewritten: entries read in place from it
-    /// are copied out (the removed ones dropped) when the write may change
-    /// their bytes, which it does when some were removed (the others move
-    /// up) or when `moves` (the list goes to another region, and the old
-    /// one is given back).
+    /// are copied out when the write may change their bytes. When some
+    /// were removed (the entries after them move up), they are dropped and
+    /// the others copied in their order, and the list is
+    /// [`ForgetList::reordered`] until it is [`ForgetList::stored`]; when
+    /// `moves` (the list goes to another region, and the old one is given
+    /// back), each is copied where it is.
     pub fn settle(&mut self, moves: bool) {
         if !self.entries.in_place() {
             return;
         }
         if self.gone_count > 0 {
-            // Dropped by the rebuild, the others copied in their order.
             let unique = self.rebuild(self.slots.len());
             debug_assert!(unique, "an entry in memory is listed once");
+            self.reordered = true;
         } else if moves {
-            // Copied where they are: every position stays.
-            self.entries = Entries::of_vec(self.entries.iter().collect());
+            self.entries.copy_out(0);
         }
+    }
+
+    /// Whether the entries' order is no longer the stored image's: a write
+    /// [`ForgetList::settle`]d for failed, and keys its span took off were
+    /// put back last rather than where they were. Written over the image
+    /// in place, a cut write could then leave a key that was listed before
+    /// and after past the header's count: the next write goes to a new
+    /// region.
+    pub fn reordered(&self) -> bool {
+        self.reordered
     }
 
     /// Entries listed.
@@ -387,6 +401,7 @@ impl ForgetList {
     /// Says that the list was stored ([`ForgetList::encode`]): the entries
     /// removed so far are not in the stored image any more.
     pub fn stored(&mut self) {
+        self.reordered = false;
         if self.gone_count > 0 {
             self.dropped.clone_from(&self.gone);
         }

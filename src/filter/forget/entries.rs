@@ -81,6 +81,23 @@ impl Entries {
         }
     }
 
+    /// Copies the entries from position `from` on out of the image into
+    /// memory (each keeps its position): the image's bytes from there on
+    /// are no longer read.
+    pub(super) fn copy_out(&mut self, from: usize) {
+        if from >= self.stored {
+            return;
+        }
+        let mut more = Vec::with_capacity(self.len() - from);
+        more.extend((from..self.stored).map(|i| self.get(i)));
+        more.append(&mut self.more);
+        self.more = more;
+        self.stored = from;
+        if from == 0 {
+            self.image = None;
+        }
+    }
+
     /// Lists `h` last.
     pub(super) fn push(&mut self, h: Hash128) {
         self.more.push(h);
@@ -122,6 +139,15 @@ mod tests {
         assert_eq!(e.len(), 3);
         assert_eq!([e.get(0), e.get(1), e.get(2)], [h(0), h(1), h(7)]);
         assert_eq!(e.iter().collect::<Vec<_>>(), [h(0), h(1), h(7)]);
+        // Copied out from position 1 on: the same entries, in place no
+        // further than that.
+        let mut c = e.clone();
+        c.copy_out(1);
+        assert_eq!(c.iter().collect::<Vec<_>>(), [h(0), h(1), h(7)]);
+        assert_eq!(c.stored, 1);
+        c.copy_out(0);
+        assert!(!c.in_place());
+        assert_eq!(c.iter().collect::<Vec<_>>(), [h(0), h(1), h(7)]);
         let v = Entries::of_vec(vec![h(4)]);
         assert!(!v.in_place());
         assert_eq!(v.iter().collect::<Vec<_>>(), [h(4)]);
