@@ -271,7 +271,26 @@ impl WriteFilter {
         }
         // SIGINT/SIGTERM end the wait: nothing is pending between spans.
         lock(&self.file, &self.path, true)?;
-        self.locked = true;
+        match self.adopt_locked() {
+            Ok(()) => {
+                self.locked = true;
+                Ok(())
+            }
+            Err(e) => {
+                // Not adopted: what this process holds is not the file's
+                // state, so nothing of it may be written under this lock
+                // (a later commit takes it again and adopts first).
+                let _ = self.file.unlock();
+                Err(e)
+            }
+        }
+    }
+
+    /// Picks up what other processes committed, the lock just taken.
+    ///
+    /// # Errors
+    /// The file replaced or removed, or its header or list unreadable.
+    fn adopt_locked(&mut self) -> Result<()> {
         let ours = self.file.metadata()?;
         match std::fs::metadata(&self.path) {
             Ok(now) if now.ino() == ours.ino() && now.dev() == ours.dev() => {}
