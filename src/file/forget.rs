@@ -312,6 +312,35 @@ mod tests {
     use crate::file::MemFilter;
     use crate::filter::sizing::plan;
 
+    /// A filter file of one layer and no list, in a temporary directory
+    /// (kept while the first value lives).
+    fn new_file() -> (tempfile::TempDir, std::path::PathBuf, File, Header) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.seen");
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let filter = MemFilter::new(&plan(1000, 1e-6).unwrap(), 1).unwrap();
+        let header = filter.header().clone().laid_out();
+        file.set_len(header.file_len()).unwrap();
+        (dir, path, file, header)
+    }
+
+    /// Adds a layer after everything `header` names (so a list before it
+    /// cannot grow in place), the file extended to it.
+    fn layer_after(file: &File, header: &mut Header) -> crate::format::LayerEntry {
+        let mut layer = *header.layers.last().unwrap();
+        layer.offset = header.file_len().next_multiple_of(ALIGN);
+        layer.checksums = layer.offset + layer.layout.bytes();
+        header.layers.push(layer);
+        file.set_len(header.file_len()).unwrap();
+        layer
+    }
+
     fn list_of(n: u64) -> ForgetList {
         let mut l = ForgetList::new();
         for i in 0..n {
@@ -330,18 +359,7 @@ mod tests {
     /// It is given back only after.
     #[test]
     fn a_moved_list_keeps_its_old_region_until_the_header_names_the_new_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f.seen");
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
-        let filter = MemFilter::new(&plan(1000, 1e-6).unwrap(), 1).unwrap();
-        let mut header = filter.header().clone().laid_out();
-        file.set_len(header.file_len()).unwrap();
+        let (_dir, path, file, mut header) = new_file();
         let mut before = list_of(10);
         assert_eq!(
             write_list(&file, &path, &mut header, &mut before).unwrap(),
@@ -349,11 +367,7 @@ mod tests {
         );
         let old = header.forget.unwrap();
         // A layer after the list: it cannot grow in place.
-        let mut layer = *header.layers.last().unwrap();
-        layer.offset = header.file_len().next_multiple_of(ALIGN);
-        layer.checksums = layer.offset + layer.layout.bytes();
-        header.layers.push(layer);
-        file.set_len(header.file_len()).unwrap();
+        let layer = layer_after(&file, &mut header);
         let mut after = list_of(old.room + 1);
         let left = write_list(&file, &path, &mut header, &mut after).unwrap();
         assert_eq!(left, Some(old));
@@ -378,18 +392,7 @@ mod tests {
     /// on disk is that list.
     #[test]
     fn a_list_read_in_place_survives_its_own_rewrites_and_moves() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f.seen");
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
-        let filter = MemFilter::new(&plan(1000, 1e-6).unwrap(), 1).unwrap();
-        let mut header = filter.header().clone().laid_out();
-        file.set_len(header.file_len()).unwrap();
+        let (_dir, path, file, mut header) = new_file();
         let mut first = list_of(600);
         write_list(&file, &path, &mut header, &mut first).unwrap();
         let keys = first.entries();
@@ -420,11 +423,7 @@ mod tests {
         // Read in place again, then moved: a layer after it, and more keys
         // than its room.
         let (mut list, _) = read_summed(&file, &path, &header, true).unwrap();
-        let mut layer = *header.layers.last().unwrap();
-        layer.offset = header.file_len().next_multiple_of(ALIGN);
-        layer.checksums = layer.offset + layer.layout.bytes();
-        header.layers.push(layer);
-        file.set_len(header.file_len()).unwrap();
+        layer_after(&file, &mut header);
         let room = header.forget.unwrap().room;
         let more: Vec<Hash128> = (0..room).map(|i| Hash128 { lo: !i, hi: i << 1 }).collect();
         list.insert_among(&more, |_| true);
@@ -450,18 +449,7 @@ mod tests {
     /// crash during it loses none either.
     #[test]
     fn the_write_after_a_failed_one_goes_to_a_new_region() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f.seen");
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
-        let filter = MemFilter::new(&plan(1000, 1e-6).unwrap(), 1).unwrap();
-        let mut header = filter.header().clone().laid_out();
-        file.set_len(header.file_len()).unwrap();
+        let (_dir, path, file, mut header) = new_file();
         write_list(&file, &path, &mut header, &mut list_of(300)).unwrap();
         let (mut list, _) = read_summed(&file, &path, &header, true).unwrap();
         let keys = list.entries();

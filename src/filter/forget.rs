@@ -224,7 +224,7 @@ impl ForgetList {
             debug_assert!(unique, "an entry in memory is listed once");
             self.reordered = true;
         } else if moves {
-            self.entries.copy_out(0);
+            self.entries.copy_out();
         }
     }
 
@@ -556,11 +556,11 @@ impl ForgetList {
         if candidates.is_empty() {
             return Ok(candidates);
         }
-        let keys = &candidates.entries();
+        let keys = candidates.entries();
         let mut kept = vec![true; keys.len()];
         let mut out = Vec::new();
         for i in 0..lists.len() {
-            present(i, keys, &mut out)?;
+            present(i, &keys, &mut out)?;
             for (k, p) in kept.iter_mut().zip(&out) {
                 *k &= !p;
             }

@@ -81,21 +81,10 @@ impl Entries {
         }
     }
 
-    /// Copies the entries from position `from` on out of the image into
-    /// memory (each keeps its position): the image's bytes from there on
-    /// are no longer read.
-    pub(super) fn copy_out(&mut self, from: usize) {
-        if from >= self.stored {
-            return;
-        }
-        let mut more = Vec::with_capacity(self.len() - from);
-        more.extend((from..self.stored).map(|i| self.get(i)));
-        more.append(&mut self.more);
-        self.more = more;
-        self.stored = from;
-        if from == 0 {
-            self.image = None;
-        }
+    /// Copies the entries out of the image into memory, each keeping its
+    /// position: the image is no longer read.
+    pub(super) fn copy_out(&mut self) {
+        *self = Entries::of_vec(self.iter().collect());
     }
 
     /// Lists `h` last.
@@ -139,13 +128,9 @@ mod tests {
         assert_eq!(e.len(), 3);
         assert_eq!([e.get(0), e.get(1), e.get(2)], [h(0), h(1), h(7)]);
         assert_eq!(e.iter().collect::<Vec<_>>(), [h(0), h(1), h(7)]);
-        // Copied out from position 1 on: the same entries, in place no
-        // further than that.
+        // Copied out: the same entries, none read in place.
         let mut c = e.clone();
-        c.copy_out(1);
-        assert_eq!(c.iter().collect::<Vec<_>>(), [h(0), h(1), h(7)]);
-        assert_eq!(c.stored, 1);
-        c.copy_out(0);
+        c.copy_out();
         assert!(!c.in_place());
         assert_eq!(c.iter().collect::<Vec<_>>(), [h(0), h(1), h(7)]);
         let v = Entries::of_vec(vec![h(4)]);
