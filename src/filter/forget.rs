@@ -313,8 +313,7 @@ impl ForgetList {
     #[inline]
     fn seen_bits(&self, h: Hash128) -> (usize, u64) {
         // Eight bits per slot: `slots / 8` words of 64 bits, the word of
-        // `lo`'s place among them (so a table filled in order of home slots
-        // fills its words in order too).
+        // `lo`'s place among them.
         let w = scaled(h.lo, self.seen.len());
         let b = |shift: u32| 1u64 << ((h.hi >> shift) & 63);
         (w, b(0) | b(6) | b(12))
@@ -586,10 +585,12 @@ impl ForgetList {
     }
 
     /// Builds the table again with `len` slots (removed entries go for
-    /// good, the others keep their order), filling it bucket by bucket of
-    /// home slots (a counting sort on their top bits), so that its writes
-    /// walk the table once instead of landing at random. `false` when an
-    /// entry is listed twice (the table is then not usable).
+    /// good, the others keep their order), reading the entries in order
+    /// and loading each one's slot and prefilter word ahead. (Filling the
+    /// table in order of home slots instead, with the entries met at
+    /// random, took a third longer: 833k entries read in place, 39 ms
+    /// against 27 ms for `seen query` of one key.) `false` when an entry is
+    /// listed twice (the table is then not usable).
     fn rebuild(&mut self, len: usize) -> bool {
         self.moves = self.moves.wrapping_add(1);
         if self.gone_count > 0 {
@@ -604,28 +605,15 @@ impl ForgetList {
         crate::memory::huge_pages_for(&self.slots);
         // Eight bits per slot.
         self.seen = vec![0; len.div_ceil(8)];
-        let bits = (usize::BITS - 1 - len.leading_zeros()).min(12);
-        let bucket = |h: Hash128| (h.lo >> (64 - bits)) as usize;
-        let mut starts = vec![0u32; (1 << bits) + 1];
-        for h in self.entries.iter() {
-            starts[bucket(h) + 1] += 1;
-        }
-        for b in 1..starts.len() {
-            starts[b] += starts[b - 1];
-        }
-        let mut order = vec![0u32; n];
-        crate::memory::huge_pages_for(&order);
-        for (i, h) in self.entries.iter().enumerate() {
-            let at = &mut starts[bucket(h)];
-            order[*at as usize] = u32::try_from(i).expect("fewer than 2^32 entries");
-            *at += 1;
-        }
-        // The entries are met at random: each is loaded ahead.
-        for (k, &i) in order.iter().enumerate() {
-            if let Some(&ahead) = order.get(k + AHEAD) {
-                self.entries.prefetch(ahead as usize);
+        // Keys whose slot and word are loaded ahead of the one placed.
+        const D: usize = 2 * AHEAD;
+        for i in 0..n {
+            if i + D < n {
+                let ahead = self.entries.get(i + D);
+                crate::prefetch::prefetch_item(&self.slots, self.home(ahead));
+                crate::prefetch::prefetch_item(&self.seen, self.seen_bits(ahead).0);
             }
-            let h = self.entries.get(i as usize);
+            let h = self.entries.get(i);
             let mut s = self.home(h);
             loop {
                 match self.slots[s] {
@@ -636,7 +624,7 @@ impl ForgetList {
                     _ => s = self.next(s),
                 }
             }
-            self.slots[s] = slot_of(i as usize, h);
+            self.slots[s] = slot_of(i, h);
             let (w, b) = self.seen_bits(h);
             self.seen[w] |= b;
         }
@@ -644,8 +632,7 @@ impl ForgetList {
     }
 
     /// The slot of `h`'s probe sequence start: `lo`'s place among the
-    /// slots (its top bits, uniform; keys in order of `lo` have their
-    /// homes in order too, which [`ForgetList::rebuild`] uses).
+    /// slots (its top bits, uniform).
     #[inline]
     fn home(&self, h: Hash128) -> usize {
         scaled(h.lo, self.slots.len())
