@@ -828,6 +828,50 @@ mod tests {
         assert_eq!(held_span_keys(w(5, 5, 0.0, true, true), 2 * gib), 0);
     }
 
+    /// A writer that takes the lock back between spans and then cannot
+    /// read what the file holds (another process damaged or replaced it)
+    /// lets the lock go: a later commit takes it again and reads first,
+    /// instead of writing this writer's stale header over the file.
+    #[test]
+    fn a_writer_that_cannot_read_the_file_after_relocking_unlocks_it() {
+        use crate::filter::sizing::Spec;
+        use crate::keys::KeySpec;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.seen");
+        let spec = Spec {
+            capacity: 1000,
+            target_fpp: 1e-6,
+            growth: None,
+            window: None,
+        };
+        super::super::NewFilter::create(&path, &spec, 7, KeySpec::RAW)
+            .unwrap()
+            .finish(false)
+            .unwrap();
+        let mut w = WriteFilter::open(&path, None).unwrap();
+        w.begin_span().unwrap();
+        let key = Hash128 { lo: 1, hi: 2 };
+        w.add(&[key], None).unwrap();
+        w.end_span().unwrap();
+        // Between two spans, another process leaves the header unreadable.
+        let damaged = [0u8; 8];
+        w.file.write_all_at(&damaged, 0).unwrap();
+        let e = w.begin_span().unwrap_err();
+        assert!(!w.locked, "{e:#}");
+        // Another open file takes the lock at once: it was released.
+        let other = File::open(&path).unwrap();
+        other
+            .try_lock()
+            .expect("the failed writer left the file unlocked");
+        other.unlock().unwrap();
+        // A commit takes the lock again and fails the same way, writing
+        // nothing of this writer's state over the file.
+        w.commit().unwrap_err();
+        let mut start = [1u8; 8];
+        w.file.read_exact_at(&mut start, 0).unwrap();
+        assert_eq!(start, damaged);
+    }
+
     /// Holding a file starts helpers only for the layers it did not read
     /// whole (holes: a new file's reserved blocks, where the file system
     /// reports them); a layer read whole has its pages in already.
