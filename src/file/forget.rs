@@ -7,7 +7,9 @@
 //! key plus at most a page. It grows in place while it is the file's last
 //! region; once a layer was added after it, a larger one goes to the end
 //! of the file and the old one's blocks are given back (a hole) once the
-//! header names the new one.
+//! header names the new one. A list that shrank to half its room or less
+//! gives back the pages past what it needs at the end of a run
+//! ([`trim_list`]; the room stays, in holes, to grow back into).
 
 use super::layers::{Layers, contains_in};
 use crate::filter::forget::{ENTRY_BYTES, ForgetList, entry_at};
@@ -172,11 +174,12 @@ pub(crate) fn damaged(path: &Path, f: &ForgetEntry) -> String {
 /// Writes `list` to `file` and names it in `header` (which the caller
 /// writes next): in the region the header names when it has room, else in
 /// that region grown in place (the file's last), else in a new region at
-/// the end of the file. Returns the region left behind, if any, which the
-/// caller gives back ([`free_list`]) once the header naming the new one is
+/// the end of the file. Returns the bytes left behind, if any, which the
+/// caller gives back ([`free_list`]) once the header naming the new list is
 /// written: until then, the header on disk names the old one, which must
 /// still hold the list it had (a writer stopped before the header leaves
-/// the file with it).
+/// the file with it). A list that shrank in place keeps its region's
+/// pages until [`trim_list`].
 ///
 /// # Errors
 /// When the file cannot be extended or written.
@@ -224,6 +227,31 @@ pub(crate) fn write_list(
         sum: sum.digest(),
     });
     Ok(old)
+}
+
+/// Gives back the pages of the list's region past the ones its entries
+/// take, when those are half its room or less (its keys were recorded
+/// again): an emptied list keeps a page on disk, not the 16 bytes of every
+/// key it once held. The region keeps its room, in holes, to grow back
+/// into. Call it once the header naming the list is on disk (synced): until
+/// then the header there may name more entries. Best effort, as
+/// [`free_list`].
+pub(crate) fn trim_list(file: &File, header: &Header) {
+    let Some(f) = header.forget else {
+        return;
+    };
+    let room = forget_room(f.count);
+    if room * 2 <= f.room {
+        free_list(
+            file,
+            Some(ForgetEntry {
+                offset: f.offset + room * ENTRY_BYTES as u64,
+                room: f.room - room,
+                count: 0,
+                sum: 0,
+            }),
+        );
+    }
 }
 
 /// Gives the blocks of a forget list's old region back to the file system
@@ -383,6 +411,54 @@ mod tests {
         let (got, mismatch) = read_summed(&file, &path, &header, true).unwrap();
         assert!(!mismatch);
         assert_eq!(got.entries(), after.entries());
+    }
+
+    /// A list whose keys were recorded again (it shrank to half its
+    /// region or less) gives the region's pages past what it needs back
+    /// when trimmed, keeps the region's room, and grows back into it in
+    /// place: an emptied list keeps a page on disk.
+    #[test]
+    fn a_shrunk_list_gives_its_pages_back_and_grows_back_in_place() {
+        use std::os::unix::fs::MetadataExt;
+        let (_dir, path, file, mut header) = new_file();
+        let blocks = || file.metadata().unwrap().blocks() * 512;
+        let before = blocks();
+        let mut full = list_of(20_000);
+        write_list(&file, &path, &mut header, &mut full).unwrap();
+        let region = header.forget.unwrap();
+        assert!(blocks() >= before + region.bytes());
+        // Not half: kept whole.
+        let mut most = list_of(15_000);
+        assert_eq!(
+            write_list(&file, &path, &mut header, &mut most).unwrap(),
+            None
+        );
+        trim_list(&file, &header);
+        assert!(blocks() >= before + region.bytes());
+        let mut none = ForgetList::new();
+        assert_eq!(
+            write_list(&file, &path, &mut header, &mut none).unwrap(),
+            None
+        );
+        assert_eq!(header.forget.unwrap().offset, region.offset);
+        assert_eq!(header.forget.unwrap().room, region.room);
+        trim_list(&file, &header);
+        assert!(
+            blocks() <= before + ALIGN,
+            "{} bytes on disk for an empty list, {before} before it",
+            blocks()
+        );
+        let (got, mismatch) = read_summed(&file, &path, &header, true).unwrap();
+        assert!(!mismatch && got.is_empty());
+        let mut again = list_of(12_000);
+        assert_eq!(
+            write_list(&file, &path, &mut header, &mut again).unwrap(),
+            None
+        );
+        assert_eq!(header.forget.unwrap().offset, region.offset);
+        let (got, mismatch) = read_summed(&file, &path, &header, true).unwrap();
+        assert!(!mismatch);
+        assert_eq!(got.entries(), again.entries());
     }
 
     /// A list read in place (its region mapped) stays the list it is

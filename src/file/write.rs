@@ -5,7 +5,7 @@
 //! end of the file, and the commit.
 
 use super::checksum::{Stale, stored_checksum, stored_segment};
-use super::forget::{free_list, read_list_to_write, write_list};
+use super::forget::{free_list, read_list_to_write, trim_list, write_list};
 use super::header::{open_checked, read_header, warn_dirty, write_header};
 use super::layers::{Layers, Room, hint_layer};
 use super::lock::lock;
@@ -478,7 +478,10 @@ impl WriteFilter {
         self.write_clean()?;
         self.file
             .sync_data()
-            .with_context(|| format!("cannot sync {}", self.path.display()))
+            .with_context(|| format!("cannot sync {}", self.path.display()))?;
+        // The header on disk names the list as it is now.
+        trim_list(&self.file, &self.layers.header);
+        Ok(())
     }
 }
 
