@@ -271,6 +271,20 @@ pub(crate) fn free_list(file: &File, old: Option<ForgetEntry>) {
 /// The forget list's part in what every file store's layers do: keys
 /// recorded again leave it, and a window's entries go with their slices.
 impl Layers {
+    /// Of keys judged new and now recorded (without verdicts), those that
+    /// need bits: not the ones judged listed in this span, when there is
+    /// no window. A layer holds their bits already (layers never expire
+    /// then), so recording them again only takes them off the list
+    /// ([`Layers::unforget`]), as a test-and-set finds them present: they
+    /// take no room in the newest layer, nor make it grow. `None`: all.
+    pub(super) fn unlisted(&self, hashes: &[Hash128]) -> Option<Vec<Hash128>> {
+        if self.forget_asked.is_empty() || self.header.window.is_some() {
+            return None;
+        }
+        let kept = |h: &&Hash128| !self.forget_asked.contains_key(*h);
+        Some(hashes.iter().filter(kept).copied().collect())
+    }
+
     /// Takes the keys recorded now off the forget list (`seen`: their
     /// verdicts, which a listed key's turn to new): a forgotten key that is
     /// recorded again is present again. Returns how many verdicts turned.

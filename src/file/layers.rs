@@ -326,6 +326,9 @@ impl Layers {
         if let Some(out) = out.as_deref_mut() {
             out.clear();
         }
+        let all = hashes;
+        let unlisted = out.is_none().then(|| self.unlisted(hashes)).flatten();
+        let hashes = unlisted.as_deref().unwrap_or(hashes);
         let now = crate::clock::now();
         let mut done = 0;
         let mut new = 0;
@@ -420,7 +423,7 @@ impl Layers {
         }
         // A forgotten key recorded again: new (if its bits said present),
         // and off the list.
-        new += self.unforget(hashes, out);
+        new += self.unforget(all, out);
         Ok(new)
     }
 

@@ -35,10 +35,11 @@ fn all_sources() -> Vec<(PathBuf, String)> {
         .collect()
 }
 
-/// The lines of a file before its unit tests.
+/// The lines of a file before its unit tests (`#[cfg(test)]`, or a test
+/// module only for some targets: `#[cfg(all(test, …))]`).
 fn code_lines(text: &str) -> Vec<&str> {
     text.lines()
-        .take_while(|l| !l.starts_with("#[cfg(test)]"))
+        .take_while(|l| !l.starts_with("#[cfg(test)]") && !l.starts_with("#[cfg(all(test,"))
         .collect()
 }
 
