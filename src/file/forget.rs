@@ -174,8 +174,8 @@ pub(crate) fn damaged(path: &Path, f: &ForgetEntry) -> String {
 /// Writes `list` to `file` and names it in `header` (which the caller
 /// writes next): in the region the header names when it has room, else in
 /// that region grown in place (the file's last), else in a new region at
-/// the end of the file. Returns the bytes left behind, if any, which the
-/// caller gives back ([`free_list`]) once the header naming the new list is
+/// the end of the file. Returns the region left behind, if any, which the
+/// caller gives back ([`free_list`]) once the header naming the new one is
 /// written: until then, the header on disk names the old one, which must
 /// still hold the list it had (a writer stopped before the header leaves
 /// the file with it). A list that shrank in place keeps its region's
