@@ -240,13 +240,13 @@ pub(crate) fn trim_list(file: &File, header: &Header) {
     let Some(f) = header.forget else {
         return;
     };
-    let room = forget_room(f.count);
-    if room * 2 <= f.room {
+    let (kept, whole) = (f.page_bytes(), f.bytes());
+    if kept * 2 <= whole {
         free_list(
             file,
             Some(ForgetEntry {
-                offset: f.offset + room * ENTRY_BYTES as u64,
-                room: f.room - room,
+                offset: f.offset + kept,
+                room: (whole - kept) / ENTRY_BYTES as u64,
                 count: 0,
                 sum: 0,
             }),

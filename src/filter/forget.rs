@@ -614,6 +614,8 @@ impl ForgetList {
                 crate::prefetch::prefetch_item(&self.seen, self.seen_bits(ahead).0);
             }
             let h = self.entries.get(i);
+            // `find`'s probe, spelled out: as a call it made the load of
+            // 833k entries 1–2 ms slower (medians of 40 runs).
             let mut s = self.home(h);
             loop {
                 match self.slots[s] {

@@ -178,6 +178,12 @@ impl ForgetEntry {
     pub(crate) fn used_bytes(&self) -> u64 {
         self.count * crate::filter::forget::ENTRY_BYTES as u64
     }
+
+    /// Bytes of the whole pages the listed entries take (the region's
+    /// pages past them may be holes: `file::forget::trim_list`).
+    pub(crate) fn page_bytes(&self) -> u64 {
+        forget_room(self.count) * crate::filter::forget::ENTRY_BYTES as u64
+    }
 }
 
 /// The room a forget list of `count` entries takes: whole pages, one at

@@ -375,9 +375,8 @@ pub fn compute_from(h: &Header, bits: &[&[u8]], name: String) -> Stats {
         layers,
         forget: h.forget.map(|f| ForgetStats {
             entries: f.count,
-            // The pages its entries take: a list that shrank gave the
-            // rest of its region back (holes, see `file::forget`).
-            bytes: crate::format::forget_room(f.count) * crate::filter::forget::ENTRY_BYTES as u64,
+            // A list that shrank gave the rest of its region back.
+            bytes: f.page_bytes(),
             share_of_inserts: f.count as f64 / inserts.max(1) as f64,
         }),
         sets: None,
