@@ -797,16 +797,7 @@ mod tests {
     fn a_union_does_not_replace_a_filter_changed_since_it_was_read() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.seen");
-        let spec = Spec {
-            capacity: 10_000,
-            target_fpp: 1e-6,
-            growth: None,
-            window: None,
-        };
-        NewFilter::create(&path, &spec, 7, KeySpec::RAW)
-            .unwrap()
-            .finish(false)
-            .unwrap();
+        NewFilter::fixed_for_test(&path, 10_000);
         let read = ReadFilter::open(&path).unwrap();
         let was = read.header().clone();
         let bits: Vec<&[u8]> = vec![read.layer_bits(0)];

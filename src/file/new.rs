@@ -52,6 +52,22 @@ pub struct NewFilter {
 }
 
 impl NewFilter {
+    /// Makes a filter file of a fixed `capacity` at 1e-6 (seed 7, whole
+    /// records as keys) at `path`, for tests.
+    #[cfg(test)]
+    pub(crate) fn fixed_for_test(path: &Path, capacity: u64) {
+        let spec = Spec {
+            capacity,
+            target_fpp: 1e-6,
+            growth: None,
+            window: None,
+        };
+        NewFilter::create(path, &spec, 7, KeySpec::RAW)
+            .unwrap()
+            .finish(false)
+            .unwrap();
+    }
+
     /// Creates the temporary file for a filter made for `spec`, hashing keys
     /// made by `keys` (recorded in the header).
     ///

@@ -837,20 +837,9 @@ mod tests {
     /// instead of writing this writer's stale header over the file.
     #[test]
     fn a_writer_that_cannot_read_the_file_after_relocking_unlocks_it() {
-        use crate::filter::sizing::Spec;
-        use crate::keys::KeySpec;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f.seen");
-        let spec = Spec {
-            capacity: 1000,
-            target_fpp: 1e-6,
-            growth: None,
-            window: None,
-        };
-        super::super::NewFilter::create(&path, &spec, 7, KeySpec::RAW)
-            .unwrap()
-            .finish(false)
-            .unwrap();
+        super::super::NewFilter::fixed_for_test(&path, 1000);
         let mut w = WriteFilter::open(&path, None).unwrap();
         w.begin_span().unwrap();
         let key = Hash128 { lo: 1, hi: 2 };
@@ -880,21 +869,10 @@ mod tests {
     /// reports them); a layer read whole has its pages in already.
     #[test]
     fn holding_populates_only_layers_with_holes() {
-        use crate::filter::sizing::Spec;
-        use crate::keys::KeySpec;
         let dir = tempfile::tempdir().unwrap();
-        let spec = Spec {
-            capacity: 20_000_000,
-            target_fpp: 1e-6,
-            growth: None,
-            window: None,
-        };
         for written in [false, true] {
             let path = dir.path().join(format!("{written}.seen"));
-            super::super::NewFilter::create(&path, &spec, 7, KeySpec::RAW)
-                .unwrap()
-                .finish(false)
-                .unwrap();
+            super::super::NewFilter::fixed_for_test(&path, 20_000_000);
             let mut w = WriteFilter::open(&path, None).unwrap();
             let l = w.layers.header.layers[0];
             let len = l.layout.bytes();
