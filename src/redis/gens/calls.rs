@@ -48,13 +48,15 @@ impl GensFilter {
     /// when the lines were looked up in them. A line whose fingerprint
     /// another of them has in the same newest set is left out and
     /// returned, with that other line: it is present once the other is
-    /// added (so a call adds each of its fingerprints once).
+    /// added (so a call adds each of its fingerprints once). A line of
+    /// `skip` is not looked up in the (older) generation it names: this
+    /// writer added it there without deciding it (see `fence`).
     pub(super) fn calls(
         &self,
         hashes: &[Hash128],
         todo: &[u32],
         live: &[Gen],
-        recheck: &HashMap<u64, u64>,
+        (recheck, skip): (&HashMap<u64, u64>, &HashMap<u32, u64>),
         sizes: &HashMap<String, u64>,
     ) -> (Vec<Call>, Vec<(u32, u32)>) {
         let loc = self.client.location();
@@ -86,8 +88,9 @@ impl GensFilter {
                 let mut names: HashMap<String, usize> = HashMap::new();
                 for (pos, &i) in lines.iter().enumerate() {
                     let h = hashes[i as usize];
+                    let skipped = skip.get(&i).copied();
                     for (n, g) in live.iter().enumerate() {
-                        if n != newest && g.index < from {
+                        if n != newest && (g.index < from || skipped == Some(g.index)) {
                             continue;
                         }
                         let key = self.meta.set_key(loc, g, h);
@@ -281,7 +284,10 @@ impl GensFilter {
 /// Sorts `lines` by their `place` (a newest set and a fingerprint in it),
 /// and takes out each line whose place an earlier one has: returned with
 /// the line kept, (twin, kept).
-fn drop_twins<P: Ord>(lines: &mut Vec<u32>, place: impl Fn(u32) -> P) -> Vec<(u32, u32)> {
+pub(super) fn drop_twins<P: Ord>(
+    lines: &mut Vec<u32>,
+    place: impl Fn(u32) -> P,
+) -> Vec<(u32, u32)> {
     lines.sort_by_key(|&i| place(i));
     let mut twins = Vec::new();
     lines.dedup_by(|later, kept| {

@@ -50,6 +50,11 @@ impl GensFilter {
     /// command (which runs after those behind it) every generation is
     /// checked again and no size is kept.
     ///
+    /// With one live generation only the tops are read: the lines of a
+    /// group whose top is that generation are then added behind a fence,
+    /// whose `SADD` is their lookup too (see `fence`), and the others go to
+    /// the script, which looks them up.
+    ///
     /// # Errors
     /// A server error or a lost connection (nothing was recorded).
     pub(super) fn precheck(
@@ -58,6 +63,7 @@ impl GensFilter {
         todo: &[u32],
         live: &[Gen],
     ) -> Result<Prechecked> {
+        let tops_only = live.len() == 1;
         let loc = self.client.location().clone();
         let before = self.client.redirected();
         let mut left: Vec<u32> = todo.to_vec();
@@ -78,6 +84,9 @@ impl GensFilter {
                         redis::cmd("GET").arg(&top),
                     ));
                     about.push(About::Top(t));
+                }
+                if tops_only {
+                    continue;
                 }
                 let mut sets: HashMap<String, Vec<u32>> = HashMap::new();
                 for i in lines {

@@ -23,7 +23,7 @@ use crate::redis::location::Location;
 use crate::redis::slot::slot;
 use anyhow::{Context, Result, anyhow, bail};
 use redis::Value;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Times a batch's lines are sent again after the generations moved under
 /// them, before the run gives up.
@@ -48,6 +48,12 @@ pub(crate) struct GensFilter {
     pub(super) journal: Option<Journal>,
     /// Set when a reply was lost: the run stops at its next batch.
     pub(super) broken: Option<anyhow::Error>,
+    /// A generation, and the sets of it this run gave a time to live.
+    pub(super) expiring: (u64, HashSet<String>),
+    /// Run between a batch's lookup and its fenced add (a test's other
+    /// writer).
+    #[cfg(test)]
+    pub(super) before_fence: Option<Box<dyn FnMut()>>,
 }
 
 impl GensFilter {
@@ -125,6 +131,9 @@ impl GensFilter {
             write,
             journal: None,
             broken: None,
+            expiring: (u64::MAX, HashSet::new()),
+            #[cfg(test)]
+            before_fence: None,
         };
         f.refresh()?;
         Ok(f)
@@ -165,7 +174,7 @@ impl GensFilter {
     }
 
     /// Reads the generations and the counters (one round trip).
-    fn refresh(&mut self) -> Result<()> {
+    pub(super) fn refresh(&mut self) -> Result<()> {
         let loc = self.client.location().clone();
         let s = slot(loc.meta_key().as_bytes());
         let gens = self.meta.gens_key(&loc);
@@ -288,7 +297,7 @@ impl GensFilter {
 
     /// Adds generation `top + 1` (rank `rank` of slice `slice`) unless
     /// another writer added one after `top` first.
-    fn grow(&mut self, top: u64, slice: u64, rank: u32, t: u64) -> Result<()> {
+    pub(super) fn grow(&mut self, top: u64, slice: u64, rank: u32, t: u64) -> Result<()> {
         let loc = self.client.location().clone();
         let gens = self.meta.gens_key(&loc);
         let oldest = self
@@ -325,7 +334,8 @@ impl GensFilter {
         let first: Vec<u32> = (0..hashes.len() as u32)
             .filter(|&i| !out[i as usize])
             .collect();
-        let live = self.live(self.time());
+        let now = self.time();
+        let live = self.live(now);
         let found = self.precheck(hashes, &first, &live)?;
         let (mut todo, mut recheck, mut sizes) = (found.todo, found.recheck, found.sizes);
         // Found in a generation: present.
@@ -333,7 +343,25 @@ impl GensFilter {
         for i in first {
             out[i as usize] |= !rest.contains(&i);
         }
-        let mut tries = 0;
+        let mut skip = HashMap::new();
+        #[cfg(test)]
+        if let Some(f) = &mut self.before_fence {
+            f();
+        }
+        if let Some(g) = live.last() {
+            let ttl = self.ttl(g, now);
+            let f = self.add_fenced(hashes, todo, &recheck, (g, ttl), &mut new, out, &mut t)?;
+            sent_any = f.sent;
+            todo = f.rest;
+            if !f.tentative.is_empty() {
+                // The generations moved: read again, every one checked.
+                todo.extend(f.tentative.keys());
+                skip = f.tentative;
+                recheck.clear();
+                sizes.clear();
+            }
+        }
+        let mut tries = usize::from(!skip.is_empty());
         while !todo.is_empty() && t.failed.is_none() {
             tries += 1;
             let ready = if tries > MAX_RETRIES {
@@ -368,11 +396,22 @@ impl GensFilter {
                     break;
                 }
             };
-            let ttl = self
-                .meta
-                .slice_end(g.slice)
-                .map_or(0, |end| end.saturating_sub(now).max(1));
-            let (calls, twins) = self.calls(hashes, &todo, &live, &recheck, &sizes);
+            if let Some((i, s)) = skip.iter().find(|&(_, &s)| s >= g.index) {
+                // Cannot happen: tentative lines are of a generation the
+                // group's top passed.
+                let e = anyhow!(
+                    "{}: line {i} was added to generation {s} undecided, and the newest is {}",
+                    self.location(),
+                    g.index
+                );
+                for &i in &todo {
+                    out[i as usize] = true;
+                }
+                t.failed = Some(e);
+                break;
+            }
+            let ttl = self.ttl(&g, now);
+            let (calls, twins) = self.calls(hashes, &todo, &live, (&recheck, &skip), &sizes);
             // Present once the line kept is added (and until then not
             // judged new, nor sent).
             for &(i, _) in &twins {
@@ -431,6 +470,13 @@ impl GensFilter {
             self.broken = broken;
         }
         Ok(count)
+    }
+
+    /// Seconds generation `g`'s keys live from `now` (0: for ever).
+    fn ttl(&self, g: &Gen, now: u64) -> u64 {
+        self.meta
+            .slice_end(g.slice)
+            .map_or(0, |end| end.saturating_sub(now).max(1))
     }
 
     /// Adds this run's lines to the counters (per generation), and moves
