@@ -344,17 +344,34 @@ fn a_windowed_filters_data_expires_by_itself() {
     let loc = format!("redis://{}/expire", srv.addr);
     let j = journal(&d);
     let env = [("SEEN_JOURNAL_DIR", j.as_str())];
+    // Two runs in one slice: the second adds behind the fence (each
+    // group's top is the newest generation), into sets it makes.
+    let now = format!(
+        "@{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    );
     let data = urls(5_000, 50);
-    seen_env(
-        d.path(),
-        &env,
-        [
-            "dedup", "-q", "--window", "40s", "--slices", "4", "-f", &loc,
-        ],
-        &data,
-    )
-    .ok()
-    .stdout(&reference(&data, b'\n', false));
+    let more: Vec<u8> = String::from_utf8(urls(5_000, 51))
+        .unwrap()
+        .lines()
+        .map(|l| format!("more-{l}\n"))
+        .collect::<String>()
+        .into_bytes();
+    for input in [&data, &more] {
+        seen_env(
+            d.path(),
+            &env,
+            [
+                "dedup", "-q", "--window", "40s", "--slices", "4", "--now", &now, "-f", &loc,
+            ],
+            input,
+        )
+        .ok()
+        .stdout(&reference(input, b'\n', false));
+    }
     let keys: Vec<String> = redis::cmd("KEYS").arg("seen:*").query(&mut c).unwrap();
     let mut data_keys = 0;
     for k in &keys {
