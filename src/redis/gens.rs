@@ -32,6 +32,7 @@
 //! filter left idle past its window goes on with its next writer.
 
 mod calls;
+mod copies;
 mod fence;
 mod reads;
 pub(crate) mod store;

@@ -35,7 +35,7 @@ use crate::redis::client::{Failure, Routed, server_error};
 use crate::redis::slot::slot;
 use anyhow::{Result, anyhow};
 use redis::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// What a fenced add left to the script.
 pub(super) struct Fenced {
@@ -74,10 +74,9 @@ impl GensFilter {
         &mut self,
         hashes: &[Hash128],
         todo: Vec<u32>,
-        tops: &HashMap<u64, u64>,
+        (tops, sparse): (&HashMap<u64, u64>, &HashSet<u64>),
         (g, ttl): (&Gen, u64),
-        new: &mut [bool],
-        out: &mut [bool],
+        (new, out): (&mut [bool], &mut [bool]),
         t: &mut Parts,
     ) -> Result<Fenced> {
         let loc = self.client.location().clone();
@@ -104,7 +103,7 @@ impl GensFilter {
         let mut twins = Vec::new();
         let mut groups = Vec::new();
         for (t, mut lines) in self.meta.by_group(hashes, &todo) {
-            if tops.get(&t) != Some(&g.index) {
+            if tops.get(&t) != Some(&g.index) || !sparse.contains(&t) {
                 f.rest.extend(lines);
                 continue;
             }
@@ -301,7 +300,7 @@ impl GensFilter {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use crate::filter::sizing::{Growth, Spec};
     use crate::hash::Hash128;
     use crate::keys::KeySpec;
@@ -315,7 +314,7 @@ mod tests {
 
     /// The test servers' address in `var`, as the integration tests take
     /// it (`scripts/with-redis.sh`); `None` (skipped) outside CI.
-    fn server(var: &str) -> Option<String> {
+    pub(in crate::redis::gens) fn server(var: &str) -> Option<String> {
         match std::env::var(var) {
             Ok(v) if !v.is_empty() => Some(v),
             _ if std::env::var_os("CI").is_some() => {
@@ -325,9 +324,14 @@ mod tests {
         }
     }
 
-    fn open(loc: &Location) -> GensFilter {
+    pub(in crate::redis::gens) fn open(loc: &Location) -> GensFilter {
+        open_sized(loc, 1_000_000)
+    }
+
+    /// Opens the growing filter at `loc`, made for `capacity` lines first.
+    pub(in crate::redis::gens) fn open_sized(loc: &Location, capacity: u64) -> GensFilter {
         let spec = Spec {
-            capacity: 1_000_000,
+            capacity,
             target_fpp: 1e-6,
             growth: Some(Growth {
                 factor: 2,
@@ -348,12 +352,16 @@ mod tests {
         }
     }
 
-    fn key(i: u32) -> Hash128 {
+    pub(in crate::redis::gens) fn key(i: u32) -> Hash128 {
         crate::hash::hash(format!("https://example.com/{i}").as_bytes(), 7)
     }
 
     /// Records `from..to` through `f`; returns how many were new.
-    fn record(f: &mut GensFilter, from: u32, to: u32) -> (u64, Vec<bool>) {
+    pub(in crate::redis::gens) fn record(
+        f: &mut GensFilter,
+        from: u32,
+        to: u32,
+    ) -> (u64, Vec<bool>) {
         let hs: Vec<Hash128> = (from..to).map(key).collect();
         let mut out = vec![false; hs.len()];
         let n = f.insert_batch(&hs, &mut out).unwrap();
@@ -379,8 +387,10 @@ mod tests {
             let Some(addr) = server(var) else { continue };
             let name = format!("fence-{}-{t}", std::process::id());
             let loc = Location::parse(&format!("{scheme}://{addr}/{name}")).unwrap();
-            let mut a = open(&loc);
-            let mut b = open(&loc);
+            // Sets enough that the batch's lines fall one to a set (the
+            // fence takes those).
+            let mut a = open_sized(&loc, 10_000_000);
+            let mut b = open_sized(&loc, 10_000_000);
             // Every group's top becomes generation 0.
             assert_eq!(record(&mut a, 0, 3000).0, 3000);
             a.before_fence = Some(Box::new(move || {

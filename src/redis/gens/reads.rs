@@ -22,6 +22,14 @@ pub(super) struct Prechecked {
     pub recheck: HashMap<u64, u64>,
     /// The newest generation's sets looked in, and their sizes then.
     pub sizes: HashMap<String, u64>,
+    /// The groups whose lines fall about one to a newest set: added behind
+    /// a fence, a command a line (the script adds a set's lines with one).
+    pub sparse: HashSet<u64>,
+}
+
+/// Whether `lines` falling into `sets` sets are sparse: 1.5 a set or fewer.
+fn is_sparse(lines: usize, sets: usize) -> bool {
+    2 * lines <= 3 * sets
 }
 
 /// What a reply of a precheck is about.
@@ -50,10 +58,12 @@ impl GensFilter {
     /// command (which runs after those behind it) every generation is
     /// checked again and no size is kept.
     ///
-    /// With one live generation only the tops are read: the lines of a
-    /// group whose top is that generation are then added behind a fence,
-    /// whose `SADD` is their lookup too (see `fence`), and the others go to
-    /// the script, which looks them up.
+    /// A generation this run holds a copy of (in a group, see `copies`) is
+    /// looked up in the copy, first. For a group whose older live
+    /// generations are all copied (or that has none), only its top is
+    /// read: its lines are then added behind a fence, whose `SADD` is their
+    /// lookup in the newest generation too (see `fence`), or, when its top
+    /// is not the newest, sent to the script, which looks them up.
     ///
     /// # Errors
     /// A server error or a lost connection (nothing was recorded).
@@ -63,10 +73,23 @@ impl GensFilter {
         todo: &[u32],
         live: &[Gen],
     ) -> Result<Prechecked> {
-        let tops_only = live.len() == 1;
         let loc = self.client.location().clone();
         let before = self.client.redirected();
+        let groups = self.meta.groups;
+        let older = &live[..live.len().saturating_sub(1)];
         let mut left: Vec<u32> = todo.to_vec();
+        let copies = &self.copies;
+        left.retain(|&i| {
+            let h = hashes[i as usize];
+            let t = self.meta.group_of(h);
+            !older
+                .iter()
+                .any(|g| copies.holds(g, groups, t, h) == Some(true))
+        });
+        let copied = copies.pairs();
+        let all_copied = |t: u64| older.iter().all(|g| copied.contains(&(g.index, t)));
+        let mut looked = Vec::new();
+        let mut sparse = HashSet::new();
         let mut recheck = HashMap::new();
         let mut sizes = HashMap::new();
         for (round, g) in live.iter().rev().enumerate() {
@@ -85,14 +108,24 @@ impl GensFilter {
                     ));
                     about.push(About::Top(t));
                 }
-                if tops_only {
+                if round > 0 && copied.contains(&(g.index, t)) {
                     continue;
                 }
+                let n = lines.len();
                 let mut sets: HashMap<String, Vec<u32>> = HashMap::new();
                 for i in lines {
                     sets.entry(self.meta.set_key(&loc, g, hashes[i as usize]))
                         .or_default()
                         .push(i);
+                }
+                if round == 0 && is_sparse(n, sets.len()) {
+                    sparse.insert(t);
+                    if all_copied(t) {
+                        continue;
+                    }
+                }
+                if round > 0 {
+                    looked.push((g.index, t, n));
                 }
                 for (key, who) in sets {
                     // A set of one line needs no size: the script's `SADD`
@@ -152,10 +185,14 @@ impl GensFilter {
             recheck.clear();
             sizes.clear();
         }
+        for (g, t, n) in looked {
+            self.copies.looked_up(g, t, n);
+        }
         Ok(Prechecked {
             todo: left,
             recheck,
             sizes,
+            sparse,
         })
     }
 

@@ -50,6 +50,8 @@ pub(crate) struct GensFilter {
     pub(super) broken: Option<anyhow::Error>,
     /// A generation, and the sets of it this run gave a time to live.
     pub(super) expiring: (u64, HashSet<String>),
+    /// Copies of sealed generations (see `copies`).
+    pub(super) copies: Box<super::copies::Copies>,
     /// Run between a batch's lookup and its fenced add (a test's other
     /// writer).
     #[cfg(test)]
@@ -132,6 +134,7 @@ impl GensFilter {
             journal: None,
             broken: None,
             expiring: (u64::MAX, HashSet::new()),
+            copies: Default::default(),
             #[cfg(test)]
             before_fence: None,
         };
@@ -338,6 +341,9 @@ impl GensFilter {
         let live = self.live(now);
         let found = self.precheck(hashes, &first, &live)?;
         let (mut todo, mut recheck, mut sizes) = (found.todo, found.recheck, found.sizes);
+        let found_sparse = found.sparse;
+        // Still nothing sent: for the next batches.
+        self.copy_sealed(&live, &recheck)?;
         // Found in a generation: present.
         let rest: HashSet<u32> = todo.iter().copied().collect();
         for i in first {
@@ -350,7 +356,14 @@ impl GensFilter {
         }
         if let Some(g) = live.last() {
             let ttl = self.ttl(g, now);
-            let f = self.add_fenced(hashes, todo, &recheck, (g, ttl), &mut new, out, &mut t)?;
+            let f = self.add_fenced(
+                hashes,
+                todo,
+                (&recheck, &found_sparse),
+                (g, ttl),
+                (&mut new, out),
+                &mut t,
+            )?;
             sent_any = f.sent;
             todo = f.rest;
             if !f.tentative.is_empty() {
