@@ -14,6 +14,8 @@
 //! still on an older generation learns of the newer one from the reply of
 //! the very call that would have decided wrongly (the group's top is newer
 //! than its own: nothing ran, it reads the generations again and retries).
+//! Most lines need no script: see `fence` (the add behind a `GET` of the
+//! top) and `copies` (lookups in a writer's copies of sealed generations).
 //!
 //! Keys (NAME from the location, TAG a random tag of the filter):
 //! - `seen:{NAME}:meta`: what [`GensMeta`] encodes (write-once); it begins as
@@ -36,6 +38,8 @@ mod copies;
 mod fence;
 mod reads;
 pub(crate) mod store;
+
+use copies::Copies;
 
 use super::location::{Location, META_LEN, META_MAGIC};
 use super::set_keys::size_sets;

@@ -173,7 +173,6 @@ impl GensFilter {
         t: &mut Parts,
         f: &mut Fenced,
     ) -> Result<()> {
-        let loc = self.client.location().clone();
         let mut cmds = Vec::new();
         for p in part {
             for (i, key) in &p.lines {
@@ -240,8 +239,24 @@ impl GensFilter {
                 }
             }
         };
+        self.judge_fenced(part, (&replies, &fences), (g, &owners), new, t, f);
+        Ok(())
+    }
+
+    /// Takes a part's verdicts from its replies and fences (see the
+    /// module's doc): new, present, or tentative.
+    fn judge_fenced(
+        &mut self,
+        part: &[Group],
+        (replies, fences): (&[Value], &[Value]),
+        (g, owners): (&Gen, &[Vec<u32>]),
+        new: &mut [bool],
+        t: &mut Parts,
+        f: &mut Fenced,
+    ) {
+        let loc = self.client.location().clone();
         let mut at = 0;
-        for ((p, fence), who) in part.iter().zip(&fences).zip(&owners) {
+        for ((p, fence), who) in part.iter().zip(fences).zip(owners) {
             let adds = &replies[at..at + p.lines.len()];
             let expires = &replies[at + p.lines.len()..at + p.lines.len() + p.expire.len()];
             at += p.lines.len() + p.expire.len() + 1;
@@ -295,7 +310,6 @@ impl GensFilter {
                 *self.added.entry(g.index).or_default() += added;
             }
         }
-        Ok(())
     }
 }
 

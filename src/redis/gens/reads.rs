@@ -22,14 +22,17 @@ pub(super) struct Prechecked {
     pub recheck: HashMap<u64, u64>,
     /// The newest generation's sets looked in, and their sizes then.
     pub sizes: HashMap<String, u64>,
-    /// The groups whose lines fall about one to a newest set: added behind
+    /// The groups whose lines fall 4 or fewer to a newest set: added behind
     /// a fence, a command a line (the script adds a set's lines with one).
     pub sparse: HashSet<u64>,
 }
 
-/// Whether `lines` falling into `sets` sets are sparse: 1.5 a set or fewer.
+/// Whether `lines` falling into `sets` sets are sparse enough for the
+/// fence: 4 a set or fewer. (A chunk in a filter sized for 70M lines puts
+/// about 1.7 lines in each set it touches; the script's one `SADD` a set
+/// pays off only for many lines a set.)
 fn is_sparse(lines: usize, sets: usize) -> bool {
-    2 * lines <= 3 * sets
+    lines <= 4 * sets
 }
 
 /// What a reply of a precheck is about.
@@ -43,6 +46,20 @@ enum About {
 }
 
 impl GensFilter {
+    /// The lines `todo` of `hashes` that no copy of an `older` generation
+    /// holds.
+    fn not_in_copies(&self, hashes: &[Hash128], todo: &[u32], older: &[Gen]) -> Vec<u32> {
+        let mut left = todo.to_vec();
+        left.retain(|&i| {
+            let h = hashes[i as usize];
+            let t = self.meta.group_of(h);
+            !older
+                .iter()
+                .any(|g| self.copies.holds(g, self.meta.groups, t, h) == Some(true))
+        });
+        left
+    }
+
     /// The first step of a batch, without a script: the lines `todo` of
     /// `hashes` looked up in the live generations, newest first, each
     /// round only the lines not found yet (`SMISMEMBER`; the first round
@@ -75,18 +92,9 @@ impl GensFilter {
     ) -> Result<Prechecked> {
         let loc = self.client.location().clone();
         let before = self.client.redirected();
-        let groups = self.meta.groups;
         let older = &live[..live.len().saturating_sub(1)];
-        let mut left: Vec<u32> = todo.to_vec();
-        let copies = &self.copies;
-        left.retain(|&i| {
-            let h = hashes[i as usize];
-            let t = self.meta.group_of(h);
-            !older
-                .iter()
-                .any(|g| copies.holds(g, groups, t, h) == Some(true))
-        });
-        let copied = copies.pairs();
+        let mut left = self.not_in_copies(hashes, todo, older);
+        let copied = self.copies.pairs();
         let all_copied = |t: u64| older.iter().all(|g| copied.contains(&(g.index, t)));
         let mut looked = Vec::new();
         let mut sparse = HashSet::new();

@@ -4,10 +4,13 @@
 //! Each batch: the writer reads the generations and the counters (one round
 //! trip), moves to a new generation when the newest is full or its slice
 //! has passed ([`GROW_SCRIPT`], which adds one only when no other writer did
-//! first), then sends one [`TAS_SCRIPT`] call per group of the batch's
-//! lines. A call refused because the group already holds a newer
-//! generation did nothing: the writer reads the generations again and sends
-//! those lines again.
+//! first), looks the lines up (`reads`: in its copies of sealed
+//! generations, `copies`, then on the server), adds the lines found
+//! nowhere behind a fence (`fence`) where their group's top is the newest
+//! generation and they fall a few to a set, and sends the rest in one
+//! [`TAS_SCRIPT`] call per group. A call refused because the group already
+//! holds a newer generation did nothing: the writer reads the generations
+//! again and sends those lines again.
 
 use super::{
     CLOCK_BOUND, CLOCK_SCRIPT, CREATE_SCRIPT, GROW_SCRIPT, Gen, GensMeta, GensState, MAX_GENS,
@@ -28,6 +31,20 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 /// Times a batch's lines are sent again after the generations moved under
 /// them, before the run gives up.
 const MAX_RETRIES: usize = 32;
+
+/// What the first step of a test-and-set left to the script.
+struct First {
+    /// The lines still to decide.
+    todo: Vec<u32>,
+    /// Per group, the oldest generation to check again.
+    recheck: HashMap<u64, u64>,
+    /// The newest sets looked in, and their sizes then.
+    sizes: HashMap<String, u64>,
+    /// Lines added undecided, and the generation they were added to.
+    skip: HashMap<u32, u64>,
+    /// Whether a command that records went out.
+    sent: bool,
+}
 
 /// A filter in generations, open for a run.
 pub(crate) struct GensFilter {
@@ -51,7 +68,7 @@ pub(crate) struct GensFilter {
     /// A generation, and the sets of it this run gave a time to live.
     pub(super) expiring: (u64, HashSet<String>),
     /// Copies of sealed generations (see `copies`).
-    pub(super) copies: Box<super::copies::Copies>,
+    pub(super) copies: Box<super::Copies>,
     /// Run between a batch's lookup and its fenced add (a test's other
     /// writer).
     #[cfg(test)]
@@ -328,52 +345,79 @@ impl GensFilter {
         Ok(())
     }
 
-    /// Test-and-set of a batch (see the module's doc). A line repeated in
-    /// the batch is present and sends nothing.
-    fn test_and_set(&mut self, hashes: &[Hash128], out: &mut [bool]) -> Result<u64> {
-        let mut new = vec![false; hashes.len()];
-        let mut t = Parts::default();
-        let mut sent_any = false;
+    /// The first step of a batch's test-and-set: the lookup (`precheck`),
+    /// then the fenced add (`fence`). Returns what is left to the script.
+    ///
+    /// # Errors
+    /// When nothing was recorded (the lookup failed, or the first part
+    /// could not be sent).
+    fn first_step(
+        &mut self,
+        hashes: &[Hash128],
+        (new, out): (&mut [bool], &mut [bool]),
+        t: &mut Parts,
+    ) -> Result<First> {
         let first: Vec<u32> = (0..hashes.len() as u32)
             .filter(|&i| !out[i as usize])
             .collect();
         let now = self.time();
         let live = self.live(now);
         let found = self.precheck(hashes, &first, &live)?;
-        let (mut todo, mut recheck, mut sizes) = (found.todo, found.recheck, found.sizes);
-        let found_sparse = found.sparse;
         // Still nothing sent: for the next batches.
-        self.copy_sealed(&live, &recheck)?;
+        self.copy_sealed(&live, &found.recheck)?;
         // Found in a generation: present.
-        let rest: HashSet<u32> = todo.iter().copied().collect();
+        let rest: HashSet<u32> = found.todo.iter().copied().collect();
         for i in first {
             out[i as usize] |= !rest.contains(&i);
         }
-        let mut skip = HashMap::new();
+        let mut step = First {
+            todo: found.todo,
+            recheck: found.recheck,
+            sizes: found.sizes,
+            skip: HashMap::new(),
+            sent: false,
+        };
         #[cfg(test)]
         if let Some(f) = &mut self.before_fence {
             f();
         }
-        if let Some(g) = live.last() {
-            let ttl = self.ttl(g, now);
-            let f = self.add_fenced(
-                hashes,
-                todo,
-                (&recheck, &found_sparse),
-                (g, ttl),
-                (&mut new, out),
-                &mut t,
-            )?;
-            sent_any = f.sent;
-            todo = f.rest;
-            if !f.tentative.is_empty() {
-                // The generations moved: read again, every one checked.
-                todo.extend(f.tentative.keys());
-                skip = f.tentative;
-                recheck.clear();
-                sizes.clear();
-            }
+        let Some(g) = live.last() else {
+            return Ok(step);
+        };
+        let ttl = self.ttl(g, now);
+        let todo = std::mem::take(&mut step.todo);
+        let f = self.add_fenced(
+            hashes,
+            todo,
+            (&step.recheck, &found.sparse),
+            (g, ttl),
+            (new, out),
+            t,
+        )?;
+        step.sent = f.sent;
+        step.todo = f.rest;
+        if !f.tentative.is_empty() {
+            // The generations moved: read again, every one checked.
+            step.todo.extend(f.tentative.keys());
+            step.skip = f.tentative;
+            step.recheck.clear();
+            step.sizes.clear();
         }
+        Ok(step)
+    }
+
+    /// Test-and-set of a batch (see the module's doc). A line repeated in
+    /// the batch is present and sends nothing.
+    fn test_and_set(&mut self, hashes: &[Hash128], out: &mut [bool]) -> Result<u64> {
+        let mut new = vec![false; hashes.len()];
+        let mut t = Parts::default();
+        let First {
+            mut todo,
+            mut recheck,
+            mut sizes,
+            skip,
+            sent: mut sent_any,
+        } = self.first_step(hashes, (&mut new, out), &mut t)?;
         let mut tries = usize::from(!skip.is_empty());
         while !todo.is_empty() && t.failed.is_none() {
             tries += 1;
