@@ -446,9 +446,7 @@ impl GensFilter {
                     }
                     // Lines recorded before stay judged (and journaled);
                     // these were not sent again: not recorded.
-                    for &i in &todo {
-                        out[i as usize] = true;
-                    }
+                    not_sent(&todo, &skip, (&mut new, out), &mut t);
                     t.failed = Some(e);
                     break;
                 }
@@ -461,9 +459,7 @@ impl GensFilter {
                     self.location(),
                     g.index
                 );
-                for &i in &todo {
-                    out[i as usize] = true;
-                }
+                not_sent(&todo, &skip, (&mut new, out), &mut t);
                 t.failed = Some(e);
                 break;
             }
@@ -505,9 +501,8 @@ impl GensFilter {
             if t.failed.is_some() {
                 // The lines not sent, or refused as stale: not judged new,
                 // not recorded.
-                for i in calls.flat_map(|c| c.lines).chain(again) {
-                    out[i as usize] = true;
-                }
+                let left: Vec<u32> = calls.flat_map(|c| c.lines).chain(again).collect();
+                not_sent(&left, &skip, (&mut new, out), &mut t);
                 break;
             }
             // A twin goes again with its line kept, into a generation where
@@ -520,6 +515,10 @@ impl GensFilter {
                 }
             }
             todo = again;
+        }
+        if t.failed.is_some() && tries == usize::from(!skip.is_empty()) {
+            // The fenced add failed: the script never ran.
+            not_sent(&todo, &skip, (&mut new, out), &mut t);
         }
         let (count, broken) =
             t.conclude(&mut self.client, sent_any, new, out, self.journal.as_mut());
@@ -649,6 +648,24 @@ impl GensFilter {
         }
         committed?;
         Ok(ok.then(|| self.header.clone()))
+    }
+}
+
+/// Lines a failure left unsent: not recorded, so not judged new (present,
+/// unprinted), but a line this writer added undecided (`skip`) is in the
+/// filter: it is taken as a lost reply (the journal asks for it next run).
+fn not_sent(
+    lines: &[u32],
+    skip: &HashMap<u32, u64>,
+    (new, out): (&mut [bool], &mut [bool]),
+    t: &mut Parts,
+) {
+    for &i in lines {
+        if skip.contains_key(&i) {
+            t.mark(&[vec![i]], new);
+        } else {
+            out[i as usize] = true;
+        }
     }
 }
 
