@@ -337,10 +337,18 @@ impl GensMeta {
         format!("seen:{{{}:{t}}}:{:08x}:top", loc.name, self.tag)
     }
 
+    /// Key `h`'s place in generation `g`: its set (counted over every
+    /// group: set `j` is set `j % per_group` of group `j / per_group`) and
+    /// its fingerprint there.
+    pub(crate) fn place(&self, g: &Gen, h: Hash128) -> (u64, i64) {
+        let j = ((u128::from(h.lo) * u128::from(self.groups * g.per_group)) >> 64) as u64;
+        (j, fingerprint(g.fp_bits, h))
+    }
+
     /// The name of the set of key `h` in generation `gen` (in `h`'s
     /// group's slot).
     pub(crate) fn set_key(&self, loc: &Location, g: &Gen, h: Hash128) -> String {
-        let j = ((u128::from(h.lo) * u128::from(self.groups * g.per_group)) >> 64) as u64;
+        let (j, _) = self.place(g, h);
         self.set_name(loc, g.index, j / g.per_group, j % g.per_group)
     }
 
@@ -406,6 +414,14 @@ pub(crate) fn fingerprint(fp_bits: u32, h: Hash128) -> i64 {
         i64::from((h.hi >> 32) as u32 as i32)
     } else {
         h.hi as i64
+    }
+}
+
+/// The generation a `GET` of a group's top key names (`None`: no top yet).
+pub(super) fn top_of(v: &redis::Value) -> Option<u64> {
+    match v {
+        redis::Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse().ok(),
+        _ => None,
     }
 }
 

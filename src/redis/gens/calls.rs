@@ -64,14 +64,7 @@ impl GensFilter {
         let mut calls = Vec::new();
         let mut twins = Vec::new();
         let g = &live[newest];
-        let sets = u128::from(self.meta.groups * g.per_group);
-        let place = |i: u32| {
-            let h = hashes[i as usize];
-            (
-                ((u128::from(h.lo) * sets) >> 64) as u64,
-                fingerprint(g.fp_bits, h),
-            )
-        };
+        let place = |i: u32| self.meta.place(g, hashes[i as usize]);
         for (t, mut lines) in self.meta.by_group(hashes, todo) {
             // Each newest set's lines together (the script passes them on
             // as a run of its arguments).

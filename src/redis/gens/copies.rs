@@ -16,7 +16,7 @@
 //! and a run copies at most [`MAX_COPIED`] lines.
 
 use super::store::GensFilter;
-use super::{Gen, fingerprint};
+use super::{Gen, GensMeta};
 use crate::hash::Hash128;
 use crate::redis::client::{Failure, Routed, server_error};
 use crate::redis::slot::slot;
@@ -60,14 +60,14 @@ impl Copies {
         self.held.keys().copied().collect()
     }
 
-    /// Whether the copy of generation `g` (of group `t`) holds key `h`;
-    /// `None` when it is not copied.
-    pub(super) fn holds(&self, g: &Gen, groups: u64, t: u64, h: Hash128) -> Option<bool> {
-        let c = self.held.get(&(g.index, t))?;
-        let j = ((u128::from(h.lo) * u128::from(groups * g.per_group)) >> 64) as u64;
+    /// Whether the copy of generation `g` holds key `h`; `None` when `h`'s
+    /// group of it is not copied.
+    pub(super) fn holds(&self, meta: &GensMeta, g: &Gen, h: Hash128) -> Option<bool> {
+        let (j, fp) = meta.place(g, h);
+        let c = self.held.get(&(g.index, j / g.per_group))?;
         let k = (j % g.per_group) as usize;
         let set = &c.fps[c.starts[k] as usize..c.starts[k + 1] as usize];
-        Some(set.binary_search(&(fingerprint(32, h) as u32)).is_ok())
+        Some(set.binary_search(&(fp as u32)).is_ok())
     }
 
     /// Counts `n` lines looked up on the server in group `t` of `g`.
@@ -173,10 +173,9 @@ impl GensFilter {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fence::tests::{key, open_sized, record, server};
+    use super::super::fence::tests::{key, locations, open_sized, record};
     use crate::hash::Hash128;
     use crate::pipeline::Store;
-    use crate::redis::location::Location;
 
     fn looked(f: &super::GensFilter) -> u64 {
         f.copies.looked.values().sum()
@@ -188,19 +187,9 @@ mod tests {
     /// the server's sets, for it and for a writer without copies.
     #[test]
     fn a_sealed_generation_is_copied_and_answers_as_the_server() {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        for (var, scheme) in [
-            ("SEEN_TEST_REDIS", "redis"),
-            ("SEEN_TEST_REDIS_CLUSTER", "redis+cluster"),
-        ] {
-            let Some(addr) = server(var) else { continue };
-            let name = format!("copies-{}-{t}", std::process::id());
-            let loc = Location::parse(&format!("{scheme}://{addr}/{name}")).unwrap();
-            // Two sets a group in generation 0: copied once the lookups
-            // there cost 2 commands and one per 8 fingerprints it holds.
+        for loc in locations("copies") {
+            // Two sets a group in generation 0: copied once the lines looked
+            // up there reach its 2 sets and one per 8 fingerprints it holds.
             let mut a = open_sized(&loc, 100_000);
             assert_eq!(a.planned[0].per_group, 2, "{:?}", a.planned[0]);
             assert_eq!(record(&mut a, 0, 20_000).0, 20_000);

@@ -61,6 +61,14 @@ struct Group {
     expire: Vec<String>,
 }
 
+impl Group {
+    /// The commands it sends (and replies it gets): the `SADD`s, the
+    /// `EXPIRE`s, the fence.
+    fn commands(&self) -> usize {
+        self.lines.len() + self.expire.len() + 1
+    }
+}
+
 impl GensFilter {
     /// Adds the lines `todo` of `hashes` (found in no live generation by
     /// the precheck, whose tops it read as `tops`) to generation `g`, the
@@ -87,14 +95,8 @@ impl GensFilter {
         // after adding to them (a set lives until its slice ends, long after
         // the run has moved past the slice), unless the slice ends soon.
         let remember = ttl > 4 * super::CLOCK_BOUND;
-        let sets = u128::from(self.meta.groups * g.per_group);
-        let place = |i: u32| {
-            let h = hashes[i as usize];
-            (
-                ((u128::from(h.lo) * sets) >> 64) as u64,
-                fingerprint(g.fp_bits, h),
-            )
-        };
+        let meta = &self.meta;
+        let place = |i: u32| meta.place(g, hashes[i as usize]);
         let mut f = Fenced {
             rest: Vec::new(),
             tentative: HashMap::new(),
@@ -212,7 +214,7 @@ impl GensFilter {
             let mut at = 0;
             part.iter()
                 .map(|p| {
-                    at += p.lines.len() + p.expire.len() + 1;
+                    at += p.commands();
                     replies[at - 1].clone()
                 })
                 .collect()
@@ -232,7 +234,7 @@ impl GensFilter {
                                 t.mark(&[vec![*i]], new);
                             }
                         }
-                        at += p.lines.len() + p.expire.len() + 1;
+                        at += p.commands();
                     }
                     t.fail(e.into_error(), new);
                     return Ok(());
@@ -259,16 +261,13 @@ impl GensFilter {
         for ((p, fence), who) in part.iter().zip(fences).zip(owners) {
             let adds = &replies[at..at + p.lines.len()];
             let expires = &replies[at + p.lines.len()..at + p.lines.len() + p.expire.len()];
-            at += p.lines.len() + p.expire.len() + 1;
+            at += p.commands();
             let bad = adds
                 .iter()
                 .chain(expires)
                 .chain(std::iter::once(fence))
                 .find_map(|v| server_error("a fenced add", &loc, v));
-            let top = match fence {
-                Value::BulkString(b) => std::str::from_utf8(b).ok().and_then(|s| s.parse().ok()),
-                _ => None,
-            };
+            let top = super::top_of(fence);
             let gone_back = top.is_none_or(|top: u64| top < g.index);
             if let Some(e) = bad.or_else(|| {
                 gone_back.then(|| {
@@ -328,7 +327,7 @@ pub(super) mod tests {
 
     /// The test servers' address in `var`, as the integration tests take
     /// it (`scripts/with-redis.sh`); `None` (skipped) outside CI.
-    pub(in crate::redis::gens) fn server(var: &str) -> Option<String> {
+    fn server(var: &str) -> Option<String> {
         match std::env::var(var) {
             Ok(v) if !v.is_empty() => Some(v),
             _ if std::env::var_os("CI").is_some() => {
@@ -338,7 +337,27 @@ pub(super) mod tests {
         }
     }
 
-    pub(in crate::redis::gens) fn open(loc: &Location) -> GensFilter {
+    /// A new filter's location on each test server there is (standalone,
+    /// Cluster), named for `test`.
+    pub(in crate::redis::gens) fn locations(test: &str) -> Vec<Location> {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        [
+            ("SEEN_TEST_REDIS", "redis"),
+            ("SEEN_TEST_REDIS_CLUSTER", "redis+cluster"),
+        ]
+        .into_iter()
+        .filter_map(|(var, scheme)| {
+            let addr = server(var)?;
+            let name = format!("{test}-{}-{t}", std::process::id());
+            Some(Location::parse(&format!("{scheme}://{addr}/{name}")).unwrap())
+        })
+        .collect()
+    }
+
+    fn open(loc: &Location) -> GensFilter {
         open_sized(loc, 1_000_000)
     }
 
@@ -390,17 +409,7 @@ pub(super) mod tests {
     /// them) and its own are new, once.
     #[test]
     fn a_writer_moved_past_during_its_add_decides_its_lines_again() {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        for (var, scheme) in [
-            ("SEEN_TEST_REDIS", "redis"),
-            ("SEEN_TEST_REDIS_CLUSTER", "redis+cluster"),
-        ] {
-            let Some(addr) = server(var) else { continue };
-            let name = format!("fence-{}-{t}", std::process::id());
-            let loc = Location::parse(&format!("{scheme}://{addr}/{name}")).unwrap();
+        for loc in locations("fence") {
             // Sets enough that the batch's lines fall one to a set (the
             // fence takes those).
             let mut a = open_sized(&loc, 10_000_000);

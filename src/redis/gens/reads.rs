@@ -52,10 +52,9 @@ impl GensFilter {
         let mut left = todo.to_vec();
         left.retain(|&i| {
             let h = hashes[i as usize];
-            let t = self.meta.group_of(h);
             !older
                 .iter()
-                .any(|g| self.copies.holds(g, self.meta.groups, t, h) == Some(true))
+                .any(|g| self.copies.holds(&self.meta, g, h) == Some(true))
         });
         left
     }
@@ -159,10 +158,7 @@ impl GensFilter {
             for (v, about) in replies.iter().zip(about) {
                 let who = match about {
                     About::Top(t) => {
-                        if let Value::BulkString(b) = v
-                            && let Some(top) =
-                                std::str::from_utf8(b).ok().and_then(|s| s.parse().ok())
-                        {
+                        if let Some(top) = super::top_of(v) {
                             recheck.insert(t, top);
                         }
                         continue;
