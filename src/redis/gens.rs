@@ -36,6 +36,7 @@
 mod calls;
 mod copies;
 mod fence;
+mod kept;
 mod reads;
 pub(crate) mod store;
 
@@ -605,6 +606,24 @@ pub(crate) const CREATE_SCRIPT: &str = r"
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
 redis.call('HSET', KEYS[2], 'top', 0, 'g:0', ARGV[2], 'clock', ARGV[3])
 return 1
+";
+
+/// Raises a group's top `KEYS[1]` to generation `ARGV[1]` (the newest the
+/// writer knows) when it is older, with its time to live `ARGV[2]` seconds
+/// (0: for ever), before a writer's lookups in that group: every older
+/// generation is then sealed there while it looks (no writer adds a
+/// deciding line to one), so its lookups stand and its lines can go behind
+/// a fence (`fence`), as when the top was the newest already. Replies the
+/// top before (-1: none).
+pub(crate) const RAISE_SCRIPT: &str = r"
+local top = tonumber(redis.call('GET', KEYS[1]) or '-1')
+local g = tonumber(ARGV[1])
+if top < g then
+  redis.call('SET', KEYS[1], g)
+  local ttl = tonumber(ARGV[2])
+  if ttl > 0 then redis.call('EXPIRE', KEYS[1], ttl) end
+end
+return top
 ";
 
 /// Moves the clock forward to `ARGV[1]` (a writer's time), when it is later.

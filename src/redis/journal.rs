@@ -100,12 +100,12 @@ pub(super) fn dir_for(name: &str, meta: &[u8]) -> Result<PathBuf> {
 const LOCATION_FILE: &str = "filter";
 
 /// The location a journal directory's runs wrote in, if it says.
-fn location_of(dir: &Path) -> Option<String> {
+pub(crate) fn location_of(dir: &Path) -> Option<String> {
     std::fs::read_to_string(dir.join(LOCATION_FILE)).ok()
 }
 
 /// Writes `location` into `dir`, unless it is there.
-fn mark_location(dir: &Path, location: &str) {
+pub(crate) fn mark_location(dir: &Path, location: &str) {
     let path = dir.join(LOCATION_FILE);
     if path.exists() {
         return;

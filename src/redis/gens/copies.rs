@@ -15,14 +15,17 @@
 //! line (32-bit fingerprints; generations of 64-bit ones are not copied),
 //! and a run copies at most [`MAX_COPIED`] lines.
 
+use super::kept::{self, Copy};
 use super::store::GensFilter;
 use super::{Gen, GensMeta};
 use crate::hash::Hash128;
 use crate::redis::client::{Failure, Routed, server_error};
+use crate::redis::location::Location;
 use crate::redis::slot::slot;
 use anyhow::{Result, anyhow};
 use redis::Value;
 use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 
 /// What copying a set costs the server, in lookups of a line: an
 /// `SMEMBERS` costs about one, and one more per this many fingerprints it
@@ -32,13 +35,6 @@ pub(super) const FPS_PER_LOOKUP: u64 = 8;
 /// Fingerprints a run copies at most (4 bytes each: 256 MiB).
 pub(super) const MAX_COPIED: usize = 64 << 20;
 
-/// One (generation, group), copied: each set's fingerprints, sorted.
-struct Copy {
-    /// Where set k's fingerprints begin in `fps` (one more at the end).
-    starts: Vec<u32>,
-    fps: Vec<u32>,
-}
-
 /// The copies a run holds, and its lookups of what it has not copied.
 #[derive(Default)]
 pub(crate) struct Copies {
@@ -47,6 +43,9 @@ pub(crate) struct Copies {
     looked: HashMap<(u64, u64), u64>,
     /// Fingerprints held in all.
     total: usize,
+    /// Where copies are kept between runs (see `kept`): none for a run
+    /// that keeps no journal.
+    place: Option<kept::Place>,
 }
 
 impl Copies {
@@ -65,9 +64,20 @@ impl Copies {
     pub(super) fn holds(&self, meta: &GensMeta, g: &Gen, h: Hash128) -> Option<bool> {
         let (j, fp) = meta.place(g, h);
         let c = self.held.get(&(g.index, j / g.per_group))?;
-        let k = (j % g.per_group) as usize;
-        let set = &c.fps[c.starts[k] as usize..c.starts[k + 1] as usize];
-        Some(set.binary_search(&(fp as u32)).is_ok())
+        Some(c.holds((j % g.per_group) as usize, fp as u32))
+    }
+
+    /// Keeps copies in `dir` from now on (for the filter at `location`),
+    /// and takes those kept there of the generations `live`.
+    pub(super) fn keep_in(&mut self, dir: PathBuf, location: String, live: &[Gen]) {
+        kept::remove_others(&dir, &location);
+        for (pair, c) in kept::load(&dir, live, MAX_COPIED.saturating_sub(self.total)) {
+            if let std::collections::hash_map::Entry::Vacant(e) = self.held.entry(pair) {
+                self.total += c.len();
+                e.insert(c);
+            }
+        }
+        self.place = Some((dir, location));
     }
 
     /// Counts `n` lines looked up on the server in group `t` of `g`.
@@ -82,7 +92,7 @@ impl Copies {
         self.held.retain(|&(g, _), c| {
             let keep = alive(g);
             if !keep {
-                freed += c.fps.len();
+                freed += c.len();
             }
             keep
         });
@@ -92,17 +102,19 @@ impl Copies {
 
     /// The (generation, group) pairs to copy now: of 32-bit fingerprints,
     /// passed by the group's top as `tops` read it (before the copy is
-    /// taken), and looked up as many times as copying it costs (`held`:
-    /// the lines each generation holds, over `groups` groups).
+    /// taken), and looked up as many times as copying it costs, with the
+    /// lines of the group about to be (`pending`; `held`: the lines each
+    /// generation holds, over `groups` groups).
     fn due(
         &self,
         live: &[Gen],
-        tops: &HashMap<u64, u64>,
+        (tops, pending): (&HashMap<u64, u64>, &HashMap<u64, u64>),
         held: &BTreeMap<u64, u64>,
         groups: u64,
     ) -> Vec<(Gen, u64)> {
         let mut due = Vec::new();
         for (&(g, t), &n) in &self.looked {
+            let n = n + pending.get(&t).copied().unwrap_or(0);
             let Some(at) = live.iter().find(|l| l.index == g) else {
                 continue;
             };
@@ -119,15 +131,25 @@ impl Copies {
 
 impl GensFilter {
     /// Copies the sealed (generation, group) pairs this run has looked up
-    /// enough (see the module's doc), as far as the budget goes. `tops`:
-    /// the groups' tops, read before.
+    /// enough, counting the lines per group about to be (`pending`; see
+    /// the module's doc), as far as the budget goes. `tops`: the groups'
+    /// tops, read before.
     ///
     /// # Errors
     /// A server error or a lost connection (it only reads).
-    pub(super) fn copy_sealed(&mut self, live: &[Gen], tops: &HashMap<u64, u64>) -> Result<()> {
+    pub(super) fn copy_sealed(
+        &mut self,
+        live: &[Gen],
+        tops: &HashMap<u64, u64>,
+        pending: &HashMap<u64, u64>,
+    ) -> Result<()> {
         self.copies.keep_live(live);
         let loc = self.client.location().clone();
-        for (g, t) in self.copies.due(live, tops, &self.counted, self.meta.groups) {
+        let mut batch: Option<(Gen, kept::Batch)> = None;
+        for (g, t) in self
+            .copies
+            .due(live, (tops, pending), &self.counted, self.meta.groups)
+        {
             if self.copies.total >= MAX_COPIED {
                 break;
             }
@@ -139,36 +161,57 @@ impl GensFilter {
                 .map(|n| Routed::new(slot(n.as_bytes()), redis::cmd("SMEMBERS").arg(n)))
                 .collect();
             let replies = self.client.exec(cmds).map_err(Failure::into_error)?;
-            let mut c = Copy {
-                starts: Vec::with_capacity(names.len() + 1),
-                fps: Vec::new(),
-            };
+            let mut starts = Vec::with_capacity(names.len() + 1);
+            let mut fps = Vec::new();
             for v in &replies {
-                c.starts.push(c.fps.len() as u32);
-                let Value::Array(items) = v else {
-                    return Err(server_error("SMEMBERS", &loc, v)
-                        .unwrap_or_else(|| anyhow!("{loc}: unexpected SMEMBERS reply")));
-                };
-                let from = c.fps.len();
-                for m in items {
-                    let fp = match m {
-                        Value::BulkString(b) => std::str::from_utf8(b)
-                            .ok()
-                            .and_then(|s| s.parse::<i64>().ok()),
-                        Value::Int(n) => Some(*n),
-                        _ => None,
-                    }
-                    .ok_or_else(|| anyhow!("{loc}: a set holds {m:?}, not a fingerprint"))?;
-                    c.fps.push(fp as u32);
-                }
-                c.fps[from..].sort_unstable();
+                starts.push(fps.len() as u32);
+                let from = fps.len();
+                members(v, &loc, &mut fps)?;
+                fps[from..].sort_unstable();
             }
-            c.starts.push(c.fps.len() as u32);
-            self.copies.total += c.fps.len();
-            self.copies.held.insert((g.index, t), c);
+            starts.push(fps.len() as u32);
+            self.copies.total += fps.len();
+            if batch.as_ref().is_some_and(|(b, _)| b.index != g.index) {
+                self.copies.hold(batch.take());
+            }
+            batch
+                .get_or_insert_with(|| (g, kept::Batch::new(&g)))
+                .1
+                .group(t, &starts, &fps);
         }
+        self.copies.hold(batch);
         Ok(())
     }
+}
+
+impl Copies {
+    /// Holds a generation's batch of copies, and keeps it in a file.
+    fn hold(&mut self, batch: Option<(Gen, kept::Batch)>) {
+        let Some((g, b)) = batch else { return };
+        for (t, c) in kept::own(self.place.as_ref(), b.finish()) {
+            self.held.insert((g.index, t), c);
+        }
+    }
+}
+
+/// Appends the fingerprints of an `SMEMBERS` reply `v` to `fps`.
+fn members(v: &Value, loc: &Location, fps: &mut Vec<u32>) -> Result<()> {
+    let Value::Array(items) = v else {
+        return Err(server_error("SMEMBERS", loc, v)
+            .unwrap_or_else(|| anyhow!("{loc}: unexpected SMEMBERS reply")));
+    };
+    for m in items {
+        let fp = match m {
+            Value::BulkString(b) => std::str::from_utf8(b)
+                .ok()
+                .and_then(|s| s.parse::<i64>().ok()),
+            Value::Int(n) => Some(*n),
+            _ => None,
+        }
+        .ok_or_else(|| anyhow!("{loc}: a set holds {m:?}, not a fingerprint"))?;
+        fps.push(fp as u32);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -176,15 +219,17 @@ mod tests {
     use super::super::fence::tests::{key, locations, open_sized, record};
     use crate::hash::Hash128;
     use crate::pipeline::Store;
+    use std::collections::HashMap;
 
     fn looked(f: &super::GensFilter) -> u64 {
         f.copies.looked.values().sum()
     }
 
-    /// A writer copies a generation's group only once the group's top has
-    /// passed it and it has looked it up enough; then it looks lines up in
-    /// the copy (no lookup on the server), and its verdicts stay those of
-    /// the server's sets, for it and for a writer without copies.
+    /// A writer copies a generation's group once the group's top has
+    /// passed it (its own lookups from generation 1 raise the tops) and it
+    /// has looked it up enough; then it looks lines up in the copy (no
+    /// lookup on the server), and its verdicts stay those of the server's
+    /// sets, for it and for a writer without copies.
     #[test]
     fn a_sealed_generation_is_copied_and_answers_as_the_server() {
         for loc in locations("copies") {
@@ -193,23 +238,18 @@ mod tests {
             let mut a = open_sized(&loc, 100_000);
             assert_eq!(a.planned[0].per_group, 2, "{:?}", a.planned[0]);
             assert_eq!(record(&mut a, 0, 20_000).0, 20_000);
+            // Looked up in the newest generation only: nothing to copy.
+            assert_eq!(record(&mut a, 0, 20_000).0, 0);
+            assert!(a.copies.held.is_empty());
             let now = a.time();
             a.grow(0, 0, 1, now).unwrap();
             a.refresh().unwrap();
-            // Looked up in generation 0 while no group's top has passed
-            // it: not copied.
+            // The first lookups from generation 1 raise every group's top
+            // and look 1,250 lines a group up in generation 0: past what
+            // copying costs (2 + 1,250 / 8), it is copied.
             let (n, out) = record(&mut a, 0, 20_000);
             assert_eq!(n, 0);
             assert!(out.iter().all(|&p| p));
-            assert!(looked(&a) > 0);
-            assert!(a.copies.held.is_empty());
-            // Generation 1's first lines raise every group's top; then the
-            // lookups of generation 0 copy it.
-            assert_eq!(record(&mut a, 20_000, 30_000).0, 10_000);
-            for _ in 0..2 {
-                let (n, _) = record(&mut a, 0, 20_000);
-                assert_eq!(n, 0);
-            }
             assert_eq!(a.copies.held.len(), a.meta.groups as usize);
             assert_eq!(a.copies.total, 20_000);
             // From the copy now: nothing looked up on the server.
@@ -224,14 +264,153 @@ mod tests {
             assert_eq!(n, 1000);
             assert!(out.iter().all(|&p| !p));
             let mut b = open_sized(&loc, 100_000);
-            let (n, _) = record(&mut b, 0, 31_000);
-            assert_eq!(n, 0);
+            assert_eq!(record(&mut b, 0, 20_000).0, 0);
+            assert_eq!(record(&mut b, 30_000, 31_000).0, 0);
             let (n, _) = record(&mut b, 31_000, 32_000);
             assert_eq!(n, 1000);
             let hs: Vec<Hash128> = (31_000..32_000).map(key).collect();
             let mut out = Vec::new();
             a.contains_batch(&hs, &mut out).unwrap();
             assert!(out.iter().all(|&p| p));
+        }
+    }
+
+    /// A (generation, group) is due for a copy only once its top has
+    /// passed it, it is of 32-bit fingerprints, and it was looked up as
+    /// often as the copy costs.
+    #[test]
+    fn only_a_sealed_generation_looked_up_enough_is_due() {
+        let g = |index, fp_bits| super::Gen {
+            index,
+            slice: 0,
+            rank: index as u32,
+            capacity: 1000,
+            rate: 1e-3,
+            fp_bits,
+            per_group: 2,
+        };
+        let live = [g(0, 32), g(1, 64), g(2, 32)];
+        // 1,600 lines in each over 10 groups: a copy costs 2 + 160 / 8.
+        let held = [(0, 1600), (1, 1600), (2, 1600)].into_iter().collect();
+        let mut c = super::Copies::default();
+        let none = HashMap::new();
+        let due = |c: &super::Copies, tops: &[(u64, u64)]| -> Vec<(u64, u64)> {
+            let tops = tops.iter().copied().collect();
+            c.due(&live, (&tops, &none), &held, 10)
+                .into_iter()
+                .map(|(g, t)| (g.index, t))
+                .collect()
+        };
+        c.looked_up(0, 3, 21);
+        c.looked_up(1, 3, 100);
+        c.looked_up(0, 4, 22);
+        assert!(
+            due(&c, &[(3, 2), (4, 0)]).is_empty(),
+            "unsealed, or too few"
+        );
+        c.looked_up(0, 3, 1);
+        assert_eq!(due(&c, &[(3, 2), (4, 0)]), [(0, 3)]);
+        assert_eq!(due(&c, &[(3, 2), (4, 1)]), [(0, 3), (0, 4)]);
+        assert_eq!(due(&c, &[(3, 0), (4, 2)]), [(0, 4)], "top 0 seals nothing");
+        // Lines about to be looked up count.
+        let (tops, pending) = ([(5, 2)].into(), [(5, 20)].into());
+        c.looked_up(0, 5, 1);
+        assert!(c.due(&live, (&tops, &none), &held, 10).is_empty());
+        let due: Vec<_> = c.due(&live, (&tops, &pending), &held, 10);
+        assert_eq!(
+            due.iter().map(|&(g, t)| (g.index, t)).collect::<Vec<_>>(),
+            [(0, 5)]
+        );
+    }
+
+    /// Makes writer `a` copy every group of generation 0 (as the test
+    /// above): 20,000 lines there, then generation 1.
+    fn copy_generation_0(a: &mut super::GensFilter) {
+        assert_eq!(record(a, 0, 20_000).0, 20_000);
+        let now = a.time();
+        a.grow(0, 0, 1, now).unwrap();
+        a.refresh().unwrap();
+        assert_eq!(record(a, 20_000, 30_000).0, 10_000);
+        for _ in 0..3 {
+            assert_eq!(record(a, 0, 20_000).0, 0);
+        }
+        assert_eq!(a.copies.held.len(), a.meta.groups as usize);
+    }
+
+    fn files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        let mut v: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("copy-")
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// The copies a run takes are kept, and the next run (another writer
+    /// on this machine) takes them instead of looking generation 0 up on
+    /// the server; a kept file that is damaged, or of a generation not
+    /// live, is removed, and only its groups are missing.
+    #[test]
+    fn kept_copies_serve_the_next_run_and_bad_ones_go() {
+        for loc in locations("kept") {
+            let dir = tempfile::tempdir().unwrap();
+            let kept = dir.path().join("copies");
+            let mut a = open_sized(&loc, 100_000);
+            let live = a.live(a.time());
+            a.copies.keep_in(kept.clone(), loc.to_string(), &live);
+            copy_generation_0(&mut a);
+            let written = files(&kept);
+            assert!(!written.is_empty());
+            // The next run: every group held from the files, none looked
+            // up on the server, the same verdicts.
+            let mut b = open_sized(&loc, 100_000);
+            let live = b.live(b.time());
+            b.copies.keep_in(kept.clone(), loc.to_string(), &live);
+            assert_eq!(b.copies.held.len(), b.meta.groups as usize);
+            assert_eq!(b.copies.total, 20_000);
+            let (n, out) = record(&mut b, 0, 20_000);
+            assert_eq!(n, 0);
+            assert!(out.iter().all(|&p| p));
+            assert_eq!(looked(&b), 0, "looked up in the kept copies only");
+            assert_eq!(record(&mut b, 30_000, 31_000).0, 1000);
+            assert_eq!(record(&mut a, 30_000, 31_000).0, 0);
+            // A damaged file, and one of a generation that is not live.
+            let bytes = std::fs::read(&written[0]).unwrap();
+            let mut bad = bytes.clone();
+            let at = bad.len() - 1;
+            bad[at] ^= 1;
+            std::fs::write(&written[0], bad).unwrap();
+            let mut other = bytes;
+            other[8] = 99;
+            let foreign = kept.join("copy-foreign");
+            std::fs::write(&foreign, other).unwrap();
+            let mut c = open_sized(&loc, 100_000);
+            let live = c.live(c.time());
+            c.copies.keep_in(kept.clone(), loc.to_string(), &live);
+            assert!(!written[0].exists(), "the damaged file is removed");
+            assert!(!foreign.exists(), "the file of generation 99 is removed");
+            // The groups of the files left (the head counts them).
+            let left: usize = written[1..]
+                .iter()
+                .map(|p| {
+                    let b = std::fs::read(p).unwrap();
+                    u32::from_le_bytes(b[44..48].try_into().unwrap()) as usize
+                })
+                .sum();
+            assert!(left < c.meta.groups as usize);
+            assert_eq!(c.copies.held.len(), left);
+            // Its verdicts stay the server's: present, and looked up there
+            // for the groups not held.
+            let (n, out) = record(&mut c, 0, 20_000);
+            assert_eq!(n, 0);
+            assert!(out.iter().all(|&p| p));
+            assert!(looked(&c) > 0);
         }
     }
 }

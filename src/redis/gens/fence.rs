@@ -1,6 +1,7 @@
 //! The fenced add: the common case of a test-and-set in generations, without
 //! a script. A group whose top was the newest generation when the precheck
-//! read it gets its new lines as plain `SADD`s into the newest generation's
+//! read it (or raised it there, see `RAISE_SCRIPT`, before its lookups)
+//! gets its new lines as plain `SADD`s into the newest generation's
 //! sets, pipelined, followed on the same connection by a `GET` of the
 //! group's top (the fence). The top only grows, so when that `GET` still
 //! names the newest generation, the top was that generation all the time
@@ -456,6 +457,42 @@ pub(super) mod tests {
             let mut out = Vec::new();
             c.contains_batch(&hs, &mut out).unwrap();
             assert!(out.iter().all(|&p| p));
+        }
+    }
+
+    /// Writer A, on generation 1 while every group's top is still 0, raises
+    /// the tops of its batch's groups before it looks its lines up; then
+    /// writer B, still on generation 0 (it read the generations before A
+    /// added 1), records half of A's lines. B's adds to generation 0 are
+    /// refused (the top passed it): it moves to generation 1, where the
+    /// lines are new to it, and A's fenced adds find them there. Each line
+    /// is new to one writer.
+    #[test]
+    fn a_raised_top_seals_the_older_generations_for_the_lookup() {
+        for loc in locations("raise") {
+            let mut a = open_sized(&loc, 10_000_000);
+            let mut b = open_sized(&loc, 10_000_000);
+            assert_eq!(record(&mut a, 0, 3000).0, 3000);
+            let now = a.time();
+            a.grow(0, 0, 1, now).unwrap();
+            a.refresh().unwrap();
+            assert_eq!(b.planned.len(), 1, "B still knows generation 0 only");
+            let b_new = std::rc::Rc::new(std::cell::Cell::new(0));
+            let got = std::rc::Rc::clone(&b_new);
+            a.before_fence = Some(Box::new(move || {
+                let hs: Vec<Hash128> = (3500..4500).map(key).collect();
+                let mut out = vec![false; hs.len()];
+                got.set(b.test_and_set(&hs, &mut out).unwrap());
+                assert_eq!(b.planned.len(), 2, "B moved to generation 1");
+            }));
+            let (n, out) = record(&mut a, 3000, 4000);
+            a.before_fence = None;
+            assert_eq!(b_new.get(), 1000, "3500..4500 new to B");
+            assert_eq!(n, 500, "3000..3500 new to A");
+            assert!(out[..500].iter().all(|&p| !p));
+            assert!(out[500..].iter().all(|&p| p));
+            // A's lines went behind the fence: none left to the script.
+            assert_eq!(a.added.get(&1), Some(&500));
         }
     }
 }

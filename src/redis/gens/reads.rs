@@ -9,6 +9,7 @@ use crate::hash::Hash128;
 use crate::redis::bitfield::PART_KEYS;
 use crate::redis::client::{Failure, Routed, server_error};
 use crate::redis::gens::Gen;
+use crate::redis::location::Location;
 use crate::redis::slot::slot;
 use anyhow::{Result, anyhow};
 use redis::Value;
@@ -39,10 +40,60 @@ fn is_sparse(lines: usize, sets: usize) -> bool {
 enum About {
     /// A group's top.
     Top(u64),
+    /// A group's top before it was raised to the newest generation.
+    Raised(u64),
     /// A set's size.
     Size(String),
     /// A set's lookup of these lines.
     Lines(Vec<u32>),
+}
+
+/// Takes a reply of a precheck's round in generation `g`: a group's top
+/// (into `recheck`), a set's size (into `sizes`), or lines found (into
+/// `found`).
+fn take_reply(
+    v: &Value,
+    about: About,
+    g: &Gen,
+    loc: &Location,
+    (recheck, sizes): (&mut HashMap<u64, u64>, &mut HashMap<String, u64>),
+    found: &mut HashSet<u32>,
+) -> Result<()> {
+    let who = match about {
+        About::Top(t) => {
+            if let Some(top) = super::top_of(v) {
+                recheck.insert(t, top);
+            }
+            return Ok(());
+        }
+        About::Raised(t) => {
+            // Not raised past `g` (the newest); no top when the script did
+            // not run (an error).
+            if let Value::Int(top) = v {
+                recheck.insert(t, u64::try_from(*top).unwrap_or(0).max(g.index));
+            }
+            return Ok(());
+        }
+        About::Size(key) => {
+            if let Value::Int(n) = v
+                && let Ok(n) = u64::try_from(*n)
+            {
+                sizes.insert(key, n);
+            }
+            return Ok(());
+        }
+        About::Lines(who) => who,
+    };
+    let Value::Array(items) = v else {
+        return Err(server_error("SMISMEMBER", loc, v)
+            .unwrap_or_else(|| anyhow!("{loc}: unexpected SMISMEMBER reply")));
+    };
+    for (o, &i) in items.iter().zip(&who) {
+        if *o == Value::Int(1) {
+            found.insert(i);
+        }
+    }
+    Ok(())
 }
 
 impl GensFilter {
@@ -62,24 +113,25 @@ impl GensFilter {
     /// The first step of a batch, without a script: the lines `todo` of
     /// `hashes` looked up in the live generations, newest first, each
     /// round only the lines not found yet (`SMISMEMBER`; the first round
-    /// after a `GET` of each group's top, and the `SCARD` of each set of
-    /// two lines or more before its lookup, in order on its node). A line
-    /// found is present (sets only grow). Returns the lines still to
-    /// decide; per group the oldest generation the script must check again
-    /// (one the group's top had not passed yet could take the line after it
-    /// was looked up: a writer still on it; the others refuse adds); and
-    /// the newest sets' sizes
+    /// after each group's top is raised to the newest generation, or read
+    /// once a reply showed it there (see [`super::RAISE_SCRIPT`]), and the
+    /// `SCARD` of each set of two lines or more before its lookup, in order
+    /// on its node). A line found is present (sets only grow). Returns the
+    /// lines still to decide; per group its top, the oldest generation the
+    /// script must check again (one the top had not passed yet could take
+    /// the line after it was looked up: a writer still on it; the others
+    /// refuse adds; with the top raised, none); and the newest sets' sizes
     /// (a set the same size when the script runs has taken no line since:
     /// the lines looked up in it are still not there). After a redirected
     /// command (which runs after those behind it) every generation is
     /// checked again and no size is kept.
     ///
     /// A generation this run holds a copy of (in a group, see `copies`) is
-    /// looked up in the copy, first. For a group whose older live
-    /// generations are all copied (or that has none), only its top is
-    /// read: its lines are then added behind a fence, whose `SADD` is their
-    /// lookup in the newest generation too (see `fence`), or, when its top
-    /// is not the newest, sent to the script, which looks them up.
+    /// looked up in the copy, first. A group whose lines fall a few to a
+    /// set (`sparse`) is not looked up in the newest generation: its lines
+    /// are added behind a fence, whose `SADD` is their lookup there (see
+    /// `fence`), or, when its top is newer than the newest this writer
+    /// knows, sent to the script, which looks them up.
     ///
     /// # Errors
     /// A server error or a lost connection (nothing was recorded).
@@ -92,9 +144,14 @@ impl GensFilter {
         let loc = self.client.location().clone();
         let before = self.client.redirected();
         let older = &live[..live.len().saturating_sub(1)];
+        let ttl = live.last().map_or(0, |g| self.ttl(g, self.time()));
+        if let Some(g) = live.last()
+            && self.at_top.0 != g.index
+        {
+            self.at_top = (g.index, HashSet::new());
+        }
         let mut left = self.not_in_copies(hashes, todo, older);
         let copied = self.copies.pairs();
-        let all_copied = |t: u64| older.iter().all(|g| copied.contains(&(g.index, t)));
         let mut looked = Vec::new();
         let mut sparse = HashSet::new();
         let mut recheck = HashMap::new();
@@ -108,12 +165,12 @@ impl GensFilter {
             let mut about: Vec<About> = Vec::new();
             for (t, lines) in self.meta.by_group(hashes, &left) {
                 if round == 0 {
-                    let top = self.meta.top_key(&loc, t);
-                    cmds.push(Routed::new(
-                        slot(top.as_bytes()),
-                        redis::cmd("GET").arg(&top),
-                    ));
-                    about.push(About::Top(t));
+                    cmds.push(self.top_command(&loc, t, g, ttl));
+                    about.push(if self.at_top.1.contains(&t) {
+                        About::Top(t)
+                    } else {
+                        About::Raised(t)
+                    });
                 }
                 if round > 0 && copied.contains(&(g.index, t)) {
                     continue;
@@ -126,10 +183,9 @@ impl GensFilter {
                         .push(i);
                 }
                 if round == 0 && is_sparse(n, sets.len()) {
+                    // The fenced add's `SADD` looks them up in the newest.
                     sparse.insert(t);
-                    if all_copied(t) {
-                        continue;
-                    }
+                    continue;
                 }
                 if round > 0 {
                     looked.push((g.index, t, n));
@@ -156,32 +212,7 @@ impl GensFilter {
             let replies = self.client.exec(cmds).map_err(Failure::into_error)?;
             let mut found = HashSet::new();
             for (v, about) in replies.iter().zip(about) {
-                let who = match about {
-                    About::Top(t) => {
-                        if let Some(top) = super::top_of(v) {
-                            recheck.insert(t, top);
-                        }
-                        continue;
-                    }
-                    About::Size(key) => {
-                        if let Value::Int(n) = v
-                            && let Ok(n) = u64::try_from(*n)
-                        {
-                            sizes.insert(key, n);
-                        }
-                        continue;
-                    }
-                    About::Lines(who) => who,
-                };
-                let Value::Array(items) = v else {
-                    return Err(server_error("SMISMEMBER", &loc, v)
-                        .unwrap_or_else(|| anyhow!("{loc}: unexpected SMISMEMBER reply")));
-                };
-                for (o, &i) in items.iter().zip(&who) {
-                    if *o == Value::Int(1) {
-                        found.insert(i);
-                    }
-                }
+                take_reply(v, about, g, &loc, (&mut recheck, &mut sizes), &mut found)?;
             }
             left.retain(|i| !found.contains(i));
         }
@@ -189,6 +220,9 @@ impl GensFilter {
             recheck.clear();
             sizes.clear();
         }
+        let newest = self.at_top.0;
+        let at = recheck.iter().filter(|&(_, &top)| top == newest);
+        self.at_top.1.extend(at.map(|(&t, _)| t));
         for (g, t, n) in looked {
             self.copies.looked_up(g, t, n);
         }
@@ -198,6 +232,26 @@ impl GensFilter {
             sizes,
             sparse,
         })
+    }
+
+    /// The command of a precheck's first round that reads group `t`'s
+    /// top: a `GET` when a reply showed it to be `g` (the newest; it only
+    /// grows), else [`super::RAISE_SCRIPT`], which raises it to `g` first
+    /// with its time to live `ttl`.
+    fn top_command(&self, loc: &Location, t: u64, g: &Gen, ttl: u64) -> Routed {
+        let top = self.meta.top_key(loc, t);
+        let c = if self.at_top.1.contains(&t) {
+            redis::cmd("GET").arg(&top).clone()
+        } else {
+            redis::cmd("EVAL")
+                .arg(super::RAISE_SCRIPT)
+                .arg(1)
+                .arg(&top)
+                .arg(g.index)
+                .arg(ttl)
+                .clone()
+        };
+        Routed::new(slot(top.as_bytes()), &c)
     }
 
     /// Lookups of a batch in the live generations: `SMISMEMBER` per set.

@@ -69,6 +69,9 @@ pub(crate) struct GensFilter {
     pub(super) expiring: (u64, HashSet<String>),
     /// Copies of sealed generations (see `copies`).
     pub(super) copies: Box<super::Copies>,
+    /// Groups whose top a reply showed to be the newest generation (then
+    /// a lookup reads it; else it raises it first, see `RAISE_SCRIPT`).
+    pub(super) at_top: (u64, HashSet<u64>),
     /// Run between a batch's lookup and its fenced add (a test's other
     /// writer).
     #[cfg(test)]
@@ -152,6 +155,7 @@ impl GensFilter {
             broken: None,
             expiring: (u64::MAX, HashSet::new()),
             copies: Default::default(),
+            at_top: (u64::MAX, HashSet::new()),
             #[cfg(test)]
             before_fence: None,
         };
@@ -362,9 +366,25 @@ impl GensFilter {
             .collect();
         let now = self.time();
         let live = self.live(now);
+        // Groups whose top a reply showed to be the newest: their older
+        // generations are sealed, and copied before this batch's lookups
+        // when those would reach what a copy costs.
+        let known: HashMap<u64, u64> = match live.last() {
+            Some(g) if self.at_top.0 == g.index => {
+                self.at_top.1.iter().map(|&t| (t, g.index)).collect()
+            }
+            _ => HashMap::new(),
+        };
+        let pending = self
+            .meta
+            .by_group(hashes, &first)
+            .into_iter()
+            .map(|(t, lines)| (t, lines.len() as u64))
+            .collect();
+        self.copy_sealed(&live, &known, &pending)?;
         let found = self.precheck(hashes, &first, &live)?;
         // Still nothing sent: for the next batches.
-        self.copy_sealed(&live, &found.recheck)?;
+        self.copy_sealed(&live, &found.recheck, &HashMap::new())?;
         // Found in a generation: present.
         let rest: HashSet<u32> = found.todo.iter().copied().collect();
         for i in first {
@@ -408,7 +428,7 @@ impl GensFilter {
 
     /// Test-and-set of a batch (see the module's doc). A line repeated in
     /// the batch is present and sends nothing.
-    fn test_and_set(&mut self, hashes: &[Hash128], out: &mut [bool]) -> Result<u64> {
+    pub(super) fn test_and_set(&mut self, hashes: &[Hash128], out: &mut [bool]) -> Result<u64> {
         let mut new = vec![false; hashes.len()];
         let mut t = Parts::default();
         let First {
@@ -529,7 +549,7 @@ impl GensFilter {
     }
 
     /// Seconds generation `g`'s keys live from `now` (0: for ever).
-    fn ttl(&self, g: &Gen, now: u64) -> u64 {
+    pub(super) fn ttl(&self, g: &Gen, now: u64) -> u64 {
         self.meta
             .slice_end(g.slice)
             .map_or(0, |end| end.saturating_sub(now).max(1))
@@ -611,7 +631,9 @@ impl GensFilter {
         crate::redis::journal::dir_for(&self.location().name, &self.meta_bytes)
     }
 
-    /// See `RedisFilter::journal`.
+    /// See `RedisFilter::journal`; the run also takes the copies of sealed
+    /// generations kept beside the journal, and keeps its own there (see
+    /// `kept`).
     ///
     /// # Errors
     /// As there.
@@ -629,6 +651,10 @@ impl GensFilter {
             out,
         )?;
         self.journal = Some(Journal::start(&dir, &self.location().to_string())?);
+        let live = self.live(self.time());
+        let location = self.location().to_string();
+        self.copies
+            .keep_in(super::kept::dir_of(&dir), location, &live);
         Ok((replayed, dir))
     }
 
