@@ -34,6 +34,8 @@ use std::path::PathBuf;
 pub(super) const FPS_PER_LOOKUP: u64 = 8;
 /// Fingerprints a run copies at most (4 bytes each: 256 MiB).
 pub(super) const MAX_COPIED: usize = 64 << 20;
+/// Fingerprints about, whose sets a pipeline of copies reads at a time.
+const PART_FPS: usize = 1 << 20;
 
 /// The copies a run holds, and its lookups of what it has not copied.
 #[derive(Default)]
@@ -144,26 +146,66 @@ impl GensFilter {
         pending: &HashMap<u64, u64>,
     ) -> Result<()> {
         self.copies.keep_live(live);
-        let loc = self.client.location().clone();
-        let mut batch: Option<(Gen, kept::Batch)> = None;
-        for (g, t) in self
+        let groups = self.meta.groups;
+        let mut due = self
             .copies
-            .due(live, (tops, pending), &self.counted, self.meta.groups)
-        {
-            if self.copies.total >= MAX_COPIED {
-                break;
+            .due(live, (tops, pending), &self.counted, groups);
+        // As many as the budget takes, by the lines each group holds.
+        let counted = self.counted.clone();
+        let per = |g: &Gen| (counted.get(&g.index).copied().unwrap_or(0) / groups) as usize;
+        let mut expected = self.copies.total;
+        due.retain(|(g, _)| {
+            expected += per(g);
+            expected <= MAX_COPIED
+        });
+        // Pipelined, a part of about PART_FPS fingerprints at a time (the
+        // replies are held whole before they are taken).
+        let mut batch: Option<(Gen, kept::Batch)> = None;
+        let mut from = 0;
+        while from < due.len() {
+            let (mut to, mut fps) = (from, 0);
+            while to < due.len() && (to == from || fps + per(&due[to].0) <= PART_FPS) {
+                fps += per(&due[to].0);
+                to += 1;
             }
-            let names: Vec<String> = (0..g.per_group)
-                .map(|k| self.meta.set_name(&loc, g.index, t, k))
-                .collect();
-            let cmds = names
-                .iter()
-                .map(|n| Routed::new(slot(n.as_bytes()), redis::cmd("SMEMBERS").arg(n)))
-                .collect();
-            let replies = self.client.exec(cmds).map_err(Failure::into_error)?;
-            let mut starts = Vec::with_capacity(names.len() + 1);
+            self.copy_part(&due[from..to], &mut batch)?;
+            from = to;
+        }
+        self.copies.hold(batch);
+        Ok(())
+    }
+}
+
+impl GensFilter {
+    /// Copies the (generation, group) pairs `due` (one pipeline), into
+    /// `batch` (held, and a new one begun, at each new generation).
+    ///
+    /// # Errors
+    /// A server error or a lost connection.
+    fn copy_part(
+        &mut self,
+        due: &[(Gen, u64)],
+        batch: &mut Option<(Gen, kept::Batch)>,
+    ) -> Result<()> {
+        let loc = self.client.location().clone();
+        let mut cmds = Vec::new();
+        for &(g, t) in due {
+            for k in 0..g.per_group {
+                let n = self.meta.set_name(&loc, g.index, t, k);
+                cmds.push(Routed::new(
+                    slot(n.as_bytes()),
+                    redis::cmd("SMEMBERS").arg(n),
+                ));
+            }
+        }
+        let replies = self.client.exec(cmds).map_err(Failure::into_error)?;
+        let mut at = 0;
+        for &(g, t) in due {
+            let sets = &replies[at..at + g.per_group as usize];
+            at += sets.len();
+            let mut starts = Vec::with_capacity(sets.len() + 1);
             let mut fps = Vec::new();
-            for v in &replies {
+            for v in sets {
                 starts.push(fps.len() as u32);
                 let from = fps.len();
                 members(v, &loc, &mut fps)?;
@@ -179,7 +221,6 @@ impl GensFilter {
                 .1
                 .group(t, &starts, &fps);
         }
-        self.copies.hold(batch);
         Ok(())
     }
 }
@@ -312,8 +353,9 @@ mod tests {
         assert_eq!(due(&c, &[(3, 2), (4, 0)]), [(0, 3)]);
         assert_eq!(due(&c, &[(3, 2), (4, 1)]), [(0, 3), (0, 4)]);
         assert_eq!(due(&c, &[(3, 0), (4, 2)]), [(0, 4)], "top 0 seals nothing");
-        // Lines about to be looked up count.
-        let (tops, pending) = ([(5, 2)].into(), [(5, 20)].into());
+        // Lines about to be looked up count: 1 looked up and 21 to be
+        // reach the 22 a copy costs.
+        let (tops, pending) = ([(5, 2)].into(), [(5, 21)].into());
         c.looked_up(0, 5, 1);
         assert!(c.due(&live, (&tops, &none), &held, 10).is_empty());
         let due: Vec<_> = c.due(&live, (&tops, &pending), &held, 10);
