@@ -20,6 +20,9 @@
 # LINES lines again each with a prefix (all new, as many distinct), in one
 # run at the last part's time: a long-running writer's new lines, which
 # look sealed generations up in its copies once it has made them.
+# "short-new" is the LINES lines again with another prefix, in 9 runs 10
+# minutes apart in the last part's slice: a cron job's runs between two
+# slice boundaries.
 #
 # N=lines sizes the filters for N lines instead of the distinct lines (gen4
 # for N/15, which then has fewer generations): a filter sized far beyond the
@@ -41,13 +44,14 @@ n=$(wc -l < "$W/in.txt"); distinct=$(awk '!s[$0]++' "$W/in.txt" | wc -l)
 size=${N:-$distinct}
 n8=$(wc -l < "$W/part8")
 sed 's/^/fresh-/' "$W/in.txt" > "$W/fresh.txt"
+sed 's/^/hourly-/' "$W/in.txt" | split -n l/9 -d -a 1 - "$W/hourly"
 export SEEN_JOURNAL_DIR=$W/j
 cpu() { redis-cli -p $PORT info cpu | awk -F: '/used_cpu_(user|sys):/ { s += $2 } END { printf "%.6f", s }'; }
 mem() { redis-cli -p $PORT info memory | awk -F: '/^used_memory:/ { print $2 + 0 }'; }
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 T0=1796634000 # a slice boundary of a 7-day window in 8 slices
 # one KIND RUN: prints "new_cpu present_cpu bytes_per_line last_part_cpu
-# long_new_cpu".
+# long_new_cpu short_new_cpu".
 one() {
     local kind=$1 i=$2 loc=redis://127.0.0.1:$PORT/$1$2 c0 c1 c2 c8 m0 m1 p t
     redis-cli -p $PORT flushall >/dev/null
@@ -73,7 +77,14 @@ one() {
         *) "$SEEN" dedup -q -f "$loc" "$W/fresh.txt" >/dev/null ;;
     esac
     c3=$(cpu)
-    echo "$(echo "($c1 - $c0) / $n * 1000000000" | bc -l) $(echo "($c2 - $c1) / $n * 1000000000" | bc -l) $(echo "($m1 - $m0) / $distinct" | bc -l) $(echo "($c1 - $c8) / $n8 * 1000000000" | bc -l) $(echo "($c3 - $c2) / $n * 1000000000" | bc -l)"
+    for p in 0 1 2 3 4 5 6 7 8; do
+        case $kind in
+            window) "$SEEN" dedup -q --now "@$((T0 + 8 * 75600 + 600 * (p + 1)))" -f "$loc" "$W/hourly$p" >/dev/null ;;
+            *) "$SEEN" dedup -q -f "$loc" "$W/hourly$p" >/dev/null ;;
+        esac
+    done
+    c4=$(cpu)
+    echo "$(echo "($c1 - $c0) / $n * 1000000000" | bc -l) $(echo "($c2 - $c1) / $n * 1000000000" | bc -l) $(echo "($m1 - $m0) / $distinct" | bc -l) $(echo "($c1 - $c8) / $n8 * 1000000000" | bc -l) $(echo "($c3 - $c2) / $n * 1000000000" | bc -l) $(echo "($c4 - $c3) / $n * 1000000000" | bc -l)"
 }
 declare -A res
 for ((i = 0; i < RUNS; i++)); do
@@ -81,9 +92,9 @@ for ((i = 0; i < RUNS; i++)); do
 done
 col() { printf '%s' "${res[$1]}" | awk -v k="$2" 'NF { print $k }' | median; }
 echo "corpus $CORPUS: $n lines, $distinct distinct, filters sized for $size; medians of $RUNS runs; Redis CPU ns per input line"
-printf '%-7s %10s %10s %12s %10s %10s\n' kind new present bytes/line last-part long-new
+printf '%-7s %10s %10s %12s %10s %10s %10s\n' kind new present bytes/line last-part long-new short-new
 for k in plain window gen1 gen4; do
-    printf '%-7s %10.0f %10.0f %12.1f %10.0f %10.0f\n' "$k" "$(col $k 1)" "$(col $k 2)" "$(col $k 3)" "$(col $k 4)" "$(col $k 5)"
+    printf '%-7s %10.0f %10.0f %12.1f %10.0f %10.0f %10.0f\n' "$k" "$(col $k 1)" "$(col $k 2)" "$(col $k 3)" "$(col $k 4)" "$(col $k 5)" "$(col $k 6)"
 done
 r() { echo "$(col "$1" "$3") / $(col "$2" "$3")" | bc -l; }
 # The median of the runs' own ratios: each pairs two kinds measured minutes
@@ -98,6 +109,7 @@ printf 'window/plain: new %.2fx (%.2fx), present %.2fx (%.2fx), memory %.2fx\n' 
     "$(r window plain 1)" "$(pr window plain 1)" "$(r window plain 2)" "$(pr window plain 2)" "$(r window plain 3)"
 printf 'window/plain, last part (9 live slices): %.2fx (%.2fx)\n' "$(r window plain 4)" "$(pr window plain 4)"
 printf 'window/plain, long-new (one long run): %.2fx (%.2fx)\n' "$(r window plain 5)" "$(pr window plain 5)"
+printf 'window/plain, short-new (9 runs in one slice): %.2fx (%.2fx)\n' "$(r window plain 6)" "$(pr window plain 6)"
 printf 'gen4/gen1, long-new: %.2fx (%.2fx)\n' "$(r gen4 gen1 5)" "$(pr gen4 gen1 5)"
 printf 'window/gen1:  new %.2fx (%.2fx), present %.2fx (%.2fx)\n' \
     "$(r window gen1 1)" "$(pr window gen1 1)" "$(r window gen1 2)" "$(pr window gen1 2)"

@@ -390,6 +390,76 @@ fn a_windowed_filters_data_expires_by_itself() {
     assert!(data_keys > 16, "{keys:?}");
 }
 
+/// `EXPIRE`s the server has run (`INFO commandstats`).
+fn expires(c: &mut redis::Connection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("commandstats").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_expire:calls="))
+        .map_or(0, |r| r.split(',').next().unwrap().parse().unwrap())
+}
+
+/// A set keeps its time to live until its slice expires, so a run does not
+/// send an `EXPIRE` for a set that a run before it on this machine gave
+/// one: a second run in the slice sends few, a run on another machine (its
+/// own journal directory) as many as the first; every data key still has
+/// its time to live.
+#[test]
+fn a_later_run_in_a_slice_does_not_expire_a_set_again() {
+    if crate::common::redis_server("SEEN_TEST_REDIS").is_none() {
+        return;
+    }
+    let d = tmp();
+    let srv = Private::start(d.path());
+    let mut c = srv.conn();
+    let loc = format!("redis://{}/ttls", srv.addr);
+    let here = journal(&d);
+    let there = d.path().join("there").to_string_lossy().into_owned();
+    let now = format!(
+        "@{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    );
+    // About 1,300 sets a slice: 2,500 lines, about two a set (behind the
+    // fence), leave few untouched; then runs of 1,000 lines.
+    let mut sent = Vec::new();
+    for (lines, n, dir) in [(2_500, 70, &here), (1_000, 71, &here), (1_000, 72, &there)] {
+        let input: Vec<u8> = String::from_utf8(urls(lines, n))
+            .unwrap()
+            .lines()
+            .map(|l| format!("{n}-{l}\n"))
+            .collect::<String>()
+            .into_bytes();
+        let before = expires(&mut c);
+        seen_env(
+            d.path(),
+            &[("SEEN_JOURNAL_DIR", dir.as_str())],
+            [
+                "dedup", "-q", "--window", "7d", "--slices", "8", "-n", "1600000", "--now", &now,
+                "-f", &loc,
+            ],
+            &input,
+        )
+        .ok()
+        .stdout(&reference(&input, b'\n', false));
+        sent.push(expires(&mut c) - before);
+    }
+    // The third run's sets were all given one by the others (no `EXPIRE`
+    // for a top either: theirs are raised): it sends one a set it adds to.
+    assert!(sent[2] > 300, "{sent:?}");
+    assert!(sent[1] * 3 < sent[2], "{sent:?}");
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("seen:{ttls:*")
+        .query(&mut c)
+        .unwrap();
+    assert!(keys.len() > 300, "{}", keys.len());
+    for k in &keys {
+        let ttl: i64 = redis::cmd("TTL").arg(k).query(&mut c).unwrap();
+        assert!(ttl > 0, "{k}: TTL {ttl}");
+    }
+}
+
 /// Promise 3 across growth and rotation: writers killed at random moments
 /// while they add generations (a growing filter, 500 lines the first) or
 /// start a new slice (each run a slice later), then a last run to the

@@ -48,6 +48,8 @@ pub(crate) struct Copies {
     /// Where copies are kept between runs (see `kept`): none for a run
     /// that keeps no journal.
     place: Option<kept::Place>,
+    /// This run's file of the sets it gave their time to live.
+    ttls: kept::TtlLog,
 }
 
 impl Copies {
@@ -80,6 +82,23 @@ impl Copies {
             }
         }
         self.place = Some((dir, location));
+    }
+
+    /// The sets of generation `g` that runs on this machine gave their
+    /// time to live (none when copies are not kept).
+    pub(super) fn given_ttl(&self, g: u64) -> std::collections::HashSet<u64> {
+        self.place
+            .as_ref()
+            .map(|(dir, _)| kept::given_ttl(dir, g))
+            .unwrap_or_default()
+    }
+
+    /// Keeps that this run gave sets `js` of generation `g` their time to
+    /// live.
+    pub(super) fn gave_ttl(&mut self, g: u64, js: &[u64]) {
+        if let Some(place) = &self.place {
+            self.ttls.add(place, g, js);
+        }
     }
 
     /// Counts `n` lines looked up on the server in group `t` of `g`.

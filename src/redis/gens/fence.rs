@@ -59,7 +59,7 @@ struct Group {
     /// Its lines and the names of their sets, in the order sent.
     lines: Vec<(u32, String)>,
     /// Sets given a time to live after the lines' `SADD`s.
-    expire: Vec<String>,
+    expire: Vec<(u64, String)>,
 }
 
 impl Group {
@@ -90,11 +90,12 @@ impl GensFilter {
     ) -> Result<Fenced> {
         let loc = self.client.location().clone();
         if self.expiring.0 != g.index {
-            self.expiring = (g.index, Default::default());
+            self.expiring = (g.index, self.copies.given_ttl(g.index));
         }
-        // Sets known to have their time to live: those this run gave one
-        // after adding to them (a set lives until its slice ends, long after
-        // the run has moved past the slice), unless the slice ends soon.
+        // Sets known to have their time to live: those this run, or one
+        // before it on this machine, gave one after adding to them (a set
+        // lives until its slice ends, long after the run has moved past
+        // the slice), unless the slice ends soon.
         let remember = ttl > 4 * super::CLOCK_BOUND;
         let meta = &self.meta;
         let place = |i: u32| meta.place(g, hashes[i as usize]);
@@ -119,9 +120,12 @@ impl GensFilter {
                 expire: Vec::new(),
             };
             for i in lines {
-                let key = self.meta.set_key(&loc, g, hashes[i as usize]);
-                if ttl > 0 && !(remember && self.expiring.1.contains(&key)) {
-                    group.expire.push(key.clone());
+                let j = place(i).0;
+                let key = self
+                    .meta
+                    .set_name(&loc, g.index, j / g.per_group, j % g.per_group);
+                if ttl > 0 && !(remember && self.expiring.1.contains(&j)) {
+                    group.expire.push((j, key.clone()));
                 }
                 group.lines.push((i, key));
             }
@@ -148,9 +152,9 @@ impl GensFilter {
             }
             self.send_fenced(part, hashes, (g, ttl), (new, out), t, &mut f)?;
             if remember && t.failed.is_none() {
-                for p in part {
-                    self.expiring.1.extend(p.expire.iter().cloned());
-                }
+                let js: Vec<u64> = part.iter().flat_map(|p| &p.expire).map(|e| e.0).collect();
+                self.copies.gave_ttl(g.index, &js);
+                self.expiring.1.extend(js);
             }
         }
         // A twin is present once its line kept is added; it goes to the
@@ -182,7 +186,7 @@ impl GensFilter {
                 let fp = fingerprint(g.fp_bits, hashes[*i as usize]);
                 cmds.push(Routed::new(p.slot, redis::cmd("SADD").arg(key).arg(fp)));
             }
-            for key in &p.expire {
+            for (_, key) in &p.expire {
                 cmds.push(Routed::new(p.slot, redis::cmd("EXPIRE").arg(key).arg(ttl)));
             }
             cmds.push(Routed::new(p.slot, redis::cmd("GET").arg(&p.top)));

@@ -11,7 +11,12 @@
 //! a filter made again under the name gets another directory; one left by
 //! a filter made again at the same location is removed on the way).
 //!
-//! A file holds one generation's copies of some groups: a head of
+//! Beside them, files `ttl-G-…` list the sets of generation G that runs
+//! here gave their time to live (`EXPIRE`, in the fenced add): a set keeps
+//! it until it expires with its slice, so a later run in the same slice
+//! does not send it again.
+//!
+//! A file of copies holds one generation's copies of some groups: a head of
 //! [`HEAD`] bytes (magic, the generation's index, slice, rank, fingerprint
 //! bits and sets per group, the groups in it, the body's checksum), then
 //! per group its number and fingerprints (u32 each), the offset of each
@@ -291,6 +296,13 @@ pub(super) fn load(dir: &Path, live: &[Gen], budget: usize) -> HashMap<(u64, u64
             remove_if_stale(&p);
             continue;
         }
+        if let Some(g) = file.strip_prefix("ttl-") {
+            let index = g.split('-').next().and_then(|g| g.parse::<u64>().ok());
+            if !index.is_some_and(|g| live.iter().any(|l| l.index == g)) {
+                let _ = std::fs::remove_file(&p);
+            }
+            continue;
+        }
         if !file.starts_with("copy-") {
             continue;
         }
@@ -317,6 +329,72 @@ pub(super) fn load(dir: &Path, live: &[Gen], budget: usize) -> HashMap<(u64, u64
         }
     }
     held
+}
+
+/// A set's number in a file of sets given their time to live, with a check
+/// of it in the high bits (a record cut short or damaged is skipped).
+fn ttl_record(j: u64) -> u64 {
+    (xxhash_rust::xxh3::xxh3_64(&j.to_le_bytes()) << 40) | (j & TTL_SET_MASK)
+}
+
+/// The low bits of a record: the set's number.
+const TTL_SET_MASK: u64 = (1 << 40) - 1;
+
+/// The sets of generation `g` that runs on this machine gave their time to
+/// live (set numbers, counted over every group), from the files `ttl-G-…`
+/// in `dir`.
+pub(super) fn given_ttl(dir: &Path, g: u64) -> std::collections::HashSet<u64> {
+    let mut sets = std::collections::HashSet::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return sets;
+    };
+    let prefix = format!("ttl-{g}-");
+    for e in entries.filter_map(Result::ok) {
+        if !e.file_name().to_string_lossy().starts_with(&prefix) {
+            continue;
+        }
+        let Ok(b) = std::fs::read(e.path()) else {
+            continue;
+        };
+        for r in b.chunks_exact(8) {
+            let r = u64::from_le_bytes(r.try_into().expect("8 bytes"));
+            if ttl_record(r & TTL_SET_MASK) == r {
+                sets.insert(r & TTL_SET_MASK);
+            }
+        }
+    }
+    sets
+}
+
+/// This run's file of the sets of a generation it gave their time to live.
+#[derive(Default)]
+pub(super) struct TtlLog {
+    file: Option<(u64, std::fs::File)>,
+}
+
+impl TtlLog {
+    /// Adds sets `js` of generation `g` to this run's file in `place`'s
+    /// directory (one more is begun at a new generation). A file that
+    /// cannot be written only costs the next runs an `EXPIRE` again.
+    pub(super) fn add(&mut self, place: &Place, g: u64, js: &[u64]) {
+        use std::io::Write;
+        if self.file.as_ref().is_none_or(|(at, _)| *at != g) {
+            let dir = &place.0;
+            let _ = std::fs::create_dir_all(dir);
+            crate::redis::journal::mark_location(dir, &place.1);
+            let path = dir.join(format!("ttl-{g}-{}", unique()));
+            self.file = std::fs::File::create(path).ok().map(|f| (g, f));
+        }
+        if let Some((_, f)) = &mut self.file {
+            let b: Vec<u8> = js
+                .iter()
+                .flat_map(|&j| ttl_record(j).to_le_bytes())
+                .collect();
+            if f.write_all(&b).is_err() {
+                self.file = None;
+            }
+        }
+    }
 }
 
 /// Removes the copies of the filters made before this one under its name
@@ -461,6 +539,40 @@ mod tests {
         resized.per_group = 4;
         assert!(load(&d, &[resized], 100).is_empty());
         assert_eq!(files(&d), 0);
+    }
+
+    /// The sets a run gave their time to live read back, per generation;
+    /// a damaged record is skipped; a dead generation's file goes.
+    #[test]
+    fn sets_given_a_time_to_live_are_kept_per_generation() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("c");
+        let place = (d.clone(), "here".to_string());
+        let mut log = TtlLog::default();
+        log.add(&place, 3, &[5, 9]);
+        log.add(&place, 3, &[12]);
+        log.add(&place, 2, &[7]);
+        assert_eq!(given_ttl(&d, 3), [5, 9, 12].into());
+        assert_eq!(given_ttl(&d, 2), [7].into());
+        assert!(given_ttl(&d, 4).is_empty());
+        // A record changed on disk (its set number) no longer checks out.
+        let f = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("ttl-3-")
+            })
+            .unwrap();
+        let mut b = std::fs::read(&f).unwrap();
+        b[0] ^= 1;
+        std::fs::write(&f, b).unwrap();
+        assert_eq!(given_ttl(&d, 3), [9, 12].into());
+        load(&d, &[gen0()], 100);
+        assert_eq!(given_ttl(&d, 3), [9, 12].into(), "generation 3 is live");
+        assert!(given_ttl(&d, 2).is_empty(), "generation 2's file is gone");
     }
 
     fn files(d: &Path) -> usize {

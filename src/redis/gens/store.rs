@@ -65,8 +65,9 @@ pub(crate) struct GensFilter {
     pub(super) journal: Option<Journal>,
     /// Set when a reply was lost: the run stops at its next batch.
     pub(super) broken: Option<anyhow::Error>,
-    /// A generation, and the sets of it this run gave a time to live.
-    pub(super) expiring: (u64, HashSet<String>),
+    /// A generation, and the sets of it (numbers over every group) this
+    /// run, or one before it on this machine, gave a time to live.
+    pub(super) expiring: (u64, HashSet<u64>),
     /// Copies of sealed generations (see `copies`).
     pub(super) copies: Box<super::Copies>,
     /// Groups whose top a reply showed to be the newest generation (then
