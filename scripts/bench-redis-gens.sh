@@ -44,7 +44,8 @@ n=$(wc -l < "$W/in.txt"); distinct=$(awk '!s[$0]++' "$W/in.txt" | wc -l)
 size=${N:-$distinct}
 n8=$(wc -l < "$W/part8")
 sed 's/^/fresh-/' "$W/in.txt" > "$W/fresh.txt"
-sed 's/^/hourly-/' "$W/in.txt" | split -n l/9 -d -a 1 - "$W/hourly"
+sed 's/^/hourly-/' "$W/in.txt" > "$W/hourly.txt"
+split -n l/9 -d -a 1 "$W/hourly.txt" "$W/hourly"
 export SEEN_JOURNAL_DIR=$W/j
 cpu() { redis-cli -p $PORT info cpu | awk -F: '/used_cpu_(user|sys):/ { s += $2 } END { printf "%.6f", s }'; }
 mem() { redis-cli -p $PORT info memory | awk -F: '/^used_memory:/ { print $2 + 0 }'; }

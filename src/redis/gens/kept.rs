@@ -288,7 +288,7 @@ pub(super) fn load(dir: &Path, live: &[Gen], budget: usize) -> HashMap<(u64, u64
     };
     let mut names: Vec<PathBuf> = entries.filter_map(|e| Some(e.ok()?.path())).collect();
     names.sort();
-    let mut total = 0;
+    let (mut total, mut full) = (0, false);
     for p in names {
         let file = p.file_name().map(|n| n.to_string_lossy().into_owned());
         let Some(file) = file else { continue };
@@ -319,8 +319,10 @@ pub(super) fn load(dir: &Path, live: &[Gen], budget: usize) -> HashMap<(u64, u64
             continue;
         }
         for (t, c) in groups {
-            if total + c.len() > budget {
-                return held;
+            // Past the budget: nothing more taken (files still checked).
+            if full || total + c.len() > budget {
+                full = true;
+                continue;
             }
             if let std::collections::hash_map::Entry::Vacant(e) = held.entry((g.index, t)) {
                 total += c.len();
