@@ -499,4 +499,31 @@ pub(super) mod tests {
             assert_eq!(a.added.get(&1), Some(&500));
         }
     }
+
+    /// A generation nearly full takes a batch in steps of a 256th of its
+    /// capacity at least, not of the room left (lines already present take
+    /// none: a step a few lines long would cost a round trip a few lines),
+    /// and holds at most that much more than its capacity.
+    #[test]
+    fn a_nearly_full_generation_takes_lines_in_steps_of_a_256th() {
+        for loc in locations("steps") {
+            let mut a = open_sized(&loc, 100_000);
+            let cap = a.planned[0].capacity;
+            assert_eq!(record(&mut a, 0, 99_990).0, 99_990);
+            assert_eq!(a.room(), Some(cap - 99_990));
+            a.steps = 0;
+            let (n, out) = record(&mut a, 0, 20_000);
+            assert_eq!(n, 0);
+            assert!(out.iter().all(|&p| p));
+            // 20,000 present lines in steps of 390 (not 10).
+            assert_eq!(a.steps, 20_000_u64.div_ceil(cap / 256), "{cap}");
+            // New lines: the step that crosses the capacity takes 390.
+            assert_eq!(record(&mut a, 99_990, 101_000).0, 1010);
+            a.refresh().unwrap();
+            let held =
+                a.counted.get(&0).copied().unwrap_or(0) + a.added.get(&0).copied().unwrap_or(0);
+            assert_eq!(held, 99_990 + cap / 256, "{cap}");
+            assert_eq!(a.planned.len(), 2, "generation 1 was added");
+        }
+    }
 }

@@ -28,6 +28,10 @@ use anyhow::{Context, Result, anyhow, bail};
 use redis::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+/// The part of the newest generation's capacity a step of a batch takes
+/// at least, however little room is left (see `insert_batch`).
+const MIN_STEP_PART: u64 = 256;
+
 /// Times a batch's lines are sent again after the generations moved under
 /// them, before the run gives up.
 const MAX_RETRIES: usize = 32;
@@ -77,6 +81,9 @@ pub(crate) struct GensFilter {
     /// writer).
     #[cfg(test)]
     pub(super) before_fence: Option<Box<dyn FnMut()>>,
+    /// Steps the batches were cut into (a test's count).
+    #[cfg(test)]
+    pub(super) steps: u64,
 }
 
 impl GensFilter {
@@ -159,6 +166,8 @@ impl GensFilter {
             at_top: (u64::MAX, HashSet::new()),
             #[cfg(test)]
             before_fence: None,
+            #[cfg(test)]
+            steps: 0,
         };
         f.refresh()?;
         Ok(f)
@@ -714,7 +723,12 @@ impl Store for GensFilter {
         }
         // In steps no larger than the room left in the newest generation,
         // so that a growing filter adds the next one when it is full, not a
-        // batch later.
+        // batch later; but of a 256th of its capacity at least, or a
+        // generation nearly full would take lines a few at a time (each
+        // step reads the generations: lines already present, which take no
+        // room, would cost a round trip or more each). A generation then
+        // holds up to that much more than its capacity, as when writers add
+        // to it at once.
         crate::redis::sets::mark_repeats(hashes, out);
         let mut new = 0;
         let mut from = 0;
@@ -729,9 +743,19 @@ impl Store for GensFilter {
             }
             self.advance()?;
             let to = match self.room() {
-                Some(room) => from + (room.max(1) as usize).min(hashes.len() - from),
+                Some(room) => {
+                    let least = self
+                        .planned
+                        .last()
+                        .map_or(1, |g| g.capacity / MIN_STEP_PART);
+                    from + (room.max(least).max(1) as usize).min(hashes.len() - from)
+                }
                 None => hashes.len(),
             };
+            #[cfg(test)]
+            {
+                self.steps += 1;
+            }
             new += self.test_and_set(&hashes[from..to], &mut out[from..to])?;
             from = to;
         }
