@@ -592,6 +592,15 @@ pub fn redis_server(var: &str) -> Option<String> {
     }
 }
 
+/// Calls of `verb` the server behind `c` has run so far (`INFO
+/// commandstats`, `cmdstat_VERB`).
+pub fn redis_calls(c: &mut redis::Connection, verb: &str) -> u64 {
+    let text: String = redis::cmd("INFO").arg("commandstats").query(c).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("cmdstat_{verb}:calls=")))
+        .map_or(0, |r| r.split(',').next().unwrap().parse().unwrap())
+}
+
 /// A name no other test run uses (`test`, the process id, the time): for
 /// filters on the shared Redis test servers.
 pub fn unique_name(test: &str) -> String {

@@ -312,14 +312,6 @@ fn the_bloom_layout_refuses_and_a_replaced_filter_leaves_no_lists() {
     .stdout(b"1000\n");
 }
 
-/// `cmdstat_VERB` calls of the server behind `c` so far.
-fn calls(c: &mut redis::Connection, verb: &str) -> u64 {
-    let text: String = redis::cmd("INFO").arg("commandstats").query(c).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("cmdstat_{verb}:calls=")))
-        .map_or(0, |r| r.split(',').next().unwrap().parse().unwrap())
-}
-
 /// What lists cost a writer: nothing while no key was ever forgotten (one
 /// `SADD` a line), then an `SREM` only for lines whose set has a forget
 /// list (one key forgotten, of a filter of about 490 sets: a few lines of
@@ -345,9 +337,15 @@ fn a_writer_pays_for_lists_only_where_keys_are_listed() {
     )
     .ok();
     let run = |c: &mut redis::Connection| {
-        let (sadd, srem) = (calls(c, "sadd"), calls(c, "srem"));
+        let (sadd, srem) = (
+            crate::common::redis_calls(c, "sadd"),
+            crate::common::redis_calls(c, "srem"),
+        );
         seen_env(d.path(), &env, ["dedup", "-f", &loc, "l.txt"], b"").code(0);
-        (calls(c, "sadd") - sadd, calls(c, "srem") - srem)
+        (
+            crate::common::redis_calls(c, "sadd") - sadd,
+            crate::common::redis_calls(c, "srem") - srem,
+        )
     };
     assert_eq!(run(&mut c), (5_000, 0));
     seen_env(

@@ -390,14 +390,6 @@ fn a_windowed_filters_data_expires_by_itself() {
     assert!(data_keys > 16, "{keys:?}");
 }
 
-/// `EXPIRE`s the server has run (`INFO commandstats`).
-fn expires(c: &mut redis::Connection) -> u64 {
-    let info: String = redis::cmd("INFO").arg("commandstats").query(c).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_expire:calls="))
-        .map_or(0, |r| r.split(',').next().unwrap().parse().unwrap())
-}
-
 /// A set keeps its time to live until its slice expires, so a run does not
 /// send an `EXPIRE` for a set that a run before it on this machine gave
 /// one: a second run in the slice sends few, a run on another machine (its
@@ -431,7 +423,7 @@ fn a_later_run_in_a_slice_does_not_expire_a_set_again() {
             .map(|l| format!("{n}-{l}\n"))
             .collect::<String>()
             .into_bytes();
-        let before = expires(&mut c);
+        let before = crate::common::redis_calls(&mut c, "expire");
         seen_env(
             d.path(),
             &[("SEEN_JOURNAL_DIR", dir.as_str())],
@@ -443,7 +435,7 @@ fn a_later_run_in_a_slice_does_not_expire_a_set_again() {
         )
         .ok()
         .stdout(&reference(&input, b'\n', false));
-        sent.push(expires(&mut c) - before);
+        sent.push(crate::common::redis_calls(&mut c, "expire") - before);
     }
     // The third run's sets were all given one by the others (no `EXPIRE`
     // for a top either: theirs are raised): it sends one a set it adds to.

@@ -331,14 +331,6 @@ fn a_server_lost_mid_run_stops_a_sets_run() {
     assert!(err.contains(&addr), "{err}");
 }
 
-/// Calls of `verb` the server behind `c` has run (`INFO commandstats`).
-fn calls(c: &mut redis::Connection, verb: &str) -> u64 {
-    let text: String = redis::cmd("INFO").arg("commandstats").query(c).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("cmdstat_{verb}:calls=")))
-        .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
-}
-
 /// A line given again within a batch sends nothing more: a writer sends
 /// one `SADD` per distinct line of a batch, and `forget` one list `SADD`
 /// per distinct key. Two commands on one key could otherwise run out of
@@ -358,16 +350,16 @@ fn a_line_repeated_in_a_batch_is_sent_once() {
     let input: Vec<u8> = (0..1500u32)
         .flat_map(|k| format!("https://r.example/{}\n", k * 7919 % 500).into_bytes())
         .collect();
-    let before = calls(&mut c, "sadd");
+    let before = crate::common::redis_calls(&mut c, "sadd");
     seen_env(d.path(), &[], ["dedup", "-n", "10k", "-f", &loc], &input)
         .ok()
         .stdout(&reference(&input, b'\n', false));
-    assert_eq!(calls(&mut c, "sadd") - before, 500);
+    assert_eq!(crate::common::redis_calls(&mut c, "sadd") - before, 500);
     // Ten keys, each twice: forgotten at both places, listed once.
     let keys: Vec<u8> = (0..20u32)
         .flat_map(|k| format!("https://r.example/{}\n", k % 10).into_bytes())
         .collect();
-    let before = calls(&mut c, "sadd");
+    let before = crate::common::redis_calls(&mut c, "sadd");
     let s = seen_env(
         d.path(),
         &[],
@@ -378,7 +370,7 @@ fn a_line_repeated_in_a_batch_is_sent_once() {
     let v: serde_json::Value = serde_json::from_str(s.stderr.trim()).unwrap();
     assert_eq!(v["forgotten"].as_u64(), Some(20), "{v}");
     assert_eq!(v["list_entries"], 10, "{v}");
-    assert_eq!(calls(&mut c, "sadd") - before, 10);
+    assert_eq!(crate::common::redis_calls(&mut c, "sadd") - before, 10);
     seen_env(d.path(), &[], ["query", "-c", &loc], &keys)
         .code(1)
         .stdout(b"0\n");
