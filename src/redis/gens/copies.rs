@@ -9,9 +9,11 @@
 //! straight to the fenced add, whose `SADD` is the lookup of the newest.
 //!
 //! Copying costs an `SMEMBERS` per set, so a run copies a (generation,
-//! group) only once its lookups there have cost about as much
-//! ([`COPY_AFTER`] a set): a short run pays at most about twice what it
-//! would have without copies, a long one pays once. A copy takes 4 bytes a
+//! group) only once the lookups there have cost about as much (see
+//! [`FPS_PER_LOOKUP`]): its own, and those of earlier runs on this machine
+//! (counted in files beside the kept copies, see `kept`), so that the runs
+//! of a machine pay at most about twice what they would have without
+//! copies, however short each is, and a long one pays once. A copy takes 4 bytes a
 //! line (32-bit fingerprints; generations of 64-bit ones are not copied),
 //! and a run copies at most [`MAX_COPIED`] lines.
 
@@ -48,8 +50,11 @@ pub(crate) struct Copies {
     /// Where copies are kept between runs (see `kept`): none for a run
     /// that keeps no journal.
     place: Option<kept::Place>,
-    /// This run's file of the sets it gave their time to live.
-    ttls: kept::TtlLog,
+    /// This run's files of the sets it gave their time to live, and of
+    /// its lookups of what it has not copied.
+    logs: kept::Log,
+    /// Of `looked`, what the files kept hold already.
+    saved: HashMap<(u64, u64), u64>,
 }
 
 impl Copies {
@@ -81,7 +86,37 @@ impl Copies {
                 e.insert(c);
             }
         }
+        // Lookups runs here made of what is not copied count toward
+        // copying it, as this run's do.
+        for g in live {
+            for (t, n) in kept::looked(&dir, g.index) {
+                if !self.has(g.index, t) {
+                    *self.looked.entry((g.index, t)).or_default() += n;
+                    *self.saved.entry((g.index, t)).or_default() += n;
+                }
+            }
+        }
         self.place = Some((dir, location));
+    }
+
+    /// Writes down for the next runs here this run's lookups not written
+    /// yet, of the groups it has not copied.
+    fn save_looked(&mut self) {
+        let Some(place) = &self.place else { return };
+        let mut by_gen: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+        for (&(g, t), &n) in &self.looked {
+            let saved = self.saved.entry((g, t)).or_default();
+            if n > *saved && !self.held.contains_key(&(g, t)) {
+                by_gen
+                    .entry(g)
+                    .or_default()
+                    .push(kept::looked_record(t, n - *saved));
+                *saved = n;
+            }
+        }
+        for (g, values) in by_gen {
+            self.logs.add(place, kept::Kind::Looked, g, &values);
+        }
     }
 
     /// The sets of generation `g` that runs on this machine gave their
@@ -97,7 +132,7 @@ impl Copies {
     /// live.
     pub(super) fn gave_ttl(&mut self, g: u64, js: &[u64]) {
         if let Some(place) = &self.place {
-            self.ttls.add(place, g, js);
+            self.logs.add(place, kept::Kind::Ttl, g, js);
         }
     }
 
@@ -119,6 +154,7 @@ impl Copies {
         });
         self.total -= freed;
         self.looked.retain(|&(g, _), _| alive(g));
+        self.saved.retain(|&(g, _), _| alive(g));
     }
 
     /// The (generation, group) pairs to copy now: of 32-bit fingerprints,
@@ -191,6 +227,71 @@ impl GensFilter {
             from = to;
         }
         self.copies.hold(batch);
+        self.copies.save_looked();
+        Ok(())
+    }
+}
+
+impl GensFilter {
+    /// Raises (or reads) the tops of the groups that `known` says nothing
+    /// of and whose older generations would be due for a copy once sealed,
+    /// counting the lines per group about to be looked up (`pending`), and
+    /// adds what they are to `known`: a run's first batch is then looked
+    /// up in the copies that earlier runs' lookups made due (see `kept`),
+    /// not on the server first. The raise is the one the lookup makes
+    /// (`top_command`), made a round trip earlier.
+    ///
+    /// # Errors
+    /// A server error or a lost connection (nothing was recorded).
+    pub(super) fn raise_for_copies(
+        &mut self,
+        live: &[Gen],
+        known: &mut HashMap<u64, u64>,
+        pending: &HashMap<u64, u64>,
+    ) -> Result<()> {
+        let Some(newest) = live.last() else {
+            return Ok(());
+        };
+        let passed: HashMap<u64, u64> = pending.keys().map(|&t| (t, u64::MAX)).collect();
+        let mut ts: Vec<u64> = self
+            .copies
+            .due(live, (&passed, pending), &self.counted, self.meta.groups)
+            .into_iter()
+            .filter(|(g, t)| g.index != newest.index && !known.contains_key(t))
+            .map(|(_, t)| t)
+            .collect();
+        ts.sort_unstable();
+        ts.dedup();
+        if ts.is_empty() {
+            return Ok(());
+        }
+        if self.at_top.0 != newest.index {
+            self.at_top = (newest.index, std::collections::HashSet::new());
+        }
+        let loc = self.client.location().clone();
+        let ttl = self.ttl(newest, self.time());
+        let cmds = ts
+            .iter()
+            .map(|&t| self.top_command(&loc, t, newest, ttl))
+            .collect();
+        let replies = self.client.exec(cmds).map_err(Failure::into_error)?;
+        for (&t, v) in ts.iter().zip(&replies) {
+            // A raise replies the top before (not past the newest), a
+            // `GET` the top; neither on an error.
+            let top = match v {
+                Value::Int(n) if !self.at_top.1.contains(&t) => {
+                    Some(u64::try_from(*n).unwrap_or(0).max(newest.index))
+                }
+                _ if self.at_top.1.contains(&t) => super::top_of(v),
+                _ => None,
+            };
+            if let Some(top) = top {
+                known.insert(t, top);
+                if top == newest.index {
+                    self.at_top.1.insert(t);
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -411,6 +512,53 @@ mod tests {
             .collect();
         v.sort();
         v
+    }
+
+    /// Lookups too few in one run to pay for a copy count toward it in the
+    /// next run on this machine: generation 0 holds 1,600 lines a group,
+    /// so a copy costs its sets and 200; two runs of about 140 lines a
+    /// group copy it in the second.
+    #[test]
+    fn short_runs_lookups_add_up_to_a_copy() {
+        const RUN: u32 = 140 * 256;
+        for loc in locations("looked") {
+            let dir = tempfile::tempdir().unwrap();
+            let kept = dir.path().join("copies");
+            let mut a = open_sized(&loc, 500_000);
+            let live = a.live(a.time());
+            a.copies.keep_in(kept.clone(), loc.to_string(), &live);
+            assert_eq!(record(&mut a, 0, 1600 * 256).0, 1600 * 256);
+            a.commit_counts().unwrap();
+            let now = a.time();
+            a.grow(0, 0, 1, now).unwrap();
+            a.refresh().unwrap();
+            let (n, out) = record(&mut a, 0, RUN);
+            assert_eq!(n, 0);
+            assert!(out.iter().all(|&p| p));
+            assert!(a.copies.held.is_empty(), "one run pays no copy");
+            assert_eq!(looked(&a), u64::from(RUN));
+            // The next run starts from those counts.
+            let mut b = open_sized(&loc, 500_000);
+            let live = b.live(b.time());
+            b.copies.keep_in(kept.clone(), loc.to_string(), &live);
+            assert_eq!(looked(&b), u64::from(RUN));
+            let (n, out) = record(&mut b, RUN, 2 * RUN);
+            assert_eq!(n, 0);
+            assert!(out.iter().all(|&p| p));
+            assert_eq!(b.copies.held.len(), b.meta.groups as usize);
+            assert_eq!(
+                looked(&b),
+                u64::from(RUN),
+                "its lines looked up in its copies"
+            );
+            // A run on another machine (no counts kept) does not copy.
+            let mut c = open_sized(&loc, 500_000);
+            let live = c.live(c.time());
+            c.copies
+                .keep_in(dir.path().join("elsewhere"), loc.to_string(), &live);
+            record(&mut c, RUN, 2 * RUN);
+            assert!(c.copies.held.is_empty());
+        }
     }
 
     /// The copies a run takes are kept, and the next run (another writer

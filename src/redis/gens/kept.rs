@@ -14,7 +14,10 @@
 //! Beside them, files `ttl-G-…` list the sets of generation G that runs
 //! here gave their time to live (`EXPIRE`, in the fenced add): a set keeps
 //! it until it expires with its slice, so a later run in the same slice
-//! does not send it again.
+//! does not send it again. Files `looked-G-…` count the lines runs here
+//! looked up on the server in each group of G not copied, so that many
+//! short runs copy a group once their lookups together have cost what
+//! the copy does, as one long run would.
 //!
 //! A file of copies holds one generation's copies of some groups: a head of
 //! [`HEAD`] bytes (magic, the generation's index, slice, rank, fingerprint
@@ -265,14 +268,17 @@ fn write(dir: &Path, location: &str, bytes: &[u8]) -> Result<()> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot make the directory {}", dir.display()))?;
     crate::redis::journal::mark_location(dir, location);
-    let name = unique();
+    Ok(put(dir, &format!("copy-{}", unique()), bytes)?)
+}
+
+/// Writes file `name` in `dir` whole: under a temporary name, then renamed.
+fn put(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = dir.join(format!(".tmp-{name}"));
-    let done = std::fs::write(&tmp, bytes)
-        .and_then(|()| std::fs::rename(&tmp, dir.join(format!("copy-{name}"))));
+    let done = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, dir.join(name)));
     if done.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    Ok(done?)
+    done
 }
 
 /// The copies kept in `dir` of the generations `live` (at most `budget`
@@ -296,7 +302,8 @@ pub(super) fn load(dir: &Path, live: &[Gen], budget: usize) -> HashMap<(u64, u64
             remove_if_stale(&p);
             continue;
         }
-        if let Some(g) = file.strip_prefix("ttl-") {
+        let log = file.strip_prefix("ttl-").or(file.strip_prefix("looked-"));
+        if let Some(g) = log {
             let index = g.split('-').next().and_then(|g| g.parse::<u64>().ok());
             if !index.is_some_and(|g| live.iter().any(|l| l.index == g)) {
                 let _ = std::fs::remove_file(&p);
@@ -333,24 +340,55 @@ pub(super) fn load(dir: &Path, live: &[Gen], budget: usize) -> HashMap<(u64, u64
     held
 }
 
-/// A set's number in a file of sets given their time to live, with a check
+/// A record of a log file (see [`Log`]): a value of 40 bits, with a check
 /// of it in the high bits (a record cut short or damaged is skipped).
-fn ttl_record(j: u64) -> u64 {
-    (xxhash_rust::xxh3::xxh3_64(&j.to_le_bytes()) << 40) | (j & TTL_SET_MASK)
+fn record(v: u64) -> u64 {
+    (xxhash_rust::xxh3::xxh3_64(&v.to_le_bytes()) << 40) | (v & VALUE_MASK)
 }
 
-/// The low bits of a record: the set's number.
-const TTL_SET_MASK: u64 = (1 << 40) - 1;
+/// The low bits of a record: its value.
+const VALUE_MASK: u64 = (1 << 40) - 1;
 
-/// The sets of generation `g` that runs on this machine gave their time to
-/// live (set numbers, counted over every group), from the files `ttl-G-…`
-/// in `dir`.
-pub(super) fn given_ttl(dir: &Path, g: u64) -> std::collections::HashSet<u64> {
-    let mut sets = std::collections::HashSet::new();
+/// Files of counted lookups of one generation past which a run that reads
+/// them writes their sums to one file and removes them.
+const LOOKED_FILES: usize = 16;
+
+/// What a log file lists, by the start of its name (`ttl-G-…`,
+/// `looked-G-…`: of generation G).
+#[derive(Clone, Copy)]
+pub(super) enum Kind {
+    /// Sets given their time to live: a set's number, counted over every
+    /// group.
+    Ttl,
+    /// Lines looked up on the server in a group not copied: the group's
+    /// number times 2^32 plus the lines (see [`looked_record`]).
+    Looked,
+}
+
+impl Kind {
+    fn prefix(self) -> &'static str {
+        match self {
+            Kind::Ttl => "ttl",
+            Kind::Looked => "looked",
+        }
+    }
+}
+
+/// The record of `n` lines looked up in group `t` (groups are at most
+/// 256; `n` is cut to 32 bits).
+pub(super) fn looked_record(t: u64, n: u64) -> u64 {
+    debug_assert!(t < 256, "group {t}");
+    ((t & 0xff) << 32) | n.min(u64::from(u32::MAX))
+}
+
+/// The values of the good records of kind `kind` of generation `g` in
+/// `dir`, and the files read.
+fn records(dir: &Path, kind: Kind, g: u64) -> (Vec<u64>, Vec<PathBuf>) {
+    let (mut values, mut read) = (Vec::new(), Vec::new());
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return sets;
+        return (values, read);
     };
-    let prefix = format!("ttl-{g}-");
+    let prefix = format!("{}-{g}-", kind.prefix());
     for e in entries.filter_map(Result::ok) {
         if !e.file_name().to_string_lossy().starts_with(&prefix) {
             continue;
@@ -360,43 +398,87 @@ pub(super) fn given_ttl(dir: &Path, g: u64) -> std::collections::HashSet<u64> {
         };
         for r in b.chunks_exact(8) {
             let r = u64::from_le_bytes(r.try_into().expect("8 bytes"));
-            if ttl_record(r & TTL_SET_MASK) == r {
-                sets.insert(r & TTL_SET_MASK);
+            if record(r & VALUE_MASK) == r {
+                values.push(r & VALUE_MASK);
+            }
+        }
+        read.push(e.path());
+    }
+    (values, read)
+}
+
+/// The sets of generation `g` that runs on this machine gave their time to
+/// live (set numbers, counted over every group), from the files `ttl-G-…`
+/// in `dir`.
+pub(super) fn given_ttl(dir: &Path, g: u64) -> std::collections::HashSet<u64> {
+    records(dir, Kind::Ttl, g).0.into_iter().collect()
+}
+
+/// The lines runs on this machine looked up on the server per group of
+/// generation `g`, from the files `looked-G-…` in `dir`. Past
+/// [`LOOKED_FILES`] files, their sums go to one file and they are removed
+/// (a run writing one of them meanwhile loses what it adds after: these
+/// counts only say when a copy pays).
+pub(super) fn looked(dir: &Path, g: u64) -> HashMap<u64, u64> {
+    let (values, read) = records(dir, Kind::Looked, g);
+    let mut sums: HashMap<u64, u64> = HashMap::new();
+    for v in values {
+        *sums.entry(v >> 32).or_default() += v & u64::from(u32::MAX);
+    }
+    if read.len() > LOOKED_FILES {
+        let bytes: Vec<u8> = sums
+            .iter()
+            .flat_map(|(&t, &n)| record(looked_record(t, n)).to_le_bytes())
+            .collect();
+        if put(dir, &format!("looked-{g}-{}", unique()), &bytes).is_ok() {
+            for p in read {
+                let _ = std::fs::remove_file(p);
             }
         }
     }
-    sets
+    sums
 }
 
-/// This run's file of the sets of a generation it gave their time to live.
+/// This run's log files, one per generation it wrote to: lists of records
+/// that later runs here read (see [`Kind`]).
 #[derive(Default)]
-pub(super) struct TtlLog {
-    file: Option<(u64, std::fs::File)>,
+pub(super) struct Log {
+    files: HashMap<u64, std::fs::File>,
 }
 
-impl TtlLog {
-    /// Adds sets `js` of generation `g` to this run's file in `place`'s
-    /// directory (one more is begun at a new generation). A file that
-    /// cannot be written only costs the next runs an `EXPIRE` again.
-    pub(super) fn add(&mut self, place: &Place, g: u64, js: &[u64]) {
+impl Log {
+    /// Adds `values` of generation `g` to this run's file of that kind in
+    /// `place`'s directory. A file that cannot be written only costs the
+    /// next runs what it would have saved them.
+    pub(super) fn add(&mut self, place: &Place, kind: Kind, g: u64, values: &[u64]) {
         use std::io::Write;
-        if self.file.as_ref().is_none_or(|(at, _)| *at != g) {
-            let dir = &place.0;
-            let _ = std::fs::create_dir_all(dir);
-            crate::redis::journal::mark_location(dir, &place.1);
-            let path = dir.join(format!("ttl-{g}-{}", unique()));
-            self.file = std::fs::File::create(path).ok().map(|f| (g, f));
+        if values.is_empty() {
+            return;
         }
-        if let Some((_, f)) = &mut self.file {
-            let b: Vec<u8> = js
-                .iter()
-                .flat_map(|&j| ttl_record(j).to_le_bytes())
-                .collect();
-            if f.write_all(&b).is_err() {
-                self.file = None;
+        let f = match self.files.entry(g) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let dir = &place.0;
+                let _ = std::fs::create_dir_all(dir);
+                crate::redis::journal::mark_location(dir, &place.1);
+                let path = dir.join(format!("{}-{g}-{}", kind.prefix(), unique()));
+                let Ok(f) = std::fs::File::create(path) else {
+                    return;
+                };
+                e.insert(f)
             }
+        };
+        if f.write_all(&bytes_of(values)).is_err() {
+            self.files.remove(&g);
         }
     }
+}
+
+fn bytes_of(values: &[u64]) -> Vec<u8> {
+    values
+        .iter()
+        .flat_map(|&v| record(v).to_le_bytes())
+        .collect()
 }
 
 /// Removes the copies of the filters made before this one under its name
@@ -550,10 +632,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().join("c");
         let place = (d.clone(), "here".to_string());
-        let mut log = TtlLog::default();
-        log.add(&place, 3, &[5, 9]);
-        log.add(&place, 3, &[12]);
-        log.add(&place, 2, &[7]);
+        let mut log = Log::default();
+        log.add(&place, Kind::Ttl, 3, &[5, 9]);
+        log.add(&place, Kind::Ttl, 3, &[12]);
+        log.add(&place, Kind::Ttl, 2, &[7]);
         assert_eq!(given_ttl(&d, 3), [5, 9, 12].into());
         assert_eq!(given_ttl(&d, 2), [7].into());
         assert!(given_ttl(&d, 4).is_empty());
@@ -575,6 +657,48 @@ mod tests {
         load(&d, &[gen0()], 100);
         assert_eq!(given_ttl(&d, 3), [9, 12].into(), "generation 3 is live");
         assert!(given_ttl(&d, 2).is_empty(), "generation 2's file is gone");
+    }
+
+    /// Counted lookups read back summed per group; past `LOOKED_FILES`
+    /// files they are written as one; a dead generation's files go.
+    #[test]
+    fn counted_lookups_add_up_per_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("c");
+        let place = (d.clone(), "here".to_string());
+        let mut log = Log::default();
+        log.add(&place, Kind::Looked, 3, &[looked_record(5, 10)]);
+        log.add(
+            &place,
+            Kind::Looked,
+            3,
+            &[looked_record(5, 7), looked_record(255, 1)],
+        );
+        log.add(&place, Kind::Looked, 2, &[looked_record(0, 4)]);
+        let sums = looked(&d, 3);
+        assert_eq!(sums, [(5, 17), (255, 1)].into());
+        assert_eq!(looked(&d, 2), [(0, 4)].into());
+        assert!(given_ttl(&d, 3).is_empty(), "a kind of its own");
+        let count = |d: &Path| {
+            std::fs::read_dir(d)
+                .unwrap()
+                .filter(|e| {
+                    let n = e.as_ref().unwrap().file_name();
+                    n.to_string_lossy().starts_with("looked-3-")
+                })
+                .count()
+        };
+        // One file a run: 20 more runs, then one file of the sums.
+        for _ in 0..LOOKED_FILES + 4 {
+            Log::default().add(&place, Kind::Looked, 3, &[looked_record(5, 1)]);
+        }
+        assert_eq!(count(&d), LOOKED_FILES + 5);
+        assert_eq!(looked(&d, 3), [(5, 37), (255, 1)].into());
+        assert_eq!(count(&d), 1);
+        assert_eq!(looked(&d, 3), [(5, 37), (255, 1)].into());
+        load(&d, &[gen0()], 100);
+        assert!(looked(&d, 2).is_empty(), "generation 2's file is gone");
+        assert_eq!(looked(&d, 3)[&5], 37);
     }
 
     fn files(d: &Path) -> usize {

@@ -238,7 +238,7 @@ impl GensFilter {
     /// top: a `GET` when a reply showed it to be `g` (the newest; it only
     /// grows), else [`super::RAISE_SCRIPT`], which raises it to `g` first
     /// with its time to live `ttl`.
-    fn top_command(&self, loc: &Location, t: u64, g: &Gen, ttl: u64) -> Routed {
+    pub(super) fn top_command(&self, loc: &Location, t: u64, g: &Gen, ttl: u64) -> Routed {
         let top = self.meta.top_key(loc, t);
         let c = if self.at_top.1.contains(&t) {
             redis::cmd("GET").arg(&top).clone()

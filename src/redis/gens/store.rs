@@ -379,7 +379,7 @@ impl GensFilter {
         // Groups whose top a reply showed to be the newest: their older
         // generations are sealed, and copied before this batch's lookups
         // when those would reach what a copy costs.
-        let known: HashMap<u64, u64> = match live.last() {
+        let mut known: HashMap<u64, u64> = match live.last() {
             Some(g) if self.at_top.0 == g.index => {
                 self.at_top.1.iter().map(|&t| (t, g.index)).collect()
             }
@@ -391,6 +391,7 @@ impl GensFilter {
             .into_iter()
             .map(|(t, lines)| (t, lines.len() as u64))
             .collect();
+        self.raise_for_copies(&live, &mut known, &pending)?;
         self.copy_sealed(&live, &known, &pending)?;
         let found = self.precheck(hashes, &first, &live)?;
         // Still nothing sent: for the next batches.
@@ -576,7 +577,7 @@ impl GensFilter {
     }
 
     /// Adds this run's lines to each generation's counter.
-    fn commit_counts(&mut self) -> Result<()> {
+    pub(super) fn commit_counts(&mut self) -> Result<()> {
         // Each generation's count is taken off as it is sent (a lost reply
         // may have counted it: never twice); after a failure the rest are
         // still owed.
