@@ -349,9 +349,9 @@ fn record(v: u64) -> u64 {
 /// The low bits of a record: its value.
 const VALUE_MASK: u64 = (1 << 40) - 1;
 
-/// Files of counted lookups of one generation past which a run that reads
-/// them writes their sums to one file and removes them.
-const LOOKED_FILES: usize = 16;
+/// Log files of one kind and generation past which a run that reads them
+/// writes what they hold to one file and removes them.
+const LOG_FILES: usize = 16;
 
 /// What a log file lists, by the start of its name (`ttl-G-…`,
 /// `looked-G-…`: of generation G).
@@ -382,11 +382,19 @@ pub(super) fn looked_record(t: u64, n: u64) -> u64 {
 }
 
 /// The values of the good records of kind `kind` of generation `g` in
-/// `dir`, and the files read.
-fn records(dir: &Path, kind: Kind, g: u64) -> (Vec<u64>, Vec<PathBuf>) {
+/// `dir`, as `compact` makes them (the same in fewer values). Past
+/// [`LOG_FILES`] files, those values go to one file and the files read are
+/// removed (a run writing one of them meanwhile loses what it adds after:
+/// what the logs hold only saves commands, see [`Kind`]).
+fn read_log(
+    dir: &Path,
+    kind: Kind,
+    g: u64,
+    compact: impl FnOnce(Vec<u64>) -> Vec<u64>,
+) -> Vec<u64> {
     let (mut values, mut read) = (Vec::new(), Vec::new());
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return (values, read);
+        return values;
     };
     let prefix = format!("{}-{g}-", kind.prefix());
     for e in entries.filter_map(Result::ok) {
@@ -404,39 +412,48 @@ fn records(dir: &Path, kind: Kind, g: u64) -> (Vec<u64>, Vec<PathBuf>) {
         }
         read.push(e.path());
     }
-    (values, read)
+    let values = compact(values);
+    if read.len() > LOG_FILES
+        && put(dir, &format!("{prefix}{}", unique()), &bytes_of(&values)).is_ok()
+    {
+        for p in read {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    values
 }
 
 /// The sets of generation `g` that runs on this machine gave their time to
 /// live (set numbers, counted over every group), from the files `ttl-G-…`
 /// in `dir`.
 pub(super) fn given_ttl(dir: &Path, g: u64) -> std::collections::HashSet<u64> {
-    records(dir, Kind::Ttl, g).0.into_iter().collect()
+    let compact = |mut v: Vec<u64>| {
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    read_log(dir, Kind::Ttl, g, compact).into_iter().collect()
 }
 
 /// The lines runs on this machine looked up on the server per group of
-/// generation `g`, from the files `looked-G-…` in `dir`. Past
-/// [`LOOKED_FILES`] files, their sums go to one file and they are removed
-/// (a run writing one of them meanwhile loses what it adds after: these
-/// counts only say when a copy pays).
+/// generation `g`, from the files `looked-G-…` in `dir`.
 pub(super) fn looked(dir: &Path, g: u64) -> HashMap<u64, u64> {
-    let (values, read) = records(dir, Kind::Looked, g);
-    let mut sums: HashMap<u64, u64> = HashMap::new();
-    for v in values {
-        *sums.entry(v >> 32).or_default() += v & u64::from(u32::MAX);
-    }
-    if read.len() > LOOKED_FILES {
-        let bytes: Vec<u8> = sums
-            .iter()
-            .flat_map(|(&t, &n)| record(looked_record(t, n)).to_le_bytes())
-            .collect();
-        if put(dir, &format!("looked-{g}-{}", unique()), &bytes).is_ok() {
-            for p in read {
-                let _ = std::fs::remove_file(p);
-            }
+    let sums = |v: Vec<u64>| -> HashMap<u64, u64> {
+        let mut sums: HashMap<u64, u64> = HashMap::new();
+        for v in v {
+            *sums.entry(v >> 32).or_default() += v & u64::from(u32::MAX);
         }
-    }
-    sums
+        sums
+    };
+    let compact = |v: Vec<u64>| {
+        let mut v: Vec<u64> = sums(v)
+            .into_iter()
+            .map(|(t, n)| looked_record(t, n))
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    sums(read_log(dir, Kind::Looked, g, compact))
 }
 
 /// This run's log files, one per generation it wrote to: lists of records
@@ -657,9 +674,30 @@ mod tests {
         load(&d, &[gen0()], 100);
         assert_eq!(given_ttl(&d, 3), [9, 12].into(), "generation 3 is live");
         assert!(given_ttl(&d, 2).is_empty(), "generation 2's file is gone");
+        // One file a run: past LOG_FILES, one file of them all.
+        for j in 0..LOG_FILES as u64 {
+            Log::default().add(&place, Kind::Ttl, 3, &[9, 100 + j]);
+        }
+        let ttl_files = || {
+            std::fs::read_dir(&d)
+                .unwrap()
+                .filter(|e| {
+                    let n = e.as_ref().unwrap().file_name();
+                    n.to_string_lossy().starts_with("ttl-3-")
+                })
+                .count()
+        };
+        assert_eq!(ttl_files(), LOG_FILES + 1);
+        let all: std::collections::HashSet<u64> = [9, 12]
+            .into_iter()
+            .chain(100..100 + LOG_FILES as u64)
+            .collect();
+        assert_eq!(given_ttl(&d, 3), all);
+        assert_eq!(ttl_files(), 1);
+        assert_eq!(given_ttl(&d, 3), all);
     }
 
-    /// Counted lookups read back summed per group; past `LOOKED_FILES`
+    /// Counted lookups read back summed per group; past `LOG_FILES`
     /// files they are written as one; a dead generation's files go.
     #[test]
     fn counted_lookups_add_up_per_group() {
@@ -689,10 +727,10 @@ mod tests {
                 .count()
         };
         // One file a run: 20 more runs, then one file of the sums.
-        for _ in 0..LOOKED_FILES + 4 {
+        for _ in 0..LOG_FILES + 4 {
             Log::default().add(&place, Kind::Looked, 3, &[looked_record(5, 1)]);
         }
-        assert_eq!(count(&d), LOOKED_FILES + 5);
+        assert_eq!(count(&d), LOG_FILES + 5);
         assert_eq!(looked(&d, 3), [(5, 37), (255, 1)].into());
         assert_eq!(count(&d), 1);
         assert_eq!(looked(&d, 3), [(5, 37), (255, 1)].into());
