@@ -452,6 +452,80 @@ fn a_later_run_in_a_slice_does_not_expire_a_set_again() {
     }
 }
 
+/// Short runs on one machine copy a sealed slice between them: runs of
+/// 2,000 lines (about 8 a group) each look too few lines up in the slice
+/// before to pay for copying it (about 24 a group), but the runs of a
+/// journal directory count their lookups together, so a later run looks
+/// nothing up on the server. A run from another directory starts from
+/// nothing.
+#[test]
+fn short_runs_on_a_machine_copy_a_sealed_slice_between_them() {
+    if crate::common::redis_server("SEEN_TEST_REDIS").is_none() {
+        return;
+    }
+    let d = tmp();
+    let srv = Private::start(d.path());
+    let mut c = srv.conn();
+    let loc = format!("redis://{}/cron", srv.addr);
+    let here = journal(&d);
+    let there = d.path().join("there").to_string_lossy().into_owned();
+    let t0 = 1_796_634_000_u64; // a slice boundary of 7 days in 8 slices
+    let data = urls(40_000, 73);
+    let lines: Vec<&[u8]> = data
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
+    let run = |input: &[u8], t: u64, dir: &str, c: &mut redis::Connection| -> (Vec<u8>, u64) {
+        let before = crate::common::redis_calls(c, "smismember");
+        let now = format!("@{t}");
+        let out = seen_env(
+            d.path(),
+            &[("SEEN_JOURNAL_DIR", dir)],
+            [
+                "dedup", "-q", "--window", "7d", "--slices", "8", "-n", "1600000", "--now", &now,
+                "-f", &loc,
+            ],
+            input,
+        )
+        .ok()
+        .stdout
+        .clone();
+        (out, crate::common::redis_calls(c, "smismember") - before)
+    };
+    let (out, _) = run(&data, t0, &here, &mut c);
+    assert_eq!(out, reference(&data, b'\n', false));
+    // The next slice: runs of 2,000 of those lines, all present.
+    let mut sent = Vec::new();
+    for (i, part) in lines.chunks(2_000).take(8).enumerate() {
+        let input: Vec<u8> = part.iter().flat_map(|l| [*l, b"\n"].concat()).collect();
+        let (out, n) = run(&input, t0 + 75_600 + 60 * i as u64, &here, &mut c);
+        assert!(out.is_empty(), "run {i} printed {} bytes", out.len());
+        sent.push(n);
+    }
+    assert!(sent[0] > 200, "the first run looks its lines up: {sent:?}");
+    assert_eq!(sent[7], 0, "the slice is copied by then: {sent:?}");
+    let copies = std::fs::read_dir(&here)
+        .unwrap()
+        .filter_map(|e| {
+            let p = e.unwrap().path();
+            p.to_string_lossy().ends_with(".copies").then_some(p)
+        })
+        .flat_map(|p| std::fs::read_dir(p).unwrap())
+        .filter(|e| {
+            let n = e.as_ref().unwrap().file_name();
+            n.to_string_lossy().starts_with("copy-")
+        })
+        .count();
+    assert!(copies > 0);
+    let input: Vec<u8> = lines[16_000..18_000]
+        .iter()
+        .flat_map(|l| [*l, b"\n"].concat())
+        .collect();
+    let (out, n) = run(&input, t0 + 75_600 + 600, &there, &mut c);
+    assert!(out.is_empty());
+    assert!(n > 200, "another machine's run looks its lines up: {n}");
+}
+
 /// Promise 3 across growth and rotation: writers killed at random moments
 /// while they add generations (a growing filter, 500 lines the first) or
 /// start a new slice (each run a slice later), then a last run to the
