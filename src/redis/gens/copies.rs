@@ -13,9 +13,9 @@
 //! [`FPS_PER_LOOKUP`]): its own, and those of earlier runs on this machine
 //! (counted in files beside the kept copies, see `kept`), so that the runs
 //! of a machine pay at most about twice what they would have without
-//! copies, however short each is, and a long one pays once. A copy takes 4 bytes a
-//! line (32-bit fingerprints; generations of 64-bit ones are not copied),
-//! and a run copies at most [`MAX_COPIED`] lines.
+//! copies, however short each is, and a long one pays once. A copy takes 4
+//! bytes a line (32-bit fingerprints; generations of 64-bit ones are not
+//! copied), and a run copies at most [`MAX_COPIED`] lines.
 
 use super::kept::{self, Copy};
 use super::store::GensFilter;
