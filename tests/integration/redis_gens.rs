@@ -526,6 +526,73 @@ fn short_runs_on_a_machine_copy_a_sealed_slice_between_them() {
     assert!(n > 200, "another machine's run looks its lines up: {n}");
 }
 
+/// Promise 2 with copies made between short runs: two machines (journal
+/// directories) each send 4 runs a slice for 3 slices, at once, of 1,500
+/// lines overlapping the other's; a sealed slice costs them about a run
+/// and a half of lookups to copy, so later runs take the copies their
+/// earlier runs' counts made due. Every distinct line is printed once.
+#[test]
+fn two_machines_of_short_runs_print_each_line_once() {
+    let Some(loc) = cluster("cron2") else { return };
+    let d = tmp();
+    let dirs = [d.path().join("a"), d.path().join("b")];
+    let text = String::from_utf8(urls(14_000, 80)).unwrap();
+    let pool: Vec<&str> = text.lines().collect();
+    let slice = 21 * 3600;
+    let (mut outs, mut all) = (Vec::new(), Vec::new());
+    for r in 0..3u64 {
+        for i in 0..4u64 {
+            let at = (r * 4 + i) as usize * 1000;
+            let now = format!("@{}", BOUNDARY + r * slice + i * 60);
+            let children: Vec<_> = dirs
+                .iter()
+                .enumerate()
+                .map(|(w, dir)| {
+                    let lines = &pool[at + 500 * w..at + 500 * w + 1500];
+                    let input = lines.iter().map(|l| format!("{l}\n")).collect::<String>();
+                    all.extend_from_slice(input.as_bytes());
+                    let path = write(&d, &format!("in-{r}-{i}-{w}"), input.as_bytes());
+                    command(d.path())
+                        .env("SEEN_JOURNAL_DIR", dir)
+                        .args(["dedup", "-q", "--window", "7d", "-n", "2M", "--now", &now])
+                        .args(["-f", &loc])
+                        .arg(path)
+                        .stdout(Stdio::piped())
+                        .stderr(Stdio::piped())
+                        .spawn()
+                        .unwrap()
+                })
+                .collect();
+            for c in children {
+                let out = c.wait_with_output().unwrap();
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                outs.push(out.stdout);
+            }
+        }
+    }
+    let outs: Vec<&[u8]> = outs.iter().map(Vec::as_slice).collect();
+    exactly_once(&outs, &reference(&all, b'\n', false), "short runs");
+    for dir in &dirs {
+        let copies = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| {
+                let p = e.unwrap().path();
+                p.to_string_lossy().ends_with(".copies").then_some(p)
+            })
+            .flat_map(|p| std::fs::read_dir(p).unwrap())
+            .filter(|e| {
+                let n = e.as_ref().unwrap().file_name();
+                n.to_string_lossy().starts_with("copy-")
+            })
+            .count();
+        assert!(copies > 0, "{} took no copy", dir.display());
+    }
+}
+
 /// Promise 3 across growth and rotation: writers killed at random moments
 /// while they add generations (a growing filter, 500 lines the first) or
 /// start a new slice (each run a slice later), then a last run to the
