@@ -155,6 +155,7 @@ impl Copies {
         self.total -= freed;
         self.looked.retain(|&(g, _), _| alive(g));
         self.saved.retain(|&(g, _), _| alive(g));
+        self.logs.keep_live(alive);
     }
 
     /// The (generation, group) pairs to copy now: of 32-bit fingerprints,

@@ -464,6 +464,12 @@ pub(super) struct Log {
 }
 
 impl Log {
+    /// Closes the files of generations `alive` says are gone (a run that
+    /// streams for months keeps a file open per live generation only).
+    pub(super) fn keep_live(&mut self, alive: impl Fn(u64) -> bool) {
+        self.files.retain(|&g, _| alive(g));
+    }
+
     /// Adds `values` of generation `g` to this run's file of that kind in
     /// `place`'s directory. A file that cannot be written only costs the
     /// next runs what it would have saved them.
@@ -717,6 +723,10 @@ mod tests {
         assert_eq!(sums, [(5, 17), (255, 1)].into());
         assert_eq!(looked(&d, 2), [(0, 4)].into());
         assert!(given_ttl(&d, 3).is_empty(), "a kind of its own");
+        // A generation gone: its file is closed, the live one's kept.
+        assert_eq!(log.files.len(), 2);
+        log.keep_live(|g| g == 3);
+        assert_eq!(log.files.keys().collect::<Vec<_>>(), [&3]);
         let count = |d: &Path| {
             std::fs::read_dir(d)
                 .unwrap()
