@@ -266,9 +266,7 @@ impl GensFilter {
         if ts.is_empty() {
             return Ok(());
         }
-        if self.at_top.0 != newest.index {
-            self.at_top = (newest.index, std::collections::HashSet::new());
-        }
+        self.newest_is(newest);
         let loc = self.client.location().clone();
         let ttl = self.ttl(newest, self.time());
         let cmds = ts
@@ -277,16 +275,8 @@ impl GensFilter {
             .collect();
         let replies = self.client.exec(cmds).map_err(Failure::into_error)?;
         for (&t, v) in ts.iter().zip(&replies) {
-            // A raise replies the top before (not past the newest), a
-            // `GET` the top; neither on an error.
-            let top = match v {
-                Value::Int(n) if !self.at_top.1.contains(&t) => {
-                    Some(u64::try_from(*n).unwrap_or(0).max(newest.index))
-                }
-                _ if self.at_top.1.contains(&t) => super::top_of(v),
-                _ => None,
-            };
-            if let Some(top) = top {
+            let raised = !self.at_top.1.contains(&t);
+            if let Some(top) = super::reads::top_reply(v, raised, newest) {
                 known.insert(t, top);
                 if top == newest.index {
                     self.at_top.1.insert(t);

@@ -48,6 +48,18 @@ enum About {
     Lines(Vec<u32>),
 }
 
+/// The group's top that a reply to [`GensFilter::top_command`] for the
+/// newest generation `g` gives: a `GET` replies the top; a raise (`raised`)
+/// the top before, and the top is then not below `g`. None on an error
+/// (the script did not run).
+pub(super) fn top_reply(v: &Value, raised: bool, g: &Gen) -> Option<u64> {
+    match v {
+        Value::Int(top) if raised => Some(u64::try_from(*top).unwrap_or(0).max(g.index)),
+        _ if raised => None,
+        _ => super::top_of(v),
+    }
+}
+
 /// Takes a reply of a precheck's round in generation `g`: a group's top
 /// (into `recheck`), a set's size (into `sizes`), or lines found (into
 /// `found`).
@@ -60,17 +72,9 @@ fn take_reply(
     found: &mut HashSet<u32>,
 ) -> Result<()> {
     let who = match about {
-        About::Top(t) => {
-            if let Some(top) = super::top_of(v) {
+        About::Top(t) | About::Raised(t) => {
+            if let Some(top) = top_reply(v, matches!(about, About::Raised(_)), g) {
                 recheck.insert(t, top);
-            }
-            return Ok(());
-        }
-        About::Raised(t) => {
-            // Not raised past `g` (the newest); no top when the script did
-            // not run (an error).
-            if let Value::Int(top) = v {
-                recheck.insert(t, u64::try_from(*top).unwrap_or(0).max(g.index));
             }
             return Ok(());
         }
@@ -145,10 +149,8 @@ impl GensFilter {
         let before = self.client.redirected();
         let older = &live[..live.len().saturating_sub(1)];
         let ttl = live.last().map_or(0, |g| self.ttl(g, self.time()));
-        if let Some(g) = live.last()
-            && self.at_top.0 != g.index
-        {
-            self.at_top = (g.index, HashSet::new());
+        if let Some(g) = live.last() {
+            self.newest_is(g);
         }
         let mut left = self.not_in_copies(hashes, todo, older);
         let copied = self.copies.pairs();
@@ -232,6 +234,14 @@ impl GensFilter {
             sizes,
             sparse,
         })
+    }
+
+    /// Starts `at_top` over when `g`, the newest generation, is not the
+    /// one it knows the groups' tops of.
+    pub(super) fn newest_is(&mut self, g: &Gen) {
+        if self.at_top.0 != g.index {
+            self.at_top = (g.index, HashSet::new());
+        }
     }
 
     /// The command of a precheck's first round that reads group `t`'s
