@@ -148,7 +148,7 @@ fn four_writers_crossing_growth_print_each_line_once() {
     )
     .ok();
     let inputs: Vec<Vec<u8>> = (0..4).map(|w| urls(30_000, 30 + w)).collect();
-    let outs = run_writers(&d, &j, &loc, &inputs, |_| Vec::new());
+    let outs = run_writers(&d, &[&j], &loc, &inputs, |_| Vec::new());
     let all: Vec<u8> = inputs.concat();
     let outs: Vec<&[u8]> = outs.iter().map(Vec::as_slice).collect();
     exactly_once(&outs, &reference(&all, b'\n', false), "growth");
@@ -157,11 +157,12 @@ fn four_writers_crossing_growth_print_each_line_once() {
 }
 
 /// Runs a writer per input at once (`dedup -f loc`, small chunks, with the
-/// extra arguments `extra(w)`), and returns their outputs once all ended
-/// well.
+/// extra arguments `extra(w)`; writer w keeps its journal in
+/// `journals[w % journals.len()]`), and returns their outputs once all
+/// ended well.
 fn run_writers(
     d: &tempfile::TempDir,
-    j: &str,
+    journals: &[&str],
     loc: &str,
     inputs: &[Vec<u8>],
     extra: impl Fn(usize) -> Vec<String>,
@@ -172,7 +173,7 @@ fn run_writers(
         .map(|(w, data)| {
             let path = write(d, &format!("in{w}"), data);
             command(d.path())
-                .env("SEEN_JOURNAL_DIR", j)
+                .env("SEEN_JOURNAL_DIR", journals[w % journals.len()])
                 .env("SEEN_CHUNK_BYTES", "32768")
                 .args(["dedup", "-f", loc])
                 .args(extra(w))
@@ -242,7 +243,7 @@ fn four_writers_across_a_slice_boundary_with_clocks_apart() {
             })
             .collect();
         let times = [b - 30, b - 10, b + 10, b + 29];
-        let outs = run_writers(&d, &j, &loc, &inputs, |w| {
+        let outs = run_writers(&d, &[&j], &loc, &inputs, |w| {
             vec!["--now".into(), at(times[w])]
         });
         let all: Vec<u8> = inputs.concat();
@@ -504,19 +505,7 @@ fn short_runs_on_a_machine_copy_a_sealed_slice_between_them() {
     }
     assert!(sent[0] > 200, "the first run looks its lines up: {sent:?}");
     assert_eq!(sent[7], 0, "the slice is copied by then: {sent:?}");
-    let copies = std::fs::read_dir(&here)
-        .unwrap()
-        .filter_map(|e| {
-            let p = e.unwrap().path();
-            p.to_string_lossy().ends_with(".copies").then_some(p)
-        })
-        .flat_map(|p| std::fs::read_dir(p).unwrap())
-        .filter(|e| {
-            let n = e.as_ref().unwrap().file_name();
-            n.to_string_lossy().starts_with("copy-")
-        })
-        .count();
-    assert!(copies > 0);
+    assert!(copy_files(std::path::Path::new(&here)) > 0);
     let input: Vec<u8> = lines[16_000..18_000]
         .iter()
         .flat_map(|l| [*l, b"\n"].concat())
@@ -536,6 +525,7 @@ fn two_machines_of_short_runs_print_each_line_once() {
     let Some(loc) = cluster("cron2") else { return };
     let d = tmp();
     let dirs = [d.path().join("a"), d.path().join("b")];
+    let journals: Vec<&str> = dirs.iter().map(|p| p.to_str().unwrap()).collect();
     let text = String::from_utf8(urls(14_000, 80)).unwrap();
     let pool: Vec<&str> = text.lines().collect();
     let slice = 21 * 3600;
@@ -544,53 +534,46 @@ fn two_machines_of_short_runs_print_each_line_once() {
         for i in 0..4u64 {
             let at = (r * 4 + i) as usize * 1000;
             let now = format!("@{}", BOUNDARY + r * slice + i * 60);
-            let children: Vec<_> = dirs
-                .iter()
-                .enumerate()
-                .map(|(w, dir)| {
+            let inputs: Vec<Vec<u8>> = (0..2)
+                .map(|w| {
                     let lines = &pool[at + 500 * w..at + 500 * w + 1500];
-                    let input = lines.iter().map(|l| format!("{l}\n")).collect::<String>();
-                    all.extend_from_slice(input.as_bytes());
-                    let path = write(&d, &format!("in-{r}-{i}-{w}"), input.as_bytes());
-                    command(d.path())
-                        .env("SEEN_JOURNAL_DIR", dir)
-                        .args(["dedup", "-q", "--window", "7d", "-n", "2M", "--now", &now])
-                        .args(["-f", &loc])
-                        .arg(path)
-                        .stdout(Stdio::piped())
-                        .stderr(Stdio::piped())
-                        .spawn()
-                        .unwrap()
+                    lines
+                        .iter()
+                        .map(|l| format!("{l}\n"))
+                        .collect::<String>()
+                        .into_bytes()
                 })
                 .collect();
-            for c in children {
-                let out = c.wait_with_output().unwrap();
-                assert!(
-                    out.status.success(),
-                    "{}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-                outs.push(out.stdout);
-            }
+            all.extend(inputs.concat());
+            outs.extend(run_writers(&d, &journals, &loc, &inputs, |_| {
+                ["-q", "--window", "7d", "-n", "2M", "--now", &now]
+                    .map(String::from)
+                    .to_vec()
+            }));
         }
     }
     let outs: Vec<&[u8]> = outs.iter().map(Vec::as_slice).collect();
     exactly_once(&outs, &reference(&all, b'\n', false), "short runs");
     for dir in &dirs {
-        let copies = std::fs::read_dir(dir)
-            .unwrap()
-            .filter_map(|e| {
-                let p = e.unwrap().path();
-                p.to_string_lossy().ends_with(".copies").then_some(p)
-            })
-            .flat_map(|p| std::fs::read_dir(p).unwrap())
-            .filter(|e| {
-                let n = e.as_ref().unwrap().file_name();
-                n.to_string_lossy().starts_with("copy-")
-            })
-            .count();
-        assert!(copies > 0, "{} took no copy", dir.display());
+        assert!(copy_files(dir) > 0, "{} took no copy", dir.display());
     }
+}
+
+/// The files of kept copies in the journal directory `dir`, over every
+/// filter's `….copies` directory.
+fn copy_files(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let p = e.unwrap().path();
+            p.to_string_lossy().ends_with(".copies").then_some(p)
+        })
+        .flat_map(|p| std::fs::read_dir(p).unwrap())
+        .filter(|e| {
+            let n = e.as_ref().unwrap().file_name();
+            n.to_string_lossy().starts_with("copy-")
+        })
+        .count()
 }
 
 /// Promise 3 across growth and rotation: writers killed at random moments
