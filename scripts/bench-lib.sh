@@ -1,5 +1,6 @@
-# Shared by the bench scripts (sourced, not run): timing, medians, ratios and
-# the 10M-line URL corpus of scripts/bench.sh.
+# Shared by the bench scripts (sourced, not run): timing, medians, ratios,
+# the 10M-line URL corpus of scripts/bench.sh, and a private redis-server
+# and its CPU.
 
 # t CMD...: wall seconds of one run of CMD, its output discarded; a failing
 # CMD stops the benchmark (its error shown).
@@ -27,3 +28,24 @@ corpus() {
     fi
     echo "$c"
 }
+
+# For the Redis benches (scripts/bench-redis-*.sh):
+#
+# redis_start PORT: starts a redis-server of its own on PORT, keeping nothing
+# on disk, in a new temporary directory W (set here), both gone on exit.
+redis_start() {
+    PORT=$1
+    W=$(mktemp -d)
+    trap 'redis-cli -p $PORT shutdown nosave >/dev/null 2>&1 || true; rm -rf "$W"' EXIT
+    redis-server --port "$PORT" --save '' --appendonly no --dir "$W" --daemonize yes \
+        --logfile "$W/log" >/dev/null
+    for _ in $(seq 50); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+}
+
+# cpu: the Redis CPU seconds so far of the server on $PORT (INFO
+# used_cpu_user + used_cpu_sys).
+cpu() { redis-cli -p "$PORT" info cpu | awk -F: '/used_cpu_(user|sys):/ { s += $2 } END { printf "%.6f", s }'; }
+
+# median_in: the median of the numbers on standard input, one a line (the
+# mean of the middle two of an even count).
+median_in() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }

@@ -21,20 +21,14 @@
 set -euo pipefail
 SEEN=$1; CORPUS=$2; RUNS=${3:-3}
 N=${N:-7000000}; RUN=${RUN:-20000}; PER=${PER:-$((N / 8 / RUN))}
-PORT=7393
-W=$(mktemp -d)
-trap 'redis-cli -p $PORT shutdown nosave >/dev/null 2>&1 || true; rm -rf "$W"' EXIT
-redis-server --port $PORT --save '' --appendonly no --dir "$W" --daemonize yes \
-    --logfile "$W/log" >/dev/null
-for _ in $(seq 50); do redis-cli -p $PORT ping >/dev/null 2>&1 && break; sleep 0.1; done
+. "$(dirname "$0")/bench-lib.sh"
+redis_start 7393
 total=$((9 * PER * RUN))
 head -n "$total" "$CORPUS" > "$W/in.txt"
 n=$(wc -l < "$W/in.txt")
 [ "$n" -eq "$total" ] || { echo "the corpus has $n lines, $total needed" >&2; exit 2; }
 split -l "$RUN" -d -a 5 "$W/in.txt" "$W/c"
 last_n=$((PER * RUN))
-cpu() { redis-cli -p $PORT info cpu | awk -F: '/used_cpu_(user|sys):/ { s += $2 } END { printf "%.6f", s }'; }
-median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 T0=1796634000 # a slice boundary of a 7-day window in 8 slices
 # one KIND I: prints "all last first" (ns of Redis CPU per line).
 one() {
@@ -61,11 +55,11 @@ declare -A res
 for ((i = 0; i < RUNS; i++)); do
     for k in plain window; do res[$k]+="$(one $k $i)"$'\n'; done
 done
-col() { printf '%s' "${res[$1]}" | awk -v k="$2" 'NF { print $k }' | median; }
+col() { printf '%s' "${res[$1]}" | awk -v k="$2" 'NF { print $k }' | median_in; }
 pr() {
     paste <(printf '%s' "${res[window]}" | awk -v k="$1" 'NF { print $k }') \
         <(printf '%s' "${res[plain]}" | awk -v k="$1" 'NF { print $k }') |
-        awk '{ print $1 / $2 }' | median
+        awk '{ print $1 / $2 }' | median_in
 }
 echo "corpus $CORPUS: $n lines in runs of $RUN, $PER runs a slice, filters sized for $N; medians of $RUNS; Redis CPU ns per input line"
 printf '%-7s %10s %10s %10s\n' kind all last first

@@ -19,20 +19,14 @@
 #   scripts/bench-redis-forget.sh SEEN CORPUS [RUNS]     (default 5)
 set -euo pipefail
 SEEN=$1; CORPUS=$2; RUNS=${3:-5}
-PORT=7391
-W=$(mktemp -d)
-trap 'redis-cli -p $PORT shutdown nosave >/dev/null 2>&1 || true; rm -rf "$W"' EXIT
-redis-server --port $PORT --save '' --appendonly no --dir "$W" --daemonize yes \
-    --logfile "$W/log" >/dev/null
-for _ in $(seq 50); do redis-cli -p $PORT ping >/dev/null 2>&1 && break; sleep 0.1; done
+. "$(dirname "$0")/bench-lib.sh"
+redis_start 7391
 head -n 1000000 "$CORPUS" | awk '!s[$0]++' > "$W/lines.txt"
 awk 'NR % 10 == 0' "$W/lines.txt" > "$W/gone.txt"
 awk 'NR % 1000 == 0' "$W/lines.txt" > "$W/few.txt"
 awk 'NR % 10 != 0' "$W/lines.txt" > "$W/rest.txt"
 n=$(wc -l < "$W/rest.txt"); g=$(wc -l < "$W/gone.txt")
-cpu() { redis-cli -p $PORT info cpu | awk -F: '/used_cpu_(user|sys):/ { s += $2 } END { printf "%.6f", s }'; }
 mem() { redis-cli -p $PORT info memory | awk -F: '/^used_memory:/ { print $2 + 0 }'; }
-median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 # time_cpu ARGS...: runs SEEN ARGS, prints "wall cpu".
 time_cpu() {
     local c0 c1 t0 t1
@@ -55,12 +49,12 @@ for ((i = 0; i < RUNS; i++)); do
     forget+=("$fw"); bytes+=("$(( (m1 - m0) / (g - g / 100) ))")
     listed+=("$(time_cpu dedup -f "$loc" "$W/rest.txt")")
 done
-col() { local k=$1; shift; printf '%s\n' "$@" | awk -v k="$k" '{ print $k }' | median; }
+col() { local k=$1; shift; printf '%s\n' "$@" | awk -v k="$k" '{ print $k }' | median_in; }
 nw=$(col 1 "${none[@]}"); nc=$(col 2 "${none[@]}")
 lw=$(col 1 "${listed[@]}"); lc=$(col 2 "${listed[@]}")
 fw1=$(col 1 "${few[@]}"); fc1=$(col 2 "${few[@]}")
-fw=$(printf '%s\n' "${forget[@]}" | median)
-bm=$(printf '%s\n' "${bytes[@]}" | median)
+fw=$(printf '%s\n' "${forget[@]}" | median_in)
+bm=$(printf '%s\n' "${bytes[@]}" | median_in)
 echo "corpus $CORPUS: $n lines looked up, $g forgotten; medians of $RUNS runs"
 printf 'none    wall %.3f s  redis cpu %.0f ns/line\n' "$nw" "$(echo "$nc / $n * 1000000000" | bc -l)"
 printf 'few     wall %.3f s  redis cpu %.0f ns/line  (%.2fx wall, %.2fx cpu)\n' "$fw1" \

@@ -32,12 +32,8 @@
 #   scripts/bench-redis-gens.sh SEEN CORPUS [RUNS] [LINES]
 set -euo pipefail
 SEEN=$1; CORPUS=$2; RUNS=${3:-5}; LINES=${4:-1000000}
-PORT=7392
-W=$(mktemp -d)
-trap 'redis-cli -p $PORT shutdown nosave >/dev/null 2>&1 || true; rm -rf "$W"' EXIT
-redis-server --port $PORT --save '' --appendonly no --dir "$W" --daemonize yes \
-    --logfile "$W/log" >/dev/null
-for _ in $(seq 50); do redis-cli -p $PORT ping >/dev/null 2>&1 && break; sleep 0.1; done
+. "$(dirname "$0")/bench-lib.sh"
+redis_start 7392
 head -n "$LINES" "$CORPUS" > "$W/in.txt"
 split -n l/9 -d -a 1 "$W/in.txt" "$W/part"
 n=$(wc -l < "$W/in.txt"); distinct=$(awk '!s[$0]++' "$W/in.txt" | wc -l)
@@ -47,9 +43,7 @@ sed 's/^/fresh-/' "$W/in.txt" > "$W/fresh.txt"
 sed 's/^/hourly-/' "$W/in.txt" > "$W/hourly.txt"
 split -n l/9 -d -a 1 "$W/hourly.txt" "$W/hourly"
 export SEEN_JOURNAL_DIR=$W/j
-cpu() { redis-cli -p $PORT info cpu | awk -F: '/used_cpu_(user|sys):/ { s += $2 } END { printf "%.6f", s }'; }
 mem() { redis-cli -p $PORT info memory | awk -F: '/^used_memory:/ { print $2 + 0 }'; }
-median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 T0=1796634000 # a slice boundary of a 7-day window in 8 slices
 # one KIND RUN: prints "new_cpu present_cpu bytes_per_line last_part_cpu
 # long_new_cpu short_new_cpu".
@@ -91,7 +85,7 @@ declare -A res
 for ((i = 0; i < RUNS; i++)); do
     for k in plain window gen1 gen4; do res[$k]+="$(one $k $i)"$'\n'; done
 done
-col() { printf '%s' "${res[$1]}" | awk -v k="$2" 'NF { print $k }' | median; }
+col() { printf '%s' "${res[$1]}" | awk -v k="$2" 'NF { print $k }' | median_in; }
 echo "corpus $CORPUS: $n lines, $distinct distinct, filters sized for $size; medians of $RUNS runs; Redis CPU ns per input line"
 printf '%-7s %10s %10s %12s %10s %10s %10s\n' kind new present bytes/line last-part long-new short-new
 for k in plain window gen1 gen4; do
@@ -103,7 +97,7 @@ r() { echo "$(col "$1" "$3") / $(col "$2" "$3")" | bc -l; }
 pr() {
     paste <(printf '%s' "${res[$1]}" | awk -v k="$3" 'NF { print $k }') \
         <(printf '%s' "${res[$2]}" | awk -v k="$3" 'NF { print $k }') |
-        awk '{ print $1 / $2 }' | median
+        awk '{ print $1 / $2 }' | median_in
 }
 printf 'ratio of medians (median of the runs'"'"' ratios):\n'
 printf 'window/plain: new %.2fx (%.2fx), present %.2fx (%.2fx), memory %.2fx\n' \

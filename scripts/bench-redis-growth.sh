@@ -19,14 +19,9 @@ cd "$(dirname "$0")/.."
 cargo build --release -q --bin seen --example gen-lines
 SEEN=${1:-target/release/seen}; LINES=${2:-100000000}
 GEN=target/release/examples/gen-lines
-PORT=7394
-W=$(mktemp -d)
-trap 'redis-cli -p $PORT shutdown nosave >/dev/null 2>&1 || true; rm -rf "$W"' EXIT
-redis-server --port $PORT --save '' --appendonly no --dir "$W" --daemonize yes \
-    --logfile "$W/log" >/dev/null
-for _ in $(seq 50); do redis-cli -p $PORT ping >/dev/null 2>&1 && break; sleep 0.1; done
+. scripts/bench-lib.sh
+redis_start 7394
 export SEEN_JOURNAL_DIR=$W/j
-cpu() { redis-cli -p $PORT info cpu | awk -F: '/used_cpu_(user|sys):/ { s += $2 } END { printf "%.6f", s }'; }
 distinct=$((LINES * 7 / 10))
 again=$((LINES / 10))
 declare -A new present gens
