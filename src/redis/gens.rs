@@ -484,21 +484,15 @@ impl GensState {
 /// `w` runs of `n` fingerprints, one per line, the lines of each set of
 /// the newest generation together; then for each set (`KEYS[2..]`) a flag
 /// (`n` newest or `o` older, and the width's number) and, for the newest,
-/// its first line's number and its count, then (when the writer knows it)
-/// the set's size in digits when the writer found none of those lines in
-/// it; for an older one its lines' numbers, two bytes each, big-endian
-/// (lines are numbered from 1).
+/// its first line's number and its count; for an older one its lines'
+/// numbers, two bytes each, big-endian (lines are numbered from 1).
 ///
 /// Replies `{1, top}` and does nothing when the group holds a generation
 /// newer than the writer's. Else it adds to the newest generation the
 /// lines found in none of the sets, and replies `{0, top}` followed by the
 /// numbers of the lines that were not new (found, or a fingerprint given
 /// twice in a set). A run of one line is added with one `SADD`, whose
-/// reply says whether it was new. A newest set still of the size the
-/// writer gave has taken nothing since the writer looked (sets only grow):
-/// when no older set holds a line either, its run is added with one
-/// `SADD`, unread (and its time to live set only when it was empty: one
-/// that held fingerprints got it when it was made).
+/// reply says whether it was new; a longer one is looked up first.
 pub(crate) const TAS_SCRIPT: &str = r"
 local top = tonumber(redis.call('GET', KEYS[1]) or '-1')
 local g = tonumber(ARGV[1])
@@ -509,14 +503,14 @@ if ttl > 0 then redis.call('EXPIRE', KEYS[1], ttl) end
 local n = tonumber(ARGV[3])
 local at = 5 + tonumber(ARGV[4]) * n
 local out = {0, top}
-local seen, news, any = {}, {}, false
+local seen, news = {}, {}
 for k = 2, #KEYS do
   local flag, blob = ARGV[at], ARGV[at + 1]
   at = at + 2
   local off = 4 + (tonumber(string.sub(flag, 2)) - 1) * n
   if string.sub(flag, 1, 1) == 'n' then
     local fhi, flo, chi, clo = string.byte(blob, 1, 4)
-    news[#news + 1] = {k, off, fhi * 256 + flo, chi * 256 + clo, tonumber(string.sub(blob, 5))}
+    news[#news + 1] = {k, off, fhi * 256 + flo, chi * 256 + clo}
   else
     local fps = {}
     local pos = {}
@@ -530,13 +524,12 @@ for k = 2, #KEYS do
     for j = 1, #pos do
       if r[j] == 1 then
         seen[pos[j]] = true
-        any = true
       end
     end
   end
 end
 for _, e in ipairs(news) do
-  local k, off, from, c, size = e[1], e[2], e[3], e[4], e[5]
+  local k, off, from, c = e[1], e[2], e[3], e[4]
   local first, last = off + from, off + from + c - 1
   if c == 1 then
     if seen[from] or redis.call('SADD', KEYS[k], ARGV[first]) == 0 then
@@ -544,9 +537,6 @@ for _, e in ipairs(news) do
     elseif ttl > 0 then
       redis.call('EXPIRE', KEYS[k], ttl)
     end
-  elseif not any and size ~= nil and redis.call('SCARD', KEYS[k]) == size then
-    redis.call('SADD', KEYS[k], unpack(ARGV, first, last))
-    if ttl > 0 and size == 0 then redis.call('EXPIRE', KEYS[k], ttl) end
   else
     local r = redis.call('SMISMEMBER', KEYS[k], unpack(ARGV, first, last))
     local add, mine = {}, {}

@@ -4,9 +4,11 @@
 //! fails (some of its replies lost: the server may or may not have recorded
 //! those lines); the next run, straight to the server with the same input,
 //! replays the first one's journal and goes on. Together they print every
-//! distinct line exactly once, in every layout (the Bloom layout, fingerprint
-//! sets, and generations that grow or have a window), wherever the cut
-//! falls.
+//! distinct line, wherever the cut falls, in every layout (the Bloom layout,
+//! fingerprint sets, and generations that grow or have a window): exactly
+//! once in the Bloom layout, which reads a line's bits before it sets them;
+//! in the others a repeat, whose `SADD` is its lookup, may be printed twice
+//! within the chunk whose replies were lost.
 
 use crate::common::{reference, seen_env, tmp};
 use crate::redis::{Private, urls};
@@ -135,9 +137,9 @@ fn at_least_once(outs: &[&[u8]], want: &[u8], twice: usize, ctx: &str) {
 /// For each layout, a run through a proxy that cuts at a share of the
 /// replies a whole run takes, then a run straight to the server: each
 /// distinct line printed once by the two (at least once, and twice only
-/// within the chunk whose replies were lost, for fingerprint sets).
+/// within the chunk whose replies were lost, but for the Bloom layout).
 #[test]
-fn a_cut_connection_loses_no_line_and_prints_none_twice() {
+fn a_cut_connection_loses_no_line_and_repeats_at_most_a_chunk() {
     if crate::common::redis_server("SEEN_TEST_REDIS").is_none() {
         return;
     }
@@ -146,6 +148,9 @@ fn a_cut_connection_loses_no_line_and_prints_none_twice() {
     let data = urls(30_000, 77);
     let want = reference(&data, b'\n', false);
     let now = "@1796634000";
+    // Fingerprint sets, and generations, whose lines are not looked up in
+    // the newest generation before their `SADD`s: a repeat whose reply was
+    // lost is printed again. The Bloom layout reads its bits first.
     let layouts: [(&str, &[&str]); 4] = [
         ("sets", &["-n", "40000"]),
         ("bloom", &["-n", "40000", "--redis-layout", "bloom"]),
@@ -183,10 +188,10 @@ fn a_cut_connection_loses_no_line_and_prints_none_twice() {
             second.code(0);
             cut_mid_run += usize::from(!first.stdout.is_empty());
             let ctx = format!("{kind}, cut at {share}% of the replies");
-            if kind == "sets" {
-                at_least_once(&[&first.stdout, &second.stdout], &want, CHUNK_LINES, &ctx);
-            } else {
+            if kind == "bloom" {
                 exactly_once(&[&first.stdout, &second.stdout], &want, &ctx);
+            } else {
+                at_least_once(&[&first.stdout, &second.stdout], &want, CHUNK_LINES, &ctx);
             }
             // A third run has nothing left to print.
             run(&srv.addr, &name).ok().stdout(b"");

@@ -453,6 +453,77 @@ fn a_later_run_in_a_slice_does_not_expire_a_set_again() {
     }
 }
 
+/// Lines that fall tens to a set (a filter at its working size, a chunk of
+/// thousands of lines) go behind the fence as sparse ones do: an `SADD` a
+/// line and no script call, in a slice's first run and in the next slice's,
+/// which looks the lines up in the slice before. (The script they went to
+/// cost a cron job's runs about twice a fixed filter's Redis CPU.)
+#[test]
+fn lines_dense_in_their_sets_go_behind_the_fence() {
+    if crate::common::redis_server("SEEN_TEST_REDIS").is_none() {
+        return;
+    }
+    let d = tmp();
+    let srv = Private::start(d.path());
+    let mut c = srv.conn();
+    let loc = format!("redis://{}/dense", srv.addr);
+    let here = journal(&d);
+    let t0 = 1_796_634_000_u64; // a slice boundary of 7 days in 8 slices
+    let old = urls(20_000, 74);
+    let fresh: Vec<u8> = String::from_utf8(urls(10_000, 75))
+        .unwrap()
+        .lines()
+        .map(|l| format!("n-{l}\n"))
+        .collect::<String>()
+        .into_bytes();
+    let half = old.len() / 2
+        + old[old.len() / 2..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .unwrap()
+        + 1;
+    let second = [&old[half..], &fresh[..]].concat();
+    let before = crate::common::redis_calls(&mut c, "evalsha");
+    let sadd = crate::common::redis_calls(&mut c, "sadd");
+    // About 630 sets a slice: 20,000 lines put about 30 in each.
+    for (input, expect, t) in [
+        (&old, reference(&old, b'\n', false), t0),
+        (&second, reference(&fresh, b'\n', false), t0 + 75_600),
+    ] {
+        seen_env(
+            d.path(),
+            &[("SEEN_JOURNAL_DIR", here.as_str())],
+            [
+                "dedup",
+                "-q",
+                "--window",
+                "7d",
+                "--slices",
+                "8",
+                "-n",
+                "1000000",
+                "--now",
+                &format!("@{t}"),
+                "-f",
+                &loc,
+            ],
+            input,
+        )
+        .ok()
+        .stdout(&expect);
+    }
+    let distinct = reference(&old, b'\n', false).split(|&b| b == b'\n').count()
+        + reference(&fresh, b'\n', false)
+            .split(|&b| b == b'\n')
+            .count();
+    let scripts = crate::common::redis_calls(&mut c, "evalsha") - before;
+    let sadds = crate::common::redis_calls(&mut c, "sadd") - sadd;
+    assert_eq!(scripts, 0, "no line went to the script");
+    assert!(
+        sadds as usize >= distinct - 2,
+        "{sadds} SADDs, {distinct} lines"
+    );
+}
 /// Short runs on one machine copy a sealed slice between them: runs of
 /// 2,000 lines (about 8 a group) each look too few lines up in the slice
 /// before to pay for copying it (about 24 a group), but the runs of a

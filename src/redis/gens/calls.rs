@@ -32,8 +32,6 @@ struct Set {
     width: u8,
     /// Its lines' numbers in the call (from 1); for the newest, a run.
     pos: Vec<u16>,
-    /// For the newest, its size when the precheck looked its lines up.
-    size: Option<u64>,
 }
 
 /// Lines a script call takes at most (its lines are numbered in two
@@ -44,11 +42,10 @@ impl GensFilter {
     /// Builds the script calls for the lines `todo` of `hashes`, for the
     /// live generations `live` (the newest last): each checks its lines in
     /// the newest and in the older ones from `recheck[group]` on (all of
-    /// them for a group not there); `sizes` are the newest sets' sizes
-    /// when the lines were looked up in them. A line whose fingerprint
-    /// another of them has in the same newest set is left out and
-    /// returned, with that other line: it is present once the other is
-    /// added (so a call adds each of its fingerprints once). A line of
+    /// them for a group not there). A line whose fingerprint another of
+    /// them has in the same newest set is left out and returned, with that
+    /// other line: it is present once the other is added (so a call adds
+    /// each of its fingerprints once). A line of
     /// `skip` is not looked up in the (older) generation it names: this
     /// writer added it there without deciding it (see `fence`).
     pub(super) fn calls(
@@ -57,7 +54,6 @@ impl GensFilter {
         todo: &[u32],
         live: &[Gen],
         (recheck, skip): (&HashMap<u64, u64>, &HashMap<u32, u64>),
-        sizes: &HashMap<String, u64>,
     ) -> (Vec<Call>, Vec<(u32, u32)>) {
         let loc = self.client.location();
         let newest = live.len() - 1;
@@ -93,7 +89,6 @@ impl GensFilter {
                                 newest: n == newest,
                                 width: if g.fp_bits == 32 { 1 } else { 2 },
                                 pos: Vec::new(),
-                                size: sizes.get(key).copied().filter(|_| n == newest),
                             });
                             call.sets.len() - 1
                         });
@@ -150,17 +145,10 @@ impl GensFilter {
             let flag = [if s.newest { b'n' } else { b'o' }, b'0' + s.width];
             arg(&flag);
             let blob: Vec<u8> = if s.newest {
-                // A run (its first line and its count), then the set's
-                // size, when known, in digits.
+                // A run: its first line and its count.
                 debug_assert!(s.pos.windows(2).all(|w| w[1] == w[0] + 1));
                 let (first, count) = (s.pos[0], s.pos.len() as u16);
-                let size = s.size.map(|n| n.to_string()).unwrap_or_default();
-                [
-                    &first.to_be_bytes()[..],
-                    &count.to_be_bytes(),
-                    size.as_bytes(),
-                ]
-                .concat()
+                [first.to_be_bytes(), count.to_be_bytes()].concat()
             } else {
                 s.pos.iter().flat_map(|p| p.to_be_bytes()).collect()
             };

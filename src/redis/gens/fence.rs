@@ -36,7 +36,7 @@ use crate::redis::client::{Failure, Routed, server_error};
 use crate::redis::slot::slot;
 use anyhow::{Result, anyhow};
 use redis::Value;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// What a fenced add left to the script.
 pub(super) struct Fenced {
@@ -83,7 +83,7 @@ impl GensFilter {
         &mut self,
         hashes: &[Hash128],
         todo: Vec<u32>,
-        (tops, sparse): (&HashMap<u64, u64>, &HashSet<u64>),
+        tops: &HashMap<u64, u64>,
         (g, ttl): (&Gen, u64),
         (new, out): (&mut [bool], &mut [bool]),
         t: &mut Parts,
@@ -107,7 +107,7 @@ impl GensFilter {
         let mut twins = Vec::new();
         let mut groups = Vec::new();
         for (t, mut lines) in self.meta.by_group(hashes, &todo) {
-            if tops.get(&t) != Some(&g.index) || !sparse.contains(&t) {
+            if tops.get(&t) != Some(&g.index) {
                 f.rest.extend(lines);
                 continue;
             }

@@ -21,19 +21,6 @@ pub(super) struct Prechecked {
     pub todo: Vec<u32>,
     /// Per group, the oldest generation to check again.
     pub recheck: HashMap<u64, u64>,
-    /// The newest generation's sets looked in, and their sizes then.
-    pub sizes: HashMap<String, u64>,
-    /// The groups whose lines fall 4 or fewer to a newest set: added behind
-    /// a fence, a command a line (the script adds a set's lines with one).
-    pub sparse: HashSet<u64>,
-}
-
-/// Whether `lines` falling into `sets` sets are sparse enough for the
-/// fence: 4 a set or fewer. (A chunk in a filter sized for 70M lines puts
-/// about 1.7 lines in each set it touches; the script's one `SADD` a set
-/// pays off only for many lines a set.)
-fn is_sparse(lines: usize, sets: usize) -> bool {
-    lines <= 4 * sets
 }
 
 /// What a reply of a precheck is about.
@@ -42,8 +29,6 @@ enum About {
     Top(u64),
     /// A group's top before it was raised to the newest generation.
     Raised(u64),
-    /// A set's size.
-    Size(String),
     /// A set's lookup of these lines.
     Lines(Vec<u32>),
 }
@@ -61,28 +46,19 @@ pub(super) fn top_reply(v: &Value, raised: bool, g: &Gen) -> Option<u64> {
 }
 
 /// Takes a reply of a precheck's round in generation `g`: a group's top
-/// (into `recheck`), a set's size (into `sizes`), or lines found (into
-/// `found`).
+/// (into `recheck`) or lines found (into `found`).
 fn take_reply(
     v: &Value,
     about: About,
     g: &Gen,
     loc: &Location,
-    (recheck, sizes): (&mut HashMap<u64, u64>, &mut HashMap<String, u64>),
+    recheck: &mut HashMap<u64, u64>,
     found: &mut HashSet<u32>,
 ) -> Result<()> {
     let who = match about {
         About::Top(t) | About::Raised(t) => {
             if let Some(top) = top_reply(v, matches!(about, About::Raised(_)), g) {
                 recheck.insert(t, top);
-            }
-            return Ok(());
-        }
-        About::Size(key) => {
-            if let Value::Int(n) = v
-                && let Ok(n) = u64::try_from(*n)
-            {
-                sizes.insert(key, n);
             }
             return Ok(());
         }
@@ -116,26 +92,24 @@ impl GensFilter {
 
     /// The first step of a batch, without a script: the lines `todo` of
     /// `hashes` looked up in the live generations, newest first, each
-    /// round only the lines not found yet (`SMISMEMBER`; the first round
-    /// after each group's top is raised to the newest generation, or read
-    /// once a reply showed it there (see [`super::RAISE_SCRIPT`]), and the
-    /// `SCARD` of each set of two lines or more before its lookup, in order
-    /// on its node). A line found is present (sets only grow). Returns the
-    /// lines still to decide; per group its top, the oldest generation the
-    /// script must check again (one the top had not passed yet could take
-    /// the line after it was looked up: a writer still on it; the others
-    /// refuse adds; with the top raised, none); and the newest sets' sizes
-    /// (a set the same size when the script runs has taken no line since:
-    /// the lines looked up in it are still not there). After a redirected
-    /// command (which runs after those behind it) every generation is
-    /// checked again and no size is kept.
+    /// round only the lines not found yet (`SMISMEMBER`, after each
+    /// group's top is raised to the newest generation, or read once a
+    /// reply showed it there, see [`super::RAISE_SCRIPT`]). A line found is
+    /// present (sets only grow). Returns the lines still to decide, and
+    /// per group its top: the oldest generation the script must check
+    /// again (one the top had not passed yet could take the line after it
+    /// was looked up: a writer still on it; the others refuse adds; with
+    /// the top raised, none). After a redirected command (which runs after
+    /// those behind it) every generation is checked again.
     ///
     /// A generation this run holds a copy of (in a group, see `copies`) is
-    /// looked up in the copy, first. A group whose lines fall a few to a
-    /// set (`sparse`) is not looked up in the newest generation: its lines
-    /// are added behind a fence, whose `SADD` is their lookup there (see
-    /// `fence`), or, when its top is newer than the newest this writer
-    /// knows, sent to the script, which looks them up.
+    /// looked up in the copy, first. The newest generation is not looked
+    /// up: the `SADD`s of the fenced add (see `fence`) are that lookup, at
+    /// a command a line, as in the fixed layout. (Looking lines that fall
+    /// tens to a set up first, an `SMISMEMBER` a set, cost a cron job's
+    /// short runs a fifth more.) The lines found nowhere go behind the
+    /// fence, or, when their group's top is newer than the newest this
+    /// writer knows, to the script, which looks them up.
     ///
     /// # Errors
     /// A server error or a lost connection (nothing was recorded).
@@ -155,9 +129,7 @@ impl GensFilter {
         let mut left = self.not_in_copies(hashes, todo, older);
         let copied = self.copies.pairs();
         let mut looked = Vec::new();
-        let mut sparse = HashSet::new();
         let mut recheck = HashMap::new();
-        let mut sizes = HashMap::new();
         for (round, g) in live.iter().rev().enumerate() {
             if left.is_empty() {
                 break;
@@ -173,35 +145,20 @@ impl GensFilter {
                     } else {
                         About::Raised(t)
                     });
-                }
-                if round > 0 && copied.contains(&(g.index, t)) {
+                    // The fenced add's `SADD` looks them up in the newest.
                     continue;
                 }
-                let n = lines.len();
+                if copied.contains(&(g.index, t)) {
+                    continue;
+                }
+                looked.push((g.index, t, lines.len()));
                 let mut sets: HashMap<String, Vec<u32>> = HashMap::new();
                 for i in lines {
                     sets.entry(self.meta.set_key(&loc, g, hashes[i as usize]))
                         .or_default()
                         .push(i);
                 }
-                if round == 0 && is_sparse(n, sets.len()) {
-                    // The fenced add's `SADD` looks them up in the newest.
-                    sparse.insert(t);
-                    continue;
-                }
-                if round > 0 {
-                    looked.push((g.index, t, n));
-                }
                 for (key, who) in sets {
-                    // A set of one line needs no size: the script's `SADD`
-                    // of it says whether it was new.
-                    if round == 0 && who.len() > 1 {
-                        cmds.push(Routed::new(
-                            slot(key.as_bytes()),
-                            redis::cmd("SCARD").arg(&key),
-                        ));
-                        about.push(About::Size(key.clone()));
-                    }
                     let mut c = redis::cmd("SMISMEMBER");
                     c.arg(&key);
                     for &i in &who {
@@ -214,13 +171,12 @@ impl GensFilter {
             let replies = self.client.exec(cmds).map_err(Failure::into_error)?;
             let mut found = HashSet::new();
             for (v, about) in replies.iter().zip(about) {
-                take_reply(v, about, g, &loc, (&mut recheck, &mut sizes), &mut found)?;
+                take_reply(v, about, g, &loc, &mut recheck, &mut found)?;
             }
             left.retain(|i| !found.contains(i));
         }
         if self.client.redirected() != before {
             recheck.clear();
-            sizes.clear();
         }
         let newest = self.at_top.0;
         let at = recheck.iter().filter(|&(_, &top)| top == newest);
@@ -231,8 +187,6 @@ impl GensFilter {
         Ok(Prechecked {
             todo: left,
             recheck,
-            sizes,
-            sparse,
         })
     }
 

@@ -7,7 +7,7 @@
 //! first), looks the lines up (`reads`: in its copies of sealed
 //! generations, `copies`, then on the server), adds the lines found
 //! nowhere behind a fence (`fence`) where their group's top is the newest
-//! generation and they fall a few to a set, and sends the rest in one
+//! generation, and sends the rest in one
 //! [`TAS_SCRIPT`] call per group. A call refused because the group already
 //! holds a newer generation did nothing: the writer reads the generations
 //! again and sends those lines again.
@@ -42,8 +42,6 @@ struct First {
     todo: Vec<u32>,
     /// Per group, the oldest generation to check again.
     recheck: HashMap<u64, u64>,
-    /// The newest sets looked in, and their sizes then.
-    sizes: HashMap<String, u64>,
     /// Lines added undecided, and the generation they were added to.
     skip: HashMap<u32, u64>,
     /// Whether a command that records went out.
@@ -404,7 +402,6 @@ impl GensFilter {
         let mut step = First {
             todo: found.todo,
             recheck: found.recheck,
-            sizes: found.sizes,
             skip: HashMap::new(),
             sent: false,
         };
@@ -417,14 +414,7 @@ impl GensFilter {
         };
         let ttl = self.ttl(g, now);
         let todo = std::mem::take(&mut step.todo);
-        let f = self.add_fenced(
-            hashes,
-            todo,
-            (&step.recheck, &found.sparse),
-            (g, ttl),
-            (new, out),
-            t,
-        )?;
+        let f = self.add_fenced(hashes, todo, &step.recheck, (g, ttl), (new, out), t)?;
         step.sent = f.sent;
         step.todo = f.rest;
         if !f.tentative.is_empty() {
@@ -432,7 +422,6 @@ impl GensFilter {
             step.todo.extend(f.tentative.keys());
             step.skip = f.tentative;
             step.recheck.clear();
-            step.sizes.clear();
         }
         Ok(step)
     }
@@ -445,7 +434,6 @@ impl GensFilter {
         let First {
             mut todo,
             mut recheck,
-            mut sizes,
             skip,
             sent: mut sent_any,
         } = self.first_step(hashes, (&mut new, out), &mut t)?;
@@ -495,16 +483,14 @@ impl GensFilter {
                 break;
             }
             let ttl = self.ttl(&g, now);
-            let (calls, twins) = self.calls(hashes, &todo, &live, (&recheck, &skip), &sizes);
+            let (calls, twins) = self.calls(hashes, &todo, &live, (&recheck, &skip));
             // Present once the line kept is added (and until then not
             // judged new, nor sent).
             for &(i, _) in &twins {
                 out[i as usize] = true;
             }
-            // Lines sent again: every live generation checked in the step,
-            // every newest set read.
+            // Lines sent again: every live generation checked.
             recheck.clear();
-            sizes.clear();
             let mut again = Vec::new();
             let mut part = Vec::new();
             let mut lines = 0;
