@@ -35,6 +35,12 @@ corpus() {
 # on disk, in a new temporary directory W (set here), both gone on exit.
 redis_start() {
     PORT=$1
+    # A server already there (another bench on the port) would take both
+    # benches' commands, and each would flush the other's filters.
+    if redis-cli -p "$PORT" ping >/dev/null 2>&1; then
+        echo "a redis-server already answers on port $PORT (another bench running?)" >&2
+        exit 2
+    fi
     W=$(mktemp -d)
     trap 'redis-cli -p $PORT shutdown nosave >/dev/null 2>&1 || true; rm -rf "$W"' EXIT
     redis-server --port "$PORT" --save '' --appendonly no --dir "$W" --daemonize yes \

@@ -11,8 +11,14 @@
 #   plain    fixed size (-n the distinct lines): one SADD a line
 #   window   --window 7d --slices 8, each part a slice later (--now): the
 #            last parts check the 8 slices before theirs
-#   gen1     --growth 2 sized for all lines: one generation
-#   gen4     --growth 2 -n distinct/15: four generations (1 + 2 + 4 + 8)
+#   gen1     --growth 2 sized for all lines and a tenth more: one
+#            generation
+#   gen4     --growth 2 -n distinct*1.1/15: four generations (1 + 2 + 4 + 8)
+#
+# (Both with a tenth to spare, so that the newest generation is not full
+# when the present pass comes: a full one would be sealed at its first
+# batch and looked up in a copy, and its present lines would cost next to
+# nothing, however many generations there are.)
 #
 # "last-part" is the first pass's last part alone (per line of it): with a
 # window, the part that looks in all 9 live slices, as every part of a
@@ -24,10 +30,11 @@
 # minutes apart in the last part's slice: a cron job's runs between two
 # slice boundaries.
 #
-# N=lines sizes the filters for N lines instead of the distinct lines (gen4
-# for N/15, which then has fewer generations): a filter sized far beyond the
-# lines put through it has sparse sets (most get one line of a chunk), as a
-# large filter has; its bytes per line are then mostly empty keys.
+# N=lines sizes the filters for N lines instead of the distinct lines (gen1
+# and gen4 a tenth more, as above; gen4 then has fewer generations): a
+# filter sized far beyond the lines put through it has sparse sets (most get
+# one line of a chunk), as a large filter has; its bytes per line are then
+# mostly empty keys.
 #
 #   scripts/bench-redis-gens.sh SEEN CORPUS [RUNS] [LINES]
 set -euo pipefail
@@ -57,8 +64,8 @@ one() {
         case $kind in
             plain) "$SEEN" dedup -q -n "$size" -f "$loc" "$W/part$p" >/dev/null ;;
             window) "$SEEN" dedup -q --window 7d --slices 8 -n "$size" --now "@$t" -f "$loc" "$W/part$p" >/dev/null ;;
-            gen1) "$SEEN" dedup -q --growth 2 -n "$size" -f "$loc" "$W/part$p" >/dev/null ;;
-            gen4) "$SEEN" dedup -q --growth 2 -n $((size / 15)) -f "$loc" "$W/part$p" >/dev/null ;;
+            gen1) "$SEEN" dedup -q --growth 2 -n $((size * 11 / 10)) -f "$loc" "$W/part$p" >/dev/null ;;
+            gen4) "$SEEN" dedup -q --growth 2 -n $((size * 11 / 150)) -f "$loc" "$W/part$p" >/dev/null ;;
         esac
     done
     c1=$(cpu); m1=$(mem)
