@@ -529,7 +529,8 @@ fn lines_dense_in_their_sets_go_behind_the_fence() {
 /// before to pay for copying it (about 24 a group), but the runs of a
 /// journal directory count their lookups together, so a later run looks
 /// nothing up on the server. A run from another directory starts from
-/// nothing.
+/// nothing; one from the directory that wrote the slice copies it before
+/// its first lookup (its adds there count as lookups to come).
 #[test]
 fn short_runs_on_a_machine_copy_a_sealed_slice_between_them() {
     if crate::common::redis_server("SEEN_TEST_REDIS").is_none() {
@@ -541,6 +542,7 @@ fn short_runs_on_a_machine_copy_a_sealed_slice_between_them() {
     let loc = format!("redis://{}/cron", srv.addr);
     let here = journal(&d);
     let there = d.path().join("there").to_string_lossy().into_owned();
+    let writer = d.path().join("writer").to_string_lossy().into_owned();
     let t0 = 1_796_634_000_u64; // a slice boundary of 7 days in 8 slices
     let data = urls(40_000, 73);
     let lines: Vec<&[u8]> = data
@@ -564,7 +566,7 @@ fn short_runs_on_a_machine_copy_a_sealed_slice_between_them() {
         .clone();
         (out, crate::common::redis_calls(c, "smismember") - before)
     };
-    let (out, _) = run(&data, t0, &here, &mut c);
+    let (out, _) = run(&data, t0, &writer, &mut c);
     assert_eq!(out, reference(&data, b'\n', false));
     // The next slice: runs of 2,000 of those lines, all present.
     let mut sent = Vec::new();
@@ -584,6 +586,9 @@ fn short_runs_on_a_machine_copy_a_sealed_slice_between_them() {
     let (out, n) = run(&input, t0 + 75_600 + 600, &there, &mut c);
     assert!(out.is_empty());
     assert!(n > 200, "another machine's run looks its lines up: {n}");
+    let (out, n) = run(&input, t0 + 75_600 + 660, &writer, &mut c);
+    assert!(out.is_empty());
+    assert_eq!(n, 0, "the slice's writer copies it first");
 }
 
 /// Promise 2 with copies made between short runs: two machines (journal

@@ -14,7 +14,8 @@ use std::collections::{HashMap, HashSet};
 
 /// One script call: a group's lines of a batch.
 pub(super) struct Call {
-    /// The group's slot.
+    /// The group, and its slot.
+    group: u64,
     slot: u16,
     /// `KEYS`: the top key, then the sets.
     keys: Vec<String>,
@@ -69,6 +70,7 @@ impl GensFilter {
             for lines in lines.chunks(CALL_LINES) {
                 let top = self.meta.top_key(loc, t);
                 let mut call = Call {
+                    group: t,
                     slot: crate::redis::slot::slot(top.as_bytes()),
                     keys: vec![top],
                     sets: Vec::new(),
@@ -176,6 +178,7 @@ impl GensFilter {
         t: &mut Parts,
     ) -> (bool, Vec<u32>) {
         let owners: Vec<Vec<u32>> = part.iter().map(|c| c.lines.clone()).collect();
+        let groups: Vec<u64> = part.iter().map(|c| c.group).collect();
         let cmds = part
             .iter()
             .map(|c| self.pack(c, hashes, g, ttl, false))
@@ -249,6 +252,7 @@ impl GensFilter {
                         }
                     }
                     *self.added.entry(g).or_default() += added;
+                    self.copies.looked_up(g, groups[n], added as usize);
                 }
                 (other, None) => {
                     t.mark(std::slice::from_ref(who), new);

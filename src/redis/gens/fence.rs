@@ -53,6 +53,8 @@ pub(super) struct Fenced {
 
 /// One group's share of a part.
 struct Group {
+    /// The group.
+    t: u64,
     slot: u16,
     /// Its top key.
     top: String,
@@ -114,6 +116,7 @@ impl GensFilter {
             twins.extend(super::calls::drop_twins(&mut lines, place));
             let top = self.meta.top_key(&loc, t);
             let mut group = Group {
+                t,
                 slot: slot(top.as_bytes()),
                 top,
                 lines: Vec::with_capacity(lines.len()),
@@ -312,6 +315,9 @@ impl GensFilter {
             }
             if added > 0 {
                 *self.added.entry(g.index).or_default() += added;
+                // A writer that adds to a generation will look its next
+                // lines up there once it is sealed (see `copies`).
+                self.copies.looked_up(g.index, p.t, added as usize);
             }
         }
     }

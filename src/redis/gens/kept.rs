@@ -355,7 +355,7 @@ const LOG_FILES: usize = 16;
 
 /// What a log file lists, by the start of its name (`ttl-G-…`,
 /// `looked-G-…`: of generation G).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum Kind {
     /// Sets given their time to live: a set's number, counted over every
     /// group.
@@ -456,18 +456,18 @@ pub(super) fn looked(dir: &Path, g: u64) -> HashMap<u64, u64> {
     sums(read_log(dir, Kind::Looked, g, compact))
 }
 
-/// This run's log files, one per generation it wrote to: lists of records
-/// that later runs here read (see [`Kind`]).
+/// This run's log files, one per kind and generation it wrote to: lists
+/// of records that later runs here read (see [`Kind`]).
 #[derive(Default)]
 pub(super) struct Log {
-    files: HashMap<u64, std::fs::File>,
+    files: HashMap<(Kind, u64), std::fs::File>,
 }
 
 impl Log {
     /// Closes the files of generations `alive` says are gone (a run that
     /// streams for months keeps a file open per live generation only).
     pub(super) fn keep_live(&mut self, alive: impl Fn(u64) -> bool) {
-        self.files.retain(|&g, _| alive(g));
+        self.files.retain(|&(_, g), _| alive(g));
     }
 
     /// Adds `values` of generation `g` to this run's file of that kind in
@@ -478,7 +478,7 @@ impl Log {
         if values.is_empty() {
             return;
         }
-        let f = match self.files.entry(g) {
+        let f = match self.files.entry((kind, g)) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => {
                 let dir = &place.0;
@@ -492,7 +492,7 @@ impl Log {
             }
         };
         if f.write_all(&bytes_of(values)).is_err() {
-            self.files.remove(&g);
+            self.files.remove(&(kind, g));
         }
     }
 }
@@ -723,10 +723,15 @@ mod tests {
         assert_eq!(sums, [(5, 17), (255, 1)].into());
         assert_eq!(looked(&d, 2), [(0, 4)].into());
         assert!(given_ttl(&d, 3).is_empty(), "a kind of its own");
+        // Both kinds of one generation from one run: each in its file.
+        log.add(&place, Kind::Ttl, 3, &[42]);
+        assert_eq!(given_ttl(&d, 3), [42].into());
+        assert_eq!(looked(&d, 3), [(5, 17), (255, 1)].into());
         // A generation gone: its file is closed, the live one's kept.
-        assert_eq!(log.files.len(), 2);
+        assert_eq!(log.files.len(), 3);
         log.keep_live(|g| g == 3);
-        assert_eq!(log.files.keys().collect::<Vec<_>>(), [&3]);
+        assert_eq!(log.files.len(), 2);
+        assert!(log.files.keys().all(|&(_, g)| g == 3));
         let count = |d: &Path| {
             std::fs::read_dir(d)
                 .unwrap()

@@ -665,6 +665,8 @@ impl GensFilter {
         if let Some(j) = self.journal.take() {
             j.end(ok && broken.is_none());
         }
+        // The last batch's lookups and adds, for the next runs here.
+        self.copies.save_looked();
         let committed = self.commit();
         if let Some(e) = broken {
             return Err(e);
