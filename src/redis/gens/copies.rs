@@ -13,7 +13,11 @@
 //! [`FPS_PER_LOOKUP`]): its own, and those of earlier runs on this machine
 //! (counted in files beside the kept copies, see `kept`), so that the runs
 //! of a machine pay at most about twice what they would have without
-//! copies, however short each is, and a long one pays once. A copy takes 4
+//! copies, however short each is, and a long one pays once. Lines the
+//! machine added to the generation count as lookups too: a writer that
+//! filled a slice will look its next lines up there while the slice lives,
+//! so it copies the slice as soon as it is sealed (at most about what its
+//! adds there cost, should it never write again). A copy takes 4
 //! bytes a line (32-bit fingerprints; generations of 64-bit ones are not
 //! copied), and a run copies at most [`MAX_COPIED`] lines.
 
