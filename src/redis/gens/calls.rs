@@ -178,7 +178,6 @@ impl GensFilter {
         t: &mut Parts,
     ) -> (bool, Vec<u32>) {
         let owners: Vec<Vec<u32>> = part.iter().map(|c| c.lines.clone()).collect();
-        let groups: Vec<u64> = part.iter().map(|c| c.group).collect();
         let cmds = part
             .iter()
             .map(|c| self.pack(c, hashes, g, ttl, false))
@@ -252,7 +251,7 @@ impl GensFilter {
                         }
                     }
                     *self.added.entry(g).or_default() += added;
-                    self.copies.looked_up(g, groups[n], added as usize);
+                    self.copies.looked_up(g, part[n].group, added as usize);
                 }
                 (other, None) => {
                     t.mark(std::slice::from_ref(who), new);

@@ -494,21 +494,6 @@ mod tests {
         assert_eq!(a.copies.held.len(), a.meta.groups as usize);
     }
 
-    fn files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-        let mut v: Vec<_> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("copy-")
-            })
-            .collect();
-        v.sort();
-        v
-    }
-
     /// Lookups too few in one run to pay for a copy count toward it in the
     /// next run on this machine: generation 0 holds 1,600 lines a group
     /// (added by another writer), so a copy costs its sets and 200; two
@@ -577,7 +562,7 @@ mod tests {
             let live = a.live(a.time());
             a.copies.keep_in(kept.clone(), loc.to_string(), &live);
             copy_generation_0(&mut a);
-            let written = files(&kept);
+            let written = crate::redis::gens::kept::tests::named(&kept, "copy-");
             assert!(!written.is_empty());
             // The next run: every group held from the files, none looked
             // up on the server, the same verdicts.

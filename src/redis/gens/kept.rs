@@ -554,7 +554,7 @@ fn remove_if_stale(p: &Path) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn gen0() -> Gen {
@@ -663,19 +663,10 @@ mod tests {
         assert_eq!(given_ttl(&d, 2), [7].into());
         assert!(given_ttl(&d, 4).is_empty());
         // A record changed on disk (its set number) no longer checks out.
-        let f = std::fs::read_dir(&d)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("ttl-3-")
-            })
-            .unwrap();
-        let mut b = std::fs::read(&f).unwrap();
+        let f = &named(&d, "ttl-3-")[0];
+        let mut b = std::fs::read(f).unwrap();
         b[0] ^= 1;
-        std::fs::write(&f, b).unwrap();
+        std::fs::write(f, b).unwrap();
         assert_eq!(given_ttl(&d, 3), [9, 12].into());
         load(&d, &[gen0()], 100);
         assert_eq!(given_ttl(&d, 3), [9, 12].into(), "generation 3 is live");
@@ -684,15 +675,7 @@ mod tests {
         for j in 0..LOG_FILES as u64 {
             Log::default().add(&place, Kind::Ttl, 3, &[9, 100 + j]);
         }
-        let ttl_files = || {
-            std::fs::read_dir(&d)
-                .unwrap()
-                .filter(|e| {
-                    let n = e.as_ref().unwrap().file_name();
-                    n.to_string_lossy().starts_with("ttl-3-")
-                })
-                .count()
-        };
+        let ttl_files = || named(&d, "ttl-3-").len();
         assert_eq!(ttl_files(), LOG_FILES + 1);
         let all: std::collections::HashSet<u64> = [9, 12]
             .into_iter()
@@ -732,15 +715,7 @@ mod tests {
         log.keep_live(|g| g == 3);
         assert_eq!(log.files.len(), 2);
         assert!(log.files.keys().all(|&(_, g)| g == 3));
-        let count = |d: &Path| {
-            std::fs::read_dir(d)
-                .unwrap()
-                .filter(|e| {
-                    let n = e.as_ref().unwrap().file_name();
-                    n.to_string_lossy().starts_with("looked-3-")
-                })
-                .count()
-        };
+        let count = |d: &Path| named(d, "looked-3-").len();
         // One file a run: 20 more runs, then one file of the sums.
         for _ in 0..LOG_FILES + 4 {
             Log::default().add(&place, Kind::Looked, 3, &[looked_record(5, 1)]);
@@ -755,16 +730,18 @@ mod tests {
     }
 
     fn files(d: &Path) -> usize {
-        std::fs::read_dir(d)
+        named(d, "copy-").len()
+    }
+
+    /// The files in `d` whose names begin with `prefix`, in order.
+    pub(in crate::redis::gens) fn named(d: &Path, prefix: &str) -> Vec<std::path::PathBuf> {
+        let mut v: Vec<_> = std::fs::read_dir(d)
             .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .file_name()
-                    .to_string_lossy()
-                    .starts_with("copy-")
-            })
-            .count()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+            .collect();
+        v.sort();
+        v
     }
 
     /// The copies of a filter made before this one under its name, at its
