@@ -44,7 +44,7 @@ use copies::Copies;
 
 use super::location::{Location, META_LEN, META_MAGIC};
 use super::set_keys::size_sets;
-use crate::filter::sizing::{Growth, Window};
+use crate::filter::sizing::{DEFAULT_GROWTH, DEFAULT_RATIO, Growth, Window};
 use crate::format::{HEADER_LEN, Header, MAGIC};
 use crate::hash::Hash128;
 use crate::keys::KeySpec;
@@ -70,6 +70,12 @@ const MIN_GROUPS: u64 = 16;
 pub(crate) const CLOCK_BOUND: u64 = 60;
 /// Generations a growing filter (without a window) may have.
 pub(crate) const MAX_GENS: u32 = 40;
+/// A window's slice starts with a generation of this share of its lines
+/// (1/`WINDOW_START`), and each next one of the slice is twice as large: a
+/// slice that takes fewer lines than its share keeps them in fewer sets,
+/// each with more of them, and a set costs a command for its expiry and
+/// for a writer's copy whatever it holds (docs/design/redis-window-costs.md).
+pub(crate) const WINDOW_START: u32 = 8;
 
 /// What the meta key of a filter in generations records.
 #[derive(Clone, Debug, PartialEq)]
@@ -95,6 +101,11 @@ pub(crate) struct GensMeta {
     pub growth: Option<Growth>,
     /// The window; `None`: it never forgets.
     pub window: Option<Window>,
+    /// A slice's first generation holds 1/`start` of the slice's share,
+    /// and each next one of the slice `growth` times (2 without growth)
+    /// more, up to its share (or on, with growth). 1: a slice (or a
+    /// growing filter) starts at its share.
+    pub start: u32,
 }
 
 /// One generation: its place and its size.
@@ -141,15 +152,52 @@ impl GensMeta {
             groups: 1,
             growth,
             window,
+            start: 1,
         };
+        // Groups as many as the sets of a slice's share (a full slice's
+        // lines a script call, whatever it starts with).
         let first = m.generation(0, 0, 0)?;
         m.groups = first.per_group.clamp(MIN_GROUPS, MAX_GROUPS);
+        if window.is_some() {
+            m.start = WINDOW_START;
+        }
         Ok(m)
     }
 
-    /// Generation `index`, rank `rank` of slice `slice`: sized for the
-    /// slice's share of the lines (times the growth factor per rank) at its
-    /// share of the rate.
+    /// The factor from one generation of a slice to the next, and the
+    /// ratio of their rates: the growth's, or for a slice that starts
+    /// below its share, 2 and [`DEFAULT_RATIO`]. `None`: one generation
+    /// holds the whole share (a window without growth, starting at it).
+    fn steps(&self) -> Option<(u32, f64)> {
+        match self.growth {
+            Some(g) => Some((g.factor, g.ratio)),
+            None if self.start > 1 => Some((DEFAULT_GROWTH, DEFAULT_RATIO)),
+            None => None,
+        }
+    }
+
+    /// The last rank a slice may add without growth: the first whose
+    /// generations together hold the slice's share (`None`: no such
+    /// limit, or one generation only).
+    pub(crate) fn last_rank(&self) -> Option<u32> {
+        if self.growth.is_some() || self.start <= 1 {
+            return None;
+        }
+        let share = self
+            .window
+            .map_or(self.capacity, |w| w.slice_capacity(self.capacity));
+        let first = share.div_ceil(u64::from(self.start));
+        let (mut held, mut rank) = (first, 0u32);
+        while held < share {
+            rank += 1;
+            held = held.saturating_add(first.saturating_mul(u64::from(DEFAULT_GROWTH).pow(rank)));
+        }
+        Some(rank)
+    }
+
+    /// Generation `index`, rank `rank` of slice `slice`: sized for
+    /// 1/`start` of the slice's share of the lines, times the factor per
+    /// rank, at its share of the rate (times the ratio per rank).
     ///
     /// # Errors
     /// A size that cannot be planned.
@@ -161,10 +209,11 @@ impl GensMeta {
             ),
             None => (self.capacity, self.target_fpp),
         };
-        let (capacity, rate) = match self.growth {
-            Some(g) => (
-                base.saturating_mul(u64::from(g.factor).saturating_pow(rank)),
-                share * (1.0 - g.ratio) * g.ratio.powi(rank as i32),
+        let (capacity, rate) = match self.steps() {
+            Some((factor, ratio)) => (
+                base.div_ceil(u64::from(self.start))
+                    .saturating_mul(u64::from(factor).saturating_pow(rank)),
+                share * (1.0 - ratio) * ratio.powi(rank as i32),
             ),
             None => (base, share),
         };
@@ -211,6 +260,7 @@ impl GensMeta {
             100,
             &self.window.map_or(0, |w| w.slices).to_le_bytes(),
         );
+        put(&mut v, 104, &self.start.to_le_bytes());
         let sum = xxhash_rust::xxh3::xxh3_64(&v[..SUM_AT]);
         put(&mut v, SUM_AT, &sum.to_le_bytes());
         put(&mut v, HEADER_LEN, META_MAGIC);
@@ -260,6 +310,8 @@ impl GensMeta {
             tag: u32_at(80),
             growth: (factor > 0).then_some(Growth { factor, ratio }),
             window: (secs > 0).then_some(Window { secs, slices }),
+            // 0: made before slices started small.
+            start: u32_at(104).max(1),
         };
         let bad_growth = m
             .growth
@@ -273,6 +325,7 @@ impl GensMeta {
             || m.limit == 0
             || bad_growth
             || bad_window
+            || m.start > 1 << 16
         {
             return Err(damaged("a field is out of range"));
         }
@@ -692,11 +745,55 @@ mod tests {
             secs: 8 * 3600,
             slices: 8,
         }));
+        // A slice starts with an eighth of its share of the lines, then
+        // grows by the growth factor.
         let g = w.generation(0, 5, 0).unwrap();
-        assert_eq!(g.capacity, 125_000);
+        assert_eq!(g.capacity, 125_000 / 8);
         assert!((g.rate - 1e-6 / 9.0 * 0.2).abs() < 1e-15);
+        assert_eq!(w.generation(2, 5, 2).unwrap().capacity, 125_000 / 2);
+        assert_eq!(w.last_rank(), None);
+        // The first generation's sets are cut into as many groups as the
+        // share's would be.
+        assert_eq!(w.groups, meta(None).groups);
         // Slice 5 of 1-hour slices with 8 a window is live until 14 h.
         assert_eq!(w.slice_end(5), Some(14 * 3600));
+    }
+
+    #[test]
+    fn a_window_without_growth_doubles_up_to_its_share_within_its_rate() {
+        let loc = crate::redis::Location::parse("redis://h/x").unwrap();
+        let w = Window {
+            secs: 8 * 3600,
+            slices: 8,
+        };
+        let m = GensMeta::plan(8_000_000, 1e-4, 512, 7, KeySpec::RAW, None, Some(w)).unwrap();
+        assert_eq!(m.start, WINDOW_START);
+        assert_eq!(GensMeta::decode(&loc, &m.encode()).unwrap(), m);
+        // 1/8, 1/4, 1/2 of the 1M share hold 7/8 of it: the fourth (the
+        // whole share) is the last, and it takes what comes past it.
+        let last = m.last_rank().unwrap();
+        assert_eq!(last, 3);
+        let caps: Vec<u64> = (0..=last)
+            .map(|r| m.generation(u64::from(r), 2, r).unwrap().capacity)
+            .collect();
+        assert_eq!(caps, [125_000, 250_000, 500_000, 1_000_000]);
+        // The slice's generations together stay within its share of the
+        // rate: the slices together within the target.
+        let rates: f64 = (0..=last)
+            .map(|r| m.generation(u64::from(r), 2, r).unwrap().rate)
+            .sum();
+        assert!(rates * 9.0 <= 1e-4 * (1.0 + 1e-9), "{rates}");
+        // A meta value from before slices started small reads as starting
+        // at the share: one generation a slice, at its whole rate.
+        let mut v = m.encode();
+        v[104..108].copy_from_slice(&0u32.to_le_bytes());
+        let sum = xxhash_rust::xxh3::xxh3_64(&v[..SUM_AT]);
+        v[SUM_AT..SUM_AT + 8].copy_from_slice(&sum.to_le_bytes());
+        let old = GensMeta::decode(&loc, &v).unwrap();
+        assert_eq!((old.start, old.last_rank()), (1, None));
+        let g = old.generation(0, 2, 0).unwrap();
+        assert_eq!(g.capacity, 1_000_000);
+        assert!((g.rate - 1e-4 / 9.0).abs() < 1e-15);
     }
 
     #[test]

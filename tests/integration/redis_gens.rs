@@ -253,6 +253,15 @@ fn four_writers_across_a_slice_boundary_with_clocks_apart() {
     let (nodes, name) = parts(&loc);
     let g = generations(&nodes, &name);
     assert!(top(&nodes, &name) >= 3, "no new slices: {g:?}");
+    // A round's lines are many more than a slice's first generation
+    // takes (an eighth of its 25k share): the writers also crossed the
+    // slice's own growth points (generations of rank 1 and more).
+    let ranks: Vec<u32> = g
+        .iter()
+        .filter(|(k, _)| k.starts_with("g:"))
+        .map(|(_, v)| v.split(' ').nth(1).unwrap().parse().unwrap())
+        .collect();
+    assert!(ranks.iter().any(|&r| r >= 2), "no growth in a slice: {g:?}");
     // More than a minute behind the filter's clock (the latest writer's).
     seen_env(
         d.path(),

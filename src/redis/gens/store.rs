@@ -312,13 +312,15 @@ impl GensFilter {
     }
 
     /// Lines the newest generation takes before it is full, when the
-    /// filter grows (`None`: it does not, or no more).
+    /// filter grows, or its slice does (`None`: it does not, or no more).
     pub(crate) fn room(&self) -> Option<u64> {
         let (top, _, rank) = self.state.newest();
-        if self.meta.growth.is_none()
-            || rank + 1 >= MAX_GENS
-            || self.state.gens.len() >= 2 * MAX_GENS as usize
-        {
+        let last = match self.meta.last_rank() {
+            Some(last) => last,
+            None if self.meta.growth.is_some() => MAX_GENS - 1,
+            None => return None,
+        };
+        if rank >= last || rank + 1 >= MAX_GENS || self.state.gens.len() >= 2 * MAX_GENS as usize {
             return None;
         }
         let g = self.planned.last().expect("one at least");
