@@ -195,6 +195,15 @@ impl GensMeta {
         Some(rank)
     }
 
+    /// Live generations at most, past which the newest takes more lines
+    /// than its capacity: a growing filter's `2 * MAX_GENS`, and the steps
+    /// by which each live slice reaches its share.
+    pub(crate) fn max_live(&self) -> usize {
+        let steps = self.start.next_power_of_two().trailing_zeros() as usize;
+        let slices = self.window.map_or(1, |w| w.live() as usize);
+        2 * MAX_GENS as usize + slices * steps
+    }
+
     /// Generation `index`, rank `rank` of slice `slice`: sized for
     /// 1/`start` of the slice's share of the lines, times the factor per
     /// rank, at its share of the rate (times the ratio per rank).
@@ -783,6 +792,17 @@ mod tests {
             .map(|r| m.generation(u64::from(r), 2, r).unwrap().rate)
             .sum();
         assert!(rates * 9.0 <= 1e-4 * (1.0 + 1e-9), "{rates}");
+        // Every live slice may reach its share, with the most slices too,
+        // before the newest generation takes more than it is sized for.
+        for slices in [8, 32] {
+            let w = Window {
+                secs: 8 * 3600,
+                slices,
+            };
+            let m = GensMeta::plan(8_000_000, 1e-4, 512, 7, KeySpec::RAW, None, Some(w)).unwrap();
+            let all = w.live() as usize * (m.last_rank().unwrap() as usize + 1);
+            assert!(m.max_live() >= all, "{slices}: {} < {all}", m.max_live());
+        }
         // A meta value from before slices started small reads as starting
         // at the share: one generation a slice, at its whole rate.
         let mut v = m.encode();

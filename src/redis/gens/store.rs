@@ -320,7 +320,7 @@ impl GensFilter {
             None if self.meta.growth.is_some() => MAX_GENS - 1,
             None => return None,
         };
-        if rank >= last || rank + 1 >= MAX_GENS || self.state.gens.len() >= 2 * MAX_GENS as usize {
+        if rank >= last || rank + 1 >= MAX_GENS || self.state.gens.len() >= self.meta.max_live() {
             return None;
         }
         let g = self.planned.last().expect("one at least");
