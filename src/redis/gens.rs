@@ -70,11 +70,13 @@ const MIN_GROUPS: u64 = 16;
 pub(crate) const CLOCK_BOUND: u64 = 60;
 /// Generations a growing filter (without a window) may have.
 pub(crate) const MAX_GENS: u32 = 40;
-/// A window's slice starts with a generation of this share of its lines
-/// (1/`WINDOW_START`), and each next one of the slice is twice as large: a
-/// slice that takes fewer lines than its share keeps them in fewer sets,
-/// each with more of them, and a set costs a command for its expiry and
-/// for a writer's copy whatever it holds (docs/design/redis-window-costs.md).
+/// A window's first slice starts with a generation of this share of its
+/// lines (1/`WINDOW_START`), and each next one of the slice is twice as
+/// large; a later slice starts with what the slice before it took, and a
+/// quarter more, between that and its share. A slice that takes fewer lines
+/// than its share then keeps them in fewer sets, each with more of them,
+/// and a set costs a command for its expiry and for a writer's copy
+/// whatever it holds (docs/design/redis-window-costs.md).
 pub(crate) const WINDOW_START: u32 = 8;
 
 /// What the meta key of a filter in generations records.
@@ -101,10 +103,11 @@ pub(crate) struct GensMeta {
     pub growth: Option<Growth>,
     /// The window; `None`: it never forgets.
     pub window: Option<Window>,
-    /// A slice's first generation holds 1/`start` of the slice's share,
-    /// and each next one of the slice `growth` times (2 without growth)
-    /// more, up to its share (or on, with growth). 1: a slice (or a
-    /// growing filter) starts at its share.
+    /// A slice's first generation holds 1/`start` of the slice's share at
+    /// least (the first slice's, and one after an idle slice), and each
+    /// next one of the slice `growth` times (2 without growth) more, up to
+    /// its share (or on, with growth). 1: a slice (or a growing filter)
+    /// starts at its share.
     pub start: u32,
 }
 
@@ -156,7 +159,7 @@ impl GensMeta {
         };
         // Groups as many as the sets of a slice's share (a full slice's
         // lines a script call, whatever it starts with).
-        let first = m.generation(0, 0, 0)?;
+        let first = m.generation(0, 0, 0, 0)?;
         m.groups = first.per_group.clamp(MIN_GROUPS, MAX_GROUPS);
         if window.is_some() {
             m.start = WINDOW_START;
@@ -176,17 +179,43 @@ impl GensMeta {
         }
     }
 
-    /// The last rank a slice may add without growth: the first whose
-    /// generations together hold the slice's share (`None`: no such
-    /// limit, or one generation only).
-    pub(crate) fn last_rank(&self) -> Option<u32> {
+    /// A slice's share of the lines (the capacity without a window).
+    fn share(&self) -> u64 {
+        self.window
+            .map_or(self.capacity, |w| w.slice_capacity(self.capacity))
+    }
+
+    /// The lines a slice's first generation is sized for when nothing says
+    /// otherwise: 1/`start` of its share.
+    fn least_first(&self) -> u64 {
+        self.share().div_ceil(u64::from(self.start))
+    }
+
+    /// The lines the first generation of a new slice is sized for, after
+    /// the `before` lines the slice before it took: a quarter more, at
+    /// least 1/`start` of the share and (without growth) at most the share.
+    pub(crate) fn next_first(&self, before: u64) -> u64 {
+        let want = before.saturating_add(before / 4).max(self.least_first());
+        match self.growth {
+            Some(_) => want,
+            None => want.min(self.share().max(self.least_first())),
+        }
+    }
+
+    /// The last rank a slice whose first generation holds `first` lines
+    /// (0: [`Self::least_first`]) may add without growth: the first whose
+    /// generations together hold the slice's share (`None`: no such limit,
+    /// or one generation only).
+    pub(crate) fn last_rank(&self, first: u64) -> Option<u32> {
         if self.growth.is_some() || self.start <= 1 {
             return None;
         }
-        let share = self
-            .window
-            .map_or(self.capacity, |w| w.slice_capacity(self.capacity));
-        let first = share.div_ceil(u64::from(self.start));
+        let share = self.share();
+        let first = if first == 0 {
+            self.least_first()
+        } else {
+            first
+        };
         let (mut held, mut rank) = (first, 0u32);
         while held < share {
             rank += 1;
@@ -204,13 +233,14 @@ impl GensMeta {
         2 * MAX_GENS as usize + slices * steps
     }
 
-    /// Generation `index`, rank `rank` of slice `slice`: sized for
-    /// 1/`start` of the slice's share of the lines, times the factor per
-    /// rank, at its share of the rate (times the ratio per rank).
+    /// Generation `index`, rank `rank` of slice `slice`, whose first
+    /// generation holds `first` lines (0: [`Self::least_first`]): sized for
+    /// that times the factor per rank, at the slice's share of the rate
+    /// (times the ratio per rank).
     ///
     /// # Errors
     /// A size that cannot be planned.
-    pub(crate) fn generation(&self, index: u64, slice: u64, rank: u32) -> Result<Gen> {
+    pub(crate) fn generation(&self, index: u64, slice: u64, rank: u32, first: u64) -> Result<Gen> {
         let (base, share) = match self.window {
             Some(w) => (
                 w.slice_capacity(self.capacity),
@@ -220,8 +250,12 @@ impl GensMeta {
         };
         let (capacity, rate) = match self.steps() {
             Some((factor, ratio)) => (
-                base.div_ceil(u64::from(self.start))
-                    .saturating_mul(u64::from(factor).saturating_pow(rank)),
+                if first == 0 {
+                    self.least_first()
+                } else {
+                    first
+                }
+                .saturating_mul(u64::from(factor).saturating_pow(rank)),
                 share * (1.0 - ratio) * ratio.powi(rank as i32),
             ),
             None => (base, share),
@@ -447,8 +481,8 @@ pub(super) fn delete_all(client: &mut super::client::Client, meta: &GensMeta) ->
     )?;
     let state = GensState::read(&v, &loc).unwrap_or_default();
     let mut names: Vec<String> = (0..meta.groups).map(|t| meta.top_key(&loc, t)).collect();
-    for &(g, slice, rank) in &state.gens {
-        let planned = meta.generation(g, slice, rank)?;
+    for &(g, slice, rank, first) in &state.gens {
+        let planned = meta.generation(g, slice, rank, first)?;
         for t in 0..meta.groups {
             for k in 0..planned.per_group {
                 names.push(meta.set_name(&loc, g, t, k));
@@ -491,8 +525,9 @@ pub(super) fn top_of(v: &redis::Value) -> Option<u64> {
 /// The state of the generations, as the hash holds it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct GensState {
-    /// The live generations (index, slice, rank), oldest first.
-    pub gens: Vec<(u64, u64, u32)>,
+    /// The live generations (index, slice, rank, and the lines its slice's
+    /// first generation holds: 0 when the hash does not say), oldest first.
+    pub gens: Vec<(u64, u64, u32, u64)>,
     /// The latest time a writer worked at.
     pub clock: u64,
 }
@@ -517,7 +552,12 @@ impl GensState {
                 let (Some(Ok(slice)), Some(Ok(rank))) = (it.next(), it.next()) else {
                     bail!("{loc}: generation {g}'s field is damaged ({text})");
                 };
-                s.gens.push((g, slice, rank as u32));
+                let first = match it.next() {
+                    None => 0,
+                    Some(Ok(first)) if first > 0 => first,
+                    Some(_) => bail!("{loc}: generation {g}'s field is damaged ({text})"),
+                };
+                s.gens.push((g, slice, rank as u32, first));
             }
         }
         if s.gens.is_empty() {
@@ -532,8 +572,9 @@ impl GensState {
         Ok(s)
     }
 
-    /// The newest generation (index, slice, rank).
-    pub(crate) fn newest(&self) -> (u64, u64, u32) {
+    /// The newest generation (index, slice, rank, its slice's first
+    /// generation's lines).
+    pub(crate) fn newest(&self) -> (u64, u64, u32, u64) {
         *self.gens.last().expect("read checks it has one")
     }
 }
@@ -622,7 +663,8 @@ return out
 ";
 
 /// Adds a generation, in one step, when the newest is still `ARGV[1]`:
-/// `ARGV[2]` its slice, `ARGV[3]` its rank, `ARGV[4]` the writer's time
+/// `ARGV[2]` its slice, `ARGV[3]` its rank and the lines its slice's first
+/// generation holds (two numbers), `ARGV[4]` the writer's time
 /// (the clock only moves forward), `ARGV[5]` the oldest live slice (older
 /// generations leave the hash, and their counters, fields `ARGV[6]`G of
 /// `KEYS[2]`, go). Replies the newest generation after it (the one added,
@@ -651,8 +693,8 @@ return g
 ";
 
 /// Makes a filter: its meta key `KEYS[1]` (`ARGV[1]`) unless it exists, and
-/// then its generations hash `KEYS[2]` naming generation 0 (slice and rank
-/// `ARGV[2]`, clock `ARGV[3]`). Replies 1 when it made them, 0 when the meta
+/// then its generations hash `KEYS[2]` naming generation 0 (slice, rank
+/// and its lines `ARGV[2]`, clock `ARGV[3]`). Replies 1 when it made them, 0 when the meta
 /// key was there.
 pub(crate) const CREATE_SCRIPT: &str = r"
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
@@ -736,16 +778,16 @@ mod tests {
     fn generations_hold_the_target_together() {
         let m = meta(None);
         let total: f64 = (0..MAX_GENS)
-            .map(|r| m.generation(0, 0, r).unwrap().rate)
+            .map(|r| m.generation(0, 0, r, 0).unwrap().rate)
             .sum();
         assert!(total <= 1e-6 * (1.0 + 1e-9), "{total}");
-        let g0 = m.generation(0, 0, 0).unwrap();
-        let g3 = m.generation(3, 0, 3).unwrap();
+        let g0 = m.generation(0, 0, 0, 0).unwrap();
+        let g3 = m.generation(3, 0, 3, 0).unwrap();
         assert_eq!(g3.capacity, 8 * g0.capacity);
         // Each generation's sets hold at most 0.4 of the intset limit at
         // its capacity: they stay compact.
         for r in 0..8 {
-            let g = m.generation(u64::from(r), 0, r).unwrap();
+            let g = m.generation(u64::from(r), 0, r, 0).unwrap();
             let load = g.capacity as f64 / (m.groups * g.per_group) as f64;
             assert!(load <= 0.4 * 512.0, "rank {r}: {load}");
         }
@@ -756,11 +798,11 @@ mod tests {
         }));
         // A slice starts with an eighth of its share of the lines, then
         // grows by the growth factor.
-        let g = w.generation(0, 5, 0).unwrap();
+        let g = w.generation(0, 5, 0, 0).unwrap();
         assert_eq!(g.capacity, 125_000 / 8);
         assert!((g.rate - 1e-6 / 9.0 * 0.2).abs() < 1e-15);
-        assert_eq!(w.generation(2, 5, 2).unwrap().capacity, 125_000 / 2);
-        assert_eq!(w.last_rank(), None);
+        assert_eq!(w.generation(2, 5, 2, 0).unwrap().capacity, 125_000 / 2);
+        assert_eq!(w.last_rank(0), None);
         // The first generation's sets are cut into as many groups as the
         // share's would be.
         assert_eq!(w.groups, meta(None).groups);
@@ -780,18 +822,41 @@ mod tests {
         assert_eq!(GensMeta::decode(&loc, &m.encode()).unwrap(), m);
         // 1/8, 1/4, 1/2 of the 1M share hold 7/8 of it: the fourth (the
         // whole share) is the last, and it takes what comes past it.
-        let last = m.last_rank().unwrap();
+        let last = m.last_rank(0).unwrap();
         assert_eq!(last, 3);
         let caps: Vec<u64> = (0..=last)
-            .map(|r| m.generation(u64::from(r), 2, r).unwrap().capacity)
+            .map(|r| m.generation(u64::from(r), 2, r, 0).unwrap().capacity)
             .collect();
         assert_eq!(caps, [125_000, 250_000, 500_000, 1_000_000]);
         // The slice's generations together stay within its share of the
         // rate: the slices together within the target.
         let rates: f64 = (0..=last)
-            .map(|r| m.generation(u64::from(r), 2, r).unwrap().rate)
+            .map(|r| m.generation(u64::from(r), 2, r, 0).unwrap().rate)
             .sum();
         assert!(rates * 9.0 <= 1e-4 * (1.0 + 1e-9), "{rates}");
+        // A later slice starts after the lines the one before took, a
+        // quarter more, between an eighth of its share and the share.
+        assert_eq!(m.next_first(0), 125_000);
+        assert_eq!(m.next_first(400_000), 500_000);
+        assert_eq!(m.next_first(3_000_000), 1_000_000);
+        assert_eq!(m.last_rank(500_000), Some(1));
+        assert_eq!(m.last_rank(1_000_000), Some(0));
+        assert_eq!(m.generation(9, 3, 1, 500_000).unwrap().capacity, 1_000_000);
+        // With growth, a busy slice's first may pass the share.
+        let g = GensMeta::plan(
+            8_000_000,
+            1e-4,
+            512,
+            7,
+            KeySpec::RAW,
+            Some(Growth {
+                factor: 2,
+                ratio: 0.8,
+            }),
+            Some(w),
+        )
+        .unwrap();
+        assert_eq!(g.next_first(3_000_000), 3_750_000);
         // Every live slice may reach its share, with the most slices too,
         // before the newest generation takes more than it is sized for.
         for slices in [8, 32] {
@@ -800,7 +865,7 @@ mod tests {
                 slices,
             };
             let m = GensMeta::plan(8_000_000, 1e-4, 512, 7, KeySpec::RAW, None, Some(w)).unwrap();
-            let all = w.live() as usize * (m.last_rank().unwrap() as usize + 1);
+            let all = w.live() as usize * (m.last_rank(0).unwrap() as usize + 1);
             assert!(m.max_live() >= all, "{slices}: {} < {all}", m.max_live());
         }
         // A meta value from before slices started small reads as starting
@@ -810,8 +875,8 @@ mod tests {
         let sum = xxhash_rust::xxh3::xxh3_64(&v[..SUM_AT]);
         v[SUM_AT..SUM_AT + 8].copy_from_slice(&sum.to_le_bytes());
         let old = GensMeta::decode(&loc, &v).unwrap();
-        assert_eq!((old.start, old.last_rank()), (1, None));
-        let g = old.generation(0, 2, 0).unwrap();
+        assert_eq!((old.start, old.last_rank(0)), (1, None));
+        let g = old.generation(0, 2, 0, 0).unwrap();
         assert_eq!(g.capacity, 1_000_000);
         assert!((g.rate - 1e-4 / 9.0).abs() < 1e-15);
     }
@@ -830,7 +895,7 @@ mod tests {
             let top = m.top_key(&loc, m.group_of(h));
             let want = super::super::slot::slot(top.as_bytes());
             for r in 0..6 {
-                let g = m.generation(u64::from(r), 0, r).unwrap();
+                let g = m.generation(u64::from(r), 0, r, 0).unwrap();
                 let k = m.set_key(&loc, &g, h);
                 assert_eq!(super::super::slot::slot(k.as_bytes()), want, "{k} {top}");
             }

@@ -5,7 +5,9 @@
 //! clocks apart), the window's rule, expiry by Redis itself, and a writer
 //! whose clock is too far behind refused.
 
-use crate::common::{Rng, command, reference, run_killed_env, seen_env, tmp, write};
+use crate::common::{
+    Rng, assert_same, command, numbered, reference, run_killed_env, seen_env, tmp, write,
+};
 use crate::redis::{Private, cluster, standalone, urls};
 use crate::redis_edges::exactly_once;
 use std::collections::HashSet;
@@ -336,6 +338,81 @@ fn the_popup_case_on_redis() {
         assert!(gens.iter().all(|g| g["index"].as_u64() >= Some(3)), "{v}");
         assert!(live[1]["forgotten_at"].as_u64().unwrap() > BOUNDARY + 41 * 86_400 + 6 * 86_400);
     }
+}
+
+/// A window's first slice starts with a generation of an eighth of its
+/// share of the lines and doubles up to the share; each later slice starts
+/// with what the slice before took, a quarter more (up to the share): a
+/// window sized far above its lines keeps them in few, full sets. The
+/// lines stay awk's throughout.
+#[test]
+fn a_slice_starts_at_what_the_slice_before_took() {
+    let Some(loc) = standalone("sized") else {
+        return;
+    };
+    let d = tmp();
+    let j = journal(&d);
+    let env = [("SEEN_JOURNAL_DIR", j.as_str())];
+    let slice = 21 * 3600;
+    // -n 800k: a share of 100k a slice, the first slice from 12.5k.
+    let run = |k: u64, data: &[u8]| {
+        let now = format!("@{}", BOUNDARY + k * slice + 60);
+        seen_env(
+            d.path(),
+            &env,
+            [
+                "dedup", "--window", "7d", "-n", "800k", "--now", &now, "-f", &loc,
+            ],
+            data,
+        )
+        .ok()
+        .stdout
+        .clone()
+    };
+    let (a, b, c) = (
+        numbered("a", 0..20_000),
+        numbered("b", 0..100_000),
+        numbered("c", 0..130_000),
+    );
+    assert_same(&run(0, &a), &a, "first slice");
+    assert_same(&run(1, &b), &b, "second slice");
+    assert_same(&run(2, &c), &c, "third slice");
+    let all = [a.as_slice(), &b, &c].concat();
+    assert_eq!(run(2, &all), b"", "every line is present");
+    let now = format!("@{}", BOUNDARY + 2 * slice + 60);
+    let s = seen_env(
+        d.path(),
+        &env,
+        ["stats", "--json", &loc, "--now", &now],
+        b"",
+    );
+    let v: serde_json::Value = serde_json::from_slice(&s.ok().stdout).unwrap();
+    let sizes: Vec<(u64, u64, u64)> = v["generations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            let n = |k: &str| g[k].as_u64().unwrap();
+            (n("slice") - BOUNDARY / slice, n("rank"), n("capacity"))
+        })
+        .collect();
+    // The first slice: 12.5k, then 25k (20k lines). The second from 25k
+    // (20k and a quarter): 25k, 50k, 100k, the last of a slice without
+    // growth, as the 100k lines fill it past its share. The third from the
+    // share: 100k, which takes the 130k lines past it.
+    assert_eq!(
+        sizes,
+        [
+            (0, 0, 12_500),
+            (0, 1, 25_000),
+            (1, 0, 25_000),
+            (1, 1, 50_000),
+            (1, 2, 100_000),
+            (2, 0, 100_000),
+        ],
+        "{v}"
+    );
+    assert_eq!(v["inserts"], 250_000, "{v}");
 }
 
 /// Redis removes expired slices itself: every data key of a windowed

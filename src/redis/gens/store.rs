@@ -107,7 +107,7 @@ impl GensFilter {
                 .arg(loc.meta_key())
                 .arg(meta.gens_key(&loc))
                 .arg(meta.encode())
-                .arg(format!("{slice} 0"))
+                .arg(format!("{slice} 0 {}", meta.next_first(0)))
                 .arg(t)
                 .clone(),
         )?;
@@ -228,7 +228,7 @@ impl GensFilter {
             .state
             .gens
             .iter()
-            .map(|&(g, slice, rank)| self.meta.generation(g, slice, rank))
+            .map(|&(g, slice, rank, first)| self.meta.generation(g, slice, rank, first))
             .collect::<Result<_>>()?;
         self.counted.clear();
         let prefix = format!("lines:{:08x}:", self.meta.tag);
@@ -293,7 +293,7 @@ impl GensFilter {
         }
         for _ in 0..MAX_RETRIES {
             let t = self.time();
-            let (top, slice, rank) = self.state.newest();
+            let (top, slice, rank, _) = self.state.newest();
             let want = match self.meta.window {
                 Some(w) if w.slice_at(t) > slice => Some((w.slice_at(t), 0)),
                 _ => (self.room() == Some(0)).then_some((slice, rank + 1)),
@@ -314,8 +314,8 @@ impl GensFilter {
     /// Lines the newest generation takes before it is full, when the
     /// filter grows, or its slice does (`None`: it does not, or no more).
     pub(crate) fn room(&self) -> Option<u64> {
-        let (top, _, rank) = self.state.newest();
-        let last = match self.meta.last_rank() {
+        let (top, _, rank, first) = self.state.newest();
+        let last = match self.meta.last_rank(first) {
             Some(last) => last,
             None if self.meta.growth.is_some() => MAX_GENS - 1,
             None => return None,
@@ -333,6 +333,21 @@ impl GensFilter {
     /// another writer added one after `top` first.
     pub(super) fn grow(&mut self, top: u64, slice: u64, rank: u32, t: u64) -> Result<()> {
         let loc = self.client.location().clone();
+        // A new slice is sized after the lines the newest one took; a
+        // slice's next generation keeps its first one's size.
+        let (_, newest, _, first) = self.state.newest();
+        let first = if rank == 0 {
+            let held = |g: u64| {
+                self.counted.get(&g).copied().unwrap_or(0)
+                    + self.added.get(&g).copied().unwrap_or(0)
+            };
+            let before = self.state.gens.iter().filter(|g| g.1 == newest);
+            self.meta.next_first(before.map(|g| held(g.0)).sum())
+        } else if first == 0 {
+            self.meta.next_first(0)
+        } else {
+            first
+        };
         let gens = self.meta.gens_key(&loc);
         let oldest = self
             .meta
@@ -347,7 +362,7 @@ impl GensFilter {
                 .arg(loc.count_key())
                 .arg(top)
                 .arg(slice)
-                .arg(rank)
+                .arg(format!("{rank} {first}"))
                 .arg(t)
                 .arg(oldest)
                 .arg(format!("lines:{:08x}:", self.meta.tag))
