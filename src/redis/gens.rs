@@ -22,8 +22,9 @@
 //!   a header of format 5, which seen 0.3 and the layouts before refuse as
 //!   newer.
 //! - `seen:{NAME}:gens:TAG`: a hash: `top` (the newest generation), `g:G`
-//!   (generation G's slice and its rank in the slice) for the live ones, and
-//!   `clock` (the latest time a writer worked at).
+//!   (generation G's slice, its rank in the slice, and the lines the
+//!   slice's first generation is sized for) for the live ones, and `clock`
+//!   (the latest time a writer worked at).
 //! - `seen:{NAME}:count`: `lines:TAG:G`, lines recorded in generation G.
 //! - `seen:{NAME:t}:TAG:top`: group t's newest generation written.
 //! - `seen:{NAME:t}:TAG:G:k`: set k of group t in generation G.
@@ -44,7 +45,7 @@ use copies::Copies;
 
 use super::location::{Location, META_LEN, META_MAGIC};
 use super::set_keys::size_sets;
-use crate::filter::sizing::{DEFAULT_GROWTH, DEFAULT_RATIO, Growth, Window};
+use crate::filter::sizing::{DEFAULT_GROWTH, Growth, Window};
 use crate::format::{HEADER_LEN, Header, MAGIC};
 use crate::hash::Hash128;
 use crate::keys::KeySpec;
@@ -70,13 +71,13 @@ const MIN_GROUPS: u64 = 16;
 pub(crate) const CLOCK_BOUND: u64 = 60;
 /// Generations a growing filter (without a window) may have.
 pub(crate) const MAX_GENS: u32 = 40;
-/// A window's first slice starts with a generation of this share of its
-/// lines (1/`WINDOW_START`), and each next one of the slice is twice as
-/// large; a later slice starts with what the slice before it took, and a
-/// quarter more, between that and its share. A slice that takes fewer lines
-/// than its share then keeps them in fewer sets, each with more of them,
-/// and a set costs a command for its expiry and for a writer's copy
-/// whatever it holds (docs/design/redis-window-costs.md).
+/// A window's slice starts with a generation sized for what the slice
+/// before it took, and a quarter more (the first slice: half its share),
+/// between 1/`WINDOW_START` of its share and the share, and each next one
+/// of the slice is twice as large. A slice that takes fewer lines than its
+/// share then keeps them in fewer sets, each with more of them, and a set
+/// costs a command for its expiry and for a writer's copy whatever it
+/// holds (docs/design/redis-window-costs.md).
 pub(crate) const WINDOW_START: u32 = 8;
 
 /// What the meta key of a filter in generations records.
@@ -167,18 +168,6 @@ impl GensMeta {
         Ok(m)
     }
 
-    /// The factor from one generation of a slice to the next, and the
-    /// ratio of their rates: the growth's, or for a slice that starts
-    /// below its share, 2 and [`DEFAULT_RATIO`]. `None`: one generation
-    /// holds the whole share (a window without growth, starting at it).
-    fn steps(&self) -> Option<(u32, f64)> {
-        match self.growth {
-            Some(g) => Some((g.factor, g.ratio)),
-            None if self.start > 1 => Some((DEFAULT_GROWTH, DEFAULT_RATIO)),
-            None => None,
-        }
-    }
-
     /// A slice's share of the lines (the capacity without a window).
     fn share(&self) -> u64 {
         self.window
@@ -189,6 +178,12 @@ impl GensMeta {
     /// otherwise: 1/`start` of its share.
     fn least_first(&self) -> u64 {
         self.share().div_ceil(u64::from(self.start))
+    }
+
+    /// The lines the window's first slice starts with: half its share (at
+    /// least 1/`start` of it), since nothing came before.
+    pub(crate) fn first_first(&self) -> u64 {
+        self.share().div_ceil(2).max(self.least_first())
     }
 
     /// The lines the first generation of a new slice is sized for, after
@@ -204,8 +199,9 @@ impl GensMeta {
 
     /// The last rank a slice whose first generation holds `first` lines
     /// (0: [`Self::least_first`]) may add without growth: the first whose
-    /// generations together hold the slice's share (`None`: no such limit,
-    /// or one generation only).
+    /// generations together hold the slice's share (`None`: with growth, no
+    /// such limit; or slices that start at their share, made before they
+    /// started lower).
     pub(crate) fn last_rank(&self, first: u64) -> Option<u32> {
         if self.growth.is_some() || self.start <= 1 {
             return None;
@@ -248,17 +244,24 @@ impl GensMeta {
             ),
             None => (self.capacity, self.target_fpp),
         };
-        let (capacity, rate) = match self.steps() {
-            Some((factor, ratio)) => (
-                if first == 0 {
-                    self.least_first()
-                } else {
-                    first
-                }
-                .saturating_mul(u64::from(factor).saturating_pow(rank)),
-                share * (1.0 - ratio) * ratio.powi(rank as i32),
+        let first = if first == 0 {
+            self.least_first()
+        } else {
+            first
+        };
+        let (capacity, rate) = match (self.growth, self.last_rank(first)) {
+            (Some(g), _) => (
+                first.saturating_mul(u64::from(g.factor).saturating_pow(rank)),
+                share * (1.0 - g.ratio) * g.ratio.powi(rank as i32),
             ),
-            None => (base, share),
+            // The slice's rate split evenly between the generations it
+            // may have: at the default rate, two of them still fill their
+            // sets as one does.
+            (None, Some(last)) => (
+                first.saturating_mul(u64::from(DEFAULT_GROWTH).saturating_pow(rank)),
+                share / f64::from(last + 1),
+            ),
+            (None, None) => (base, share),
         };
         let (fp_bits, sets) = size_sets(capacity, rate.max(f64::MIN_POSITIVE), self.limit)?;
         Ok(Gen {
@@ -834,6 +837,18 @@ mod tests {
             .map(|r| m.generation(u64::from(r), 2, r, 0).unwrap().rate)
             .sum();
         assert!(rates * 9.0 <= 1e-4 * (1.0 + 1e-9), "{rates}");
+        // The slice's rate is split evenly between its four.
+        let g0 = m.generation(0, 2, 0, 0).unwrap();
+        assert!((g0.rate - 1e-4 / 9.0 / 4.0).abs() < 1e-15, "{g0:?}");
+        // The first slice starts at half its share: two generations at
+        // most, each with half the slice's rate.
+        assert_eq!(m.first_first(), 500_000);
+        assert_eq!(m.last_rank(500_000), Some(1));
+        let g = m.generation(0, 2, 0, 500_000).unwrap();
+        assert!((g.rate - 1e-4 / 9.0 / 2.0).abs() < 1e-15, "{g:?}");
+        // One that starts at its share has it all.
+        let g = m.generation(0, 2, 0, 1_000_000).unwrap();
+        assert!((g.rate - 1e-4 / 9.0).abs() < 1e-15, "{g:?}");
         // A later slice starts after the lines the one before took, a
         // quarter more, between an eighth of its share and the share.
         assert_eq!(m.next_first(0), 125_000);

@@ -255,15 +255,15 @@ fn four_writers_across_a_slice_boundary_with_clocks_apart() {
     let (nodes, name) = parts(&loc);
     let g = generations(&nodes, &name);
     assert!(top(&nodes, &name) >= 3, "no new slices: {g:?}");
-    // A round's lines are many more than a slice's first generation
-    // takes (an eighth of its 25k share): the writers also crossed the
-    // slice's own growth points (generations of rank 1 and more).
+    // A round's lines are many more than the first slice's first
+    // generation takes (half its 25k share): the writers also crossed a
+    // slice's own growth point (a generation of rank 1).
     let ranks: Vec<u32> = g
         .iter()
         .filter(|(k, _)| k.starts_with("g:"))
         .map(|(_, v)| v.split(' ').nth(1).unwrap().parse().unwrap())
         .collect();
-    assert!(ranks.iter().any(|&r| r >= 2), "no growth in a slice: {g:?}");
+    assert!(ranks.iter().any(|&r| r >= 1), "no growth in a slice: {g:?}");
     // More than a minute behind the filter's clock (the latest writer's).
     seen_env(
         d.path(),
@@ -340,11 +340,11 @@ fn the_popup_case_on_redis() {
     }
 }
 
-/// A window's first slice starts with a generation of an eighth of its
-/// share of the lines and doubles up to the share; each later slice starts
-/// with what the slice before took, a quarter more (up to the share): a
-/// window sized far above its lines keeps them in few, full sets. The
-/// lines stay awk's throughout.
+/// A window's first slice starts with a generation of half its share of
+/// the lines; each later slice with what the slice before took, a quarter
+/// more, between an eighth of its share and the share; a slice that takes
+/// more doubles up to its share. A window sized far above its lines keeps
+/// them in fewer, fuller sets. The lines stay awk's throughout.
 #[test]
 fn a_slice_starts_at_what_the_slice_before_took() {
     let Some(loc) = standalone("sized") else {
@@ -354,7 +354,7 @@ fn a_slice_starts_at_what_the_slice_before_took() {
     let j = journal(&d);
     let env = [("SEEN_JOURNAL_DIR", j.as_str())];
     let slice = 21 * 3600;
-    // -n 800k: a share of 100k a slice, the first slice from 12.5k.
+    // -n 800k: a share of 100k a slice, the first slice from 50k.
     let run = |k: u64, data: &[u8]| {
         let now = format!("@{}", BOUNDARY + k * slice + 60);
         seen_env(
@@ -396,15 +396,14 @@ fn a_slice_starts_at_what_the_slice_before_took() {
             (n("slice") - BOUNDARY / slice, n("rank"), n("capacity"))
         })
         .collect();
-    // The first slice: 12.5k, then 25k (20k lines). The second from 25k
-    // (20k and a quarter): 25k, 50k, 100k, the last of a slice without
-    // growth, as the 100k lines fill it past its share. The third from the
-    // share: 100k, which takes the 130k lines past it.
+    // The first slice: 50k (20k lines). The second from 25k (20k and a
+    // quarter): 25k, 50k, 100k, the last of a slice without growth, as the
+    // 100k lines fill it past its share. The third from the share: 100k,
+    // which takes the 130k lines past it.
     assert_eq!(
         sizes,
         [
-            (0, 0, 12_500),
-            (0, 1, 25_000),
+            (0, 0, 50_000),
             (1, 0, 25_000),
             (1, 1, 50_000),
             (1, 2, 100_000),

@@ -107,7 +107,7 @@ impl GensFilter {
                 .arg(loc.meta_key())
                 .arg(meta.gens_key(&loc))
                 .arg(meta.encode())
-                .arg(format!("{slice} 0 {}", meta.next_first(0)))
+                .arg(format!("{slice} 0 {}", meta.first_first()))
                 .arg(t)
                 .clone(),
         )?;
