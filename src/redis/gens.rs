@@ -71,8 +71,8 @@ const MIN_GROUPS: u64 = 16;
 pub(crate) const CLOCK_BOUND: u64 = 60;
 /// Generations a growing filter (without a window) may have.
 pub(crate) const MAX_GENS: u32 = 40;
-/// A window's slice starts with a generation sized for what the slice
-/// before it took, and a quarter more (the first slice: half its share),
+/// A window's slice starts with a generation sized for what the newest
+/// slice before it took, and a quarter more (the first slice: half its share),
 /// between 1/`WINDOW_START` of its share and the share, and each next one
 /// of the slice is twice as large. A slice that takes fewer lines than its
 /// share then keeps them in fewer sets, each with more of them, and a set
@@ -105,10 +105,10 @@ pub(crate) struct GensMeta {
     /// The window; `None`: it never forgets.
     pub window: Option<Window>,
     /// A slice's first generation holds 1/`start` of the slice's share at
-    /// least (the first slice's, and one after an idle slice), and each
-    /// next one of the slice `growth` times (2 without growth) more, up to
-    /// its share (or on, with growth). 1: a slice (or a growing filter)
-    /// starts at its share.
+    /// least (a slice after one that took few lines), and each next one of
+    /// the slice `growth` times (2 without growth) more, up to its share (or
+    /// on, with growth). 1 (a filter made before slices started lower):
+    /// every slice starts at its share.
     pub start: u32,
 }
 
@@ -187,9 +187,13 @@ impl GensMeta {
     }
 
     /// The lines the first generation of a new slice is sized for, after
-    /// the `before` lines the slice before it took: a quarter more, at
-    /// least 1/`start` of the share and (without growth) at most the share.
+    /// the `before` lines the newest slice took: a quarter more, at least
+    /// 1/`start` of the share and (without growth) at most the share; the
+    /// share itself for a filter whose slices start there (`start` 1).
     pub(crate) fn next_first(&self, before: u64) -> u64 {
+        if self.start <= 1 {
+            return self.share();
+        }
         let want = before.saturating_add(before / 4).max(self.least_first());
         match self.growth {
             Some(_) => want,
@@ -215,7 +219,9 @@ impl GensMeta {
         let (mut held, mut rank) = (first, 0u32);
         while held < share {
             rank += 1;
-            held = held.saturating_add(first.saturating_mul(u64::from(DEFAULT_GROWTH).pow(rank)));
+            held = held.saturating_add(
+                first.saturating_mul(u64::from(DEFAULT_GROWTH).saturating_pow(rank)),
+            );
         }
         Some(rank)
     }
@@ -891,9 +897,43 @@ mod tests {
         v[SUM_AT..SUM_AT + 8].copy_from_slice(&sum.to_le_bytes());
         let old = GensMeta::decode(&loc, &v).unwrap();
         assert_eq!((old.start, old.last_rank(0)), (1, None));
+        assert_eq!(old.next_first(3_000_000), 1_000_000);
+        assert_eq!(old.first_first(), 1_000_000);
         let g = old.generation(0, 2, 0, 0).unwrap();
         assert_eq!(g.capacity, 1_000_000);
         assert!((g.rate - 1e-4 / 9.0).abs() < 1e-15);
+    }
+
+    #[test]
+    fn a_generation_field_says_its_slice_rank_and_first_size() {
+        let loc = crate::redis::Location::parse("redis://h/x").unwrap();
+        let hash = |fields: &[(&str, &str)]| {
+            redis::Value::Array(
+                fields
+                    .iter()
+                    .flat_map(|(k, v)| [*k, *v])
+                    .map(|b| redis::Value::BulkString(b.as_bytes().to_vec()))
+                    .collect(),
+            )
+        };
+        // A field from before slices started lower has two numbers: its
+        // first size reads as 0 (the meta's default).
+        let s = GensState::read(
+            &hash(&[
+                ("top", "4"),
+                ("g:3", "7 0"),
+                ("g:4", "8 0 96990"),
+                ("clock", "9"),
+            ]),
+            &loc,
+        )
+        .unwrap();
+        assert_eq!(s.gens, [(3, 7, 0, 0), (4, 8, 0, 96_990)]);
+        assert_eq!(s.newest(), (4, 8, 0, 96_990));
+        for bad in ["8 0 x", "8 0 0", "8"] {
+            let e = GensState::read(&hash(&[("g:4", bad)]), &loc).unwrap_err();
+            assert!(e.to_string().contains("damaged"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -379,7 +379,13 @@ fn a_slice_starts_at_what_the_slice_before_took() {
     assert_same(&run(2, &c), &c, "third slice");
     let all = [a.as_slice(), &b, &c].concat();
     assert_eq!(run(2, &all), b"", "every line is present");
-    let now = format!("@{}", BOUNDARY + 2 * slice + 60);
+    // After two idle slices, a slice starts after the newest that took
+    // lines (the third, past its share: the share); the one after it,
+    // which took 1,000, at an eighth of the share.
+    let (e, f) = (numbered("e", 0..1_000), numbered("f", 0..1_000));
+    assert_same(&run(5, &e), &e, "after an idle gap");
+    assert_same(&run(6, &f), &f, "after a quiet slice");
+    let now = format!("@{}", BOUNDARY + 6 * slice + 60);
     let s = seen_env(
         d.path(),
         &env,
@@ -399,7 +405,7 @@ fn a_slice_starts_at_what_the_slice_before_took() {
     // The first slice: 50k (20k lines). The second from 25k (20k and a
     // quarter): 25k, 50k, 100k, the last of a slice without growth, as the
     // 100k lines fill it past its share. The third from the share: 100k,
-    // which takes the 130k lines past it.
+    // which takes the 130k lines past it. Then as above.
     assert_eq!(
         sizes,
         [
@@ -408,10 +414,12 @@ fn a_slice_starts_at_what_the_slice_before_took() {
             (1, 1, 50_000),
             (1, 2, 100_000),
             (2, 0, 100_000),
+            (5, 0, 100_000),
+            (6, 0, 12_500),
         ],
         "{v}"
     );
-    assert_eq!(v["inserts"], 250_000, "{v}");
+    assert_eq!(v["inserts"], 252_000, "{v}");
 }
 
 /// Redis removes expired slices itself: every data key of a windowed

@@ -207,7 +207,7 @@ pub(super) fn table(s: &Stats, gens: &[GenStats], out: &mut impl Write) -> std::
                 HumanCount(g.next_layer_in)
             ),
             Some(g) => format!("x{} when full; no more generations", g.factor),
-            None => "fixed (a slice's generations double up to its share of the lines)".to_string(),
+            None => "fixed (no generation past a slice's share of the lines)".to_string(),
         },
     )?;
     if let Some(w) = &s.window {
