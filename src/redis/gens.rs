@@ -180,6 +180,16 @@ impl GensMeta {
         self.share().div_ceil(u64::from(self.start))
     }
 
+    /// `first`, the lines a slice's first generation holds as its field
+    /// says, or [`Self::least_first`] when it does not (0).
+    pub(crate) fn first_or_least(&self, first: u64) -> u64 {
+        if first == 0 {
+            self.least_first()
+        } else {
+            first
+        }
+    }
+
     /// The lines the window's first slice starts with: half its share (at
     /// least 1/`start` of it), since nothing came before.
     pub(crate) fn first_first(&self) -> u64 {
@@ -211,11 +221,7 @@ impl GensMeta {
             return None;
         }
         let share = self.share();
-        let first = if first == 0 {
-            self.least_first()
-        } else {
-            first
-        };
+        let first = self.first_or_least(first);
         let (mut held, mut rank) = (first, 0u32);
         while held < share {
             rank += 1;
@@ -243,18 +249,11 @@ impl GensMeta {
     /// # Errors
     /// A size that cannot be planned.
     pub(crate) fn generation(&self, index: u64, slice: u64, rank: u32, first: u64) -> Result<Gen> {
-        let (base, share) = match self.window {
-            Some(w) => (
-                w.slice_capacity(self.capacity),
-                self.target_fpp / f64::from(w.live()),
-            ),
-            None => (self.capacity, self.target_fpp),
-        };
-        let first = if first == 0 {
-            self.least_first()
-        } else {
-            first
-        };
+        // The slice's share of the rate (the whole rate without a window).
+        let share = self
+            .window
+            .map_or(self.target_fpp, |w| self.target_fpp / f64::from(w.live()));
+        let first = self.first_or_least(first);
         let (capacity, rate) = match (self.growth, self.last_rank(first)) {
             (Some(g), _) => (
                 first.saturating_mul(u64::from(g.factor).saturating_pow(rank)),
@@ -267,7 +266,7 @@ impl GensMeta {
                 first.saturating_mul(u64::from(DEFAULT_GROWTH).saturating_pow(rank)),
                 share / f64::from(last + 1),
             ),
-            (None, None) => (base, share),
+            (None, None) => (self.share(), share),
         };
         let (fp_bits, sets) = size_sets(capacity, rate.max(f64::MIN_POSITIVE), self.limit)?;
         Ok(Gen {

@@ -526,8 +526,7 @@ pub(super) mod tests {
             // New lines: the step that crosses the capacity takes 390.
             assert_eq!(record(&mut a, 99_990, 101_000).0, 1010);
             a.refresh().unwrap();
-            let held =
-                a.counted.get(&0).copied().unwrap_or(0) + a.added.get(&0).copied().unwrap_or(0);
+            let held = a.held(0);
             assert_eq!(held, 99_990 + cap / 256, "{cap}");
             assert_eq!(a.planned.len(), 2, "generation 1 was added");
         }

@@ -324,9 +324,14 @@ impl GensFilter {
             return None;
         }
         let g = self.planned.last().expect("one at least");
-        let held = self.counted.get(&top).copied().unwrap_or(0)
-            + self.added.get(&top).copied().unwrap_or(0);
+        let held = self.held(top);
         Some(g.capacity.saturating_sub(held))
+    }
+
+    /// Lines recorded in generation `g`: counted on the server, and added
+    /// by this writer since.
+    pub(super) fn held(&self, g: u64) -> u64 {
+        self.counted.get(&g).copied().unwrap_or(0) + self.added.get(&g).copied().unwrap_or(0)
     }
 
     /// Adds generation `top + 1` (rank `rank` of slice `slice`) unless
@@ -337,16 +342,10 @@ impl GensFilter {
         // slice's next generation keeps its first one's size.
         let (_, newest, _, first) = self.state.newest();
         let first = if rank == 0 {
-            let held = |g: u64| {
-                self.counted.get(&g).copied().unwrap_or(0)
-                    + self.added.get(&g).copied().unwrap_or(0)
-            };
             let before = self.state.gens.iter().filter(|g| g.1 == newest);
-            self.meta.next_first(before.map(|g| held(g.0)).sum())
-        } else if first == 0 {
-            self.meta.next_first(0)
+            self.meta.next_first(before.map(|g| self.held(g.0)).sum())
         } else {
-            first
+            self.meta.first_or_least(first)
         };
         let gens = self.meta.gens_key(&loc);
         let oldest = self
